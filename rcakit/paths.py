@@ -1,0 +1,29 @@
+"""Where the project lives: chapter sources, the book, shipped data.
+
+rcakit is used from a clone (``pip install -e .``), so the project root is the
+folder above the package unless ``$RCAKIT_ROOT`` says otherwise. Relative paths
+given as chapter parameters resolve against it, whatever the kernel's cwd.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_root() -> Path:
+    """``$RCAKIT_ROOT`` if set, else the folder that holds the package."""
+    env = os.environ.get("RCAKIT_ROOT")
+    return Path(env) if env else Path(__file__).resolve().parents[1]
+
+
+def resolve(path: str | os.PathLike) -> Path:
+    """An absolute path; relative ones are taken from the project root."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else project_root() / p
+
+
+def book_dir() -> Path:
+    """``$RCAKIT_BOOK_DIR`` if set (the tests build a scratch copy), else ``<project>/book``."""
+    env = os.environ.get("RCAKIT_BOOK_DIR")
+    return Path(env) if env else project_root() / "book"

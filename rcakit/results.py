@@ -1,0 +1,77 @@
+"""Machine-readable chapter results: ``results/<chapter_id>.json``.
+
+Tests, the closing claims page and outside checks read these files. Keys are
+sorted and numbers are plain JSON, so the same parameters and seed give a
+byte-identical file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from rcakit import __version__
+from rcakit.paths import project_root
+
+
+def results_dir() -> Path:
+    """``$RCAKIT_RESULTS_DIR`` if set, else ``<project>/results``."""
+    env = os.environ.get("RCAKIT_RESULTS_DIR")
+    return Path(env) if env else project_root() / "results"
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain-Python copy of ``obj``: numpy and pandas values, tuples, NaN -> None."""
+    if isinstance(obj, pd.DataFrame):
+        obj = obj.to_dict(orient="list")
+    if isinstance(obj, pd.Series):
+        obj = obj.tolist()
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    return obj
+
+
+def record(chapter_id: str, numbers: Mapping, params: Mapping) -> Path:
+    """Write ``numbers`` plus ``params`` and the rcakit version; return the path."""
+    payload = dict(to_jsonable(numbers))
+    payload["params"] = to_jsonable(params)
+    payload["rcakit_version"] = __version__
+    path = results_dir() / f"{chapter_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def load(chapter_id: str) -> dict:
+    """Read back ``results/<chapter_id>.json``."""
+    path = results_dir() / f"{chapter_id}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_all() -> dict[str, dict]:
+    """Every results file in the results folder, keyed by chapter id."""
+    folder = results_dir()
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))}
+
+
+def lookup(tree: Mapping, dotted: str) -> Any:
+    """``lookup(r, "interaction.phi.0")``: walk dicts by key and lists by index."""
+    node: Any = tree
+    for part in dotted.split("."):
+        if isinstance(node, list):
+            node = node[int(part)]
+        else:
+            node = node[part]
+    return node

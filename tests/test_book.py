@@ -1,0 +1,109 @@
+"""Every chapter runs with its quick parameters, records its results, and the
+book builds with warnings as errors. Also: the gate fails when it should."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rcakit import chapters, results, runner
+from rcakit.results import lookup
+
+REQUIRED_KEYS = {
+    "car-shapley": [
+        "interaction.phi", "interaction.phi_ci", "interaction.efficiency",
+        "interaction.analytic_efficiency", "interaction.rollouts",
+        "interaction.contrastive_abs_sum", "pivotal.locus", "pivotal.effects", "params",
+    ],
+}
+
+
+@pytest.mark.parametrize("chapter_id", [c for c in chapters.ORDER if c != "claims"])
+def test_chapter_records_required_keys(quick_book, chapter_id):
+    recorded = results.load(chapter_id)
+    for key in REQUIRED_KEYS.get(chapter_id, ["params"]):
+        lookup(recorded, key)  # KeyError names the missing key
+    assert recorded["params"] == runner.run_parameters(chapter_id, quick=True)
+
+
+def test_car_shapley_quick_values(quick_book):
+    r = results.load("car-shapley")["interaction"]
+    assert len(r["phi"]) == 3 and len(r["phi_ci"]) == 3
+    assert abs(r["efficiency"] - 0.91) <= 0.03
+    assert results.load("car-shapley")["pivotal"]["locus"] == 1
+
+
+def test_book_html_has_chapters_figures_and_claims(quick_book):
+    html = quick_book / "_build" / "html"
+    assert (html / "index.html").exists()
+    page = (html / "chapters" / "car_shapley.html").read_text()
+    assert page.count("<img") >= 2 and "Beside the paper" in page
+    closing = (html / "chapters" / "claims.html").read_text()
+    assert "Efficiency sum vs analytic" in closing and "agrees" in closing
+
+
+def test_executed_chapters_show_injected_parameters_and_no_noise(quick_book):
+    for nb_path in (quick_book / "chapters").glob("*.ipynb"):
+        nb = json.loads(nb_path.read_text())
+        assert any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"]), nb_path
+        text = json.dumps([c.get("outputs", []) for c in nb["cells"]])
+        assert not re.search(r"0x[0-9a-f]{6,}", text), f"{nb_path}: memory address in outputs"
+        assert "Warning" not in text, f"{nb_path}: a warning leaked into the outputs"
+
+
+def test_same_parameters_give_byte_identical_results(tmp_path, monkeypatch):
+    texts = []
+    for run in ("a", "b"):
+        monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / run))
+        runner.run_chapter("car-shapley", {"q": 0.5, "seed": 3}, quick=True, output_dir=tmp_path / run, progress=False)
+        texts.append((tmp_path / run / "car-shapley.json").read_bytes())
+    assert texts[0] == texts[1]
+    assert abs(json.loads(texts[0])["interaction"]["efficiency"] - 0.75) <= 0.03
+
+
+BROKEN = textwrap.dedent(
+    """\
+    ---
+    kernelspec: {display_name: Python 3, language: python, name: python3}
+    rcakit: {title: Broken}
+    ---
+    # Broken
+
+    ```{code-cell} ipython3
+    :tags: [parameters]
+
+    seed = 0  # seed
+    ```
+
+    ```{code-cell} ipython3
+    raise ValueError("planted failure")
+    ```
+    """
+)
+
+
+def test_a_failing_chapter_fails_the_run(tmp_path, monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "car_shapley.md").write_text(BROKEN)
+    monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))
+    with pytest.raises(runner.ChapterFailed, match="planted failure"):
+        runner.run_chapter("car-shapley", output_dir=tmp_path, progress=False)
+    env = {**os.environ, "RCAKIT_ROOT": str(tmp_path), "RCAKIT_BOOK_DIR": str(tmp_path / "book")}
+    proc = subprocess.run([sys.executable, "-m", "rcakit.cli", "run", "car-shapley"], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "planted failure" in proc.stderr
+
+
+def test_a_warning_fails_the_book_build(tmp_path, monkeypatch, quick_book):
+    book = tmp_path / "book"
+    book.mkdir()
+    for name in ("_config.yml", "intro.md"):
+        (book / name).write_text((quick_book / name).read_text())
+    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: chapters/missing\n")
+    monkeypatch.setenv("RCAKIT_BOOK_DIR", str(book))
+    with pytest.raises(runner.ChapterFailed, match="jupyter-book build failed"):
+        runner.build_book()

@@ -1,0 +1,61 @@
+"""The rcakit command: every user error is one line on stderr and exit status 2."""
+
+import subprocess
+import sys
+
+import pytest
+
+from rcakit import RcakitError, cli, runner
+
+
+def rcakit(*args):
+    return subprocess.run([sys.executable, "-m", "rcakit.cli", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "no-such-chapter"], "unknown chapter 'no-such-chapter'"),
+        (["run", "car-shapley", "-p", "qq", "1"], "unknown parameter 'qq'"),
+        (["run", "car-shapley", "-p", "q", "abc"], "parameter 'q' expects float"),
+        (["run", "car-shapley", "-p", "seed", "1.5"], "parameter 'seed' expects int"),
+        (["run", "car-shapley", "-p", "q", "2.0"], "outside"),
+        (["run", "car-shapley", "-p", "q"], "expected 2 arguments"),
+        (["run"], "required: chapter"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_user_errors_are_one_line_and_status_2(args, message):
+    proc = rcakit(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert proc.stdout == ""
+
+
+def test_list_shows_parameters_and_defaults():
+    proc = rcakit("list")
+    assert proc.returncode == 0
+    assert "car-shapley" in proc.stdout and "q = 0.3" in proc.stdout and "[quick: 20]" in proc.stdout
+
+
+def test_bad_parameter_is_rejected_before_a_kernel_starts(monkeypatch):
+    import papermill
+
+    def no_kernel(*a, **k):
+        raise AssertionError("a kernel was started")
+
+    monkeypatch.setattr(papermill, "execute_notebook", no_kernel)
+    with pytest.raises(RcakitError, match="expects float"):
+        runner.run_chapter("car-shapley", {"q": "high"})
+    assert cli.main(["run", "car-shapley", "-p", "k_samples", "2"]) == 2
+
+
+def test_book_checks_every_chapter_before_running_any(monkeypatch):
+    import papermill
+
+    started = []
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(runner.chapters, "ORDER", ["car-shapley", "no-such-chapter"])
+    assert cli.main(["book", "--no-build"]) == 2
+    assert started == []

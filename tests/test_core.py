@@ -1,0 +1,175 @@
+"""The shared core: stats, the case store, results files, claims, the registry."""
+
+import json
+import multiprocessing
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from rcakit import RcakitError, chapters, claims, results, stats
+from rcakit.store import CaseStore
+
+
+def test_wilson_matches_statsmodels_and_known_value():
+    lo, hi = stats.wilson_ci(8, 10)
+    assert (lo, hi) == pytest.approx(proportion_confint(8, 10, method="wilson"))
+    assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
+    assert all(np.isnan(stats.wilson_ci(0, 0)))
+
+
+def test_accuracy_with_ci():
+    acc = stats.accuracy_with_ci([True, False, True, True])
+    assert acc["acc"] == 0.75 and acc["n"] == 4 and acc["lo"] < 0.75 < acc["hi"]
+
+
+def test_bootstrap_accuracy_ci_known_data():
+    point, lo, hi = stats.bootstrap_accuracy_ci([True] * 10)
+    assert (point, lo, hi) == (1.0, 1.0, 1.0)
+    data = [True] * 30 + [False] * 70
+    point, lo, hi = stats.bootstrap_accuracy_ci(data, n_boot=1000, seed=42)
+    assert point == 0.3
+    assert 0.19 < lo < 0.23 and 0.38 < hi < 0.41  # ~ ±1.96·sqrt(.3·.7/100)
+    assert stats.bootstrap_accuracy_ci(data) == (point, lo, hi)  # seeded
+
+
+def test_bootstrap_ci_of_a_mean_brackets_it_and_is_seeded():
+    x = np.random.default_rng(0).normal(5, 1, size=200)
+    point, lo, hi = stats.bootstrap_ci(x, seed=1)
+    assert lo < point < hi and hi - lo == pytest.approx(2 * 1.96 / np.sqrt(200), rel=0.2)
+    assert stats.bootstrap_ci(x, seed=1) == (point, lo, hi)
+
+
+def test_mean_ci_normal():
+    m, lo, hi = stats.mean_ci_normal([1.0, 2.0, 3.0, 4.0])
+    assert m == 2.5 and hi - m == pytest.approx(1.959964 * np.std([1, 2, 3, 4], ddof=1) / 2)
+
+
+def _square(x):
+    return {"x": x, "y": x * x}
+
+
+def test_store_resumes_and_ignores_torn_tail(tmp_path):
+    path = tmp_path / "cases.jsonl"
+    store = CaseStore(path)
+    store.run([(str(i), i) for i in range(3)], _square)
+    with path.open("a") as fh:
+        fh.write('{"key": "3", "val')  # a writer killed mid-line
+    calls = []
+    again = CaseStore(path)
+    assert len(again) == 3
+    out = again.run([(str(i), i) for i in range(5)], lambda i: calls.append(i) or _square(i))
+    assert calls == [3, 4]
+    assert [o["y"] for o in out] == [0, 1, 4, 9, 16]
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def _killed_sweep(path):
+    store = CaseStore(path)
+
+    def work(i):
+        if i == 4:
+            os._exit(9)  # killed mid-sweep
+        return _square(i)
+
+    store.run([(str(i), i) for i in range(8)], work)
+
+
+def test_killed_sweep_resumes_to_the_same_result(tmp_path):
+    proc = multiprocessing.get_context("fork").Process(target=_killed_sweep, args=(tmp_path / "a.jsonl",))
+    proc.start()
+    proc.join()
+    assert proc.exitcode == 9
+    resumed = CaseStore(tmp_path / "a.jsonl")
+    assert len(resumed) == 4
+    full = CaseStore(tmp_path / "b.jsonl").run([(str(i), i) for i in range(8)], _square)
+    assert resumed.run([(str(i), i) for i in range(8)], _square) == full
+
+
+def test_store_refuses_other_parameters(tmp_path):
+    CaseStore(tmp_path / "s.jsonl", fingerprint={"seed": 1}).put("a", {})
+    with pytest.raises(RcakitError, match="other parameters"):
+        CaseStore(tmp_path / "s.jsonl", fingerprint={"seed": 2})
+
+
+def test_record_is_sorted_plain_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
+    numbers = {"b": np.float64(0.5), "a": {"arr": np.arange(3), "s": pd.Series([1.5, np.nan])}}
+    path = results.record("demo", numbers, {"seed": 1})
+    text = path.read_text()
+    assert text.index('"a"') < text.index('"b"')
+    back = results.load("demo")
+    assert back["a"]["arr"] == [0, 1, 2] and back["a"]["s"] == [1.5, None]
+    assert back["params"] == {"seed": 1} and "rcakit_version" in back
+    assert results.lookup(back, "a.arr.2") == 2
+
+
+def test_compare_verdicts_and_assert_holds():
+    measured = {"interaction": {"phi": [0.46, 0.45, 0.0], "phi_ci": [[0.43, 0.49], [0.40, 0.44], [-0.1, 0.1]],
+                                "efficiency": 0.95, "contrastive_abs_sum": 1.6},
+                "pivotal": {"locus": 1}}
+    table = claims.compare("car-shapley", measured, {"q": 0.3}).set_index("claim")
+    verdicts = table["verdict"].to_dict()
+    assert verdicts["Shapley phi_0, two-step interaction SCM"] == "agrees"
+    assert verdicts["Shapley phi_1, two-step interaction SCM"] == "differs"  # 0.45 outside [0.40, 0.44]
+    assert verdicts["Efficiency sum vs analytic 1 - q^2 = 0.91"] == "differs"  # |0.95 - 0.909| > 0.03
+    with pytest.raises(AssertionError, match="Efficiency"):
+        claims.assert_holds(table.reset_index())
+    other = claims.compare("car-shapley", measured, {"q": 0.5})
+    assert "other parameters" in set(other["verdict"])
+    claims.assert_holds(other)  # the paper's setting does not apply at q = 0.5
+    missing = claims.compare("car-shapley", {}, {"q": 0.3})
+    assert set(missing["verdict"]) == {"not measured"}
+
+
+def test_every_claims_section_is_well_formed():
+    for cid in chapters.ORDER:
+        if cid == "claims":
+            continue
+        for claim in claims.chapter_claims(cid)["claims"]:
+            assert {"claim", "source", "paper", "measured"} <= set(claim), claim
+            assert len({"expect", "ci", "tolerance"} & set(claim)) <= 1, claim
+
+
+def test_parse_parameters_reads_literals_and_comments():
+    params = chapters.parse_parameters("q = 0.3  # prob\nname = 'x'\nseed = 0  # the seed\n")
+    assert params["q"].default == 0.3 and params["q"].comment == "prob"
+    assert params["name"].default == "x" and params["seed"].comment == "the seed"
+    with pytest.raises(RcakitError, match="line 1"):
+        chapters.parse_parameters("import os\n")
+
+
+def test_validate_coerces_and_rejects():
+    assert chapters.validate("car-shapley", {"q": "0.5", "seed": "3"})["q"] == 0.5
+    assert chapters.validate("car-shapley", {"seed": 1, "budget": 0})["budget"] == 0
+    toy = chapters.Chapter("toy", None, "toy", {"x": chapters.Parameter("x", 0.5), "on": chapters.Parameter("on", True)})
+    assert chapters.coerce(toy, "x", 2) == 2.0 and isinstance(chapters.coerce(toy, "x", 2), float)
+    assert chapters.coerce(toy, "on", "false") is False
+    with pytest.raises(RcakitError, match="expects bool"):
+        chapters.coerce(toy, "on", 1)
+    for bad, match in [({"q": "abc"}, "expects float"), ({"seed": "1.5"}, "expects int"),
+                       ({"qq": 1}, "unknown parameter 'qq'"), ({"q": 1.2}, "outside"),
+                       ({"n_permutations": 1}, "outside")]:
+        with pytest.raises(RcakitError, match=match):
+            chapters.validate("car-shapley", bad)
+    with pytest.raises(RcakitError, match="unknown chapter"):
+        chapters.get("no-such-chapter")
+
+
+def test_every_chapter_has_a_seed_and_valid_quick_values():
+    for chapter in chapters.all_chapters():
+        assert "seed" in chapter.parameters, chapter.id
+        assert all(p.comment for p in chapter.parameters.values()), chapter.id
+        chapters.validate(chapter.id, chapter.quick)
+
+
+def test_toc_lists_every_chapter_in_order():
+    import yaml
+
+    from rcakit.paths import project_root
+
+    toc = yaml.safe_load((project_root() / "book" / "_toc.yml").read_text())
+    files = [entry["file"] for entry in toc["chapters"]]
+    assert files == [f"chapters/{cid.replace('-', '_')}" for cid in chapters.ORDER]

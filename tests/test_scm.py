@@ -1,0 +1,184 @@
+"""rcakit.scm: Shapley estimators on games with known values, the do-operations,
+and the contrastive locus on the pivotal SCM (CAR §4-5)."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from rcakit import scm
+
+
+def additive(weights):
+    return lambda s: float(sum(weights[i] for i in s))
+
+
+def unanimity(players):
+    return lambda s: float(set(players) <= s)
+
+
+def pairwise_game(a, b):
+    """v(S) = sum a_i + sum_{i<j in S} b_ij; Shapley phi_i = a_i + sum_j b_ij / 2."""
+    n = len(a)
+
+    def v(s):
+        return float(sum(a[i] for i in s) + sum(b[i, j] for i, j in combinations(sorted(s), 2)))
+
+    phi = np.array([a[i] + sum(b[min(i, j), max(i, j)] for j in range(n) if j != i) / 2 for i in range(n)])
+    return v, phi
+
+
+def test_exact_additive_game_returns_the_weights():
+    w = [0.5, -1.0, 2.0, 0.25]
+    assert np.allclose(scm.shapley_exact(additive(w), 4), w)
+
+
+def test_exact_unanimity_game_splits_evenly_among_carriers():
+    phi = scm.shapley_exact(unanimity({1, 3, 4}), 6)
+    assert np.allclose(phi, [0, 1 / 3, 0, 1 / 3, 1 / 3, 0])
+
+
+def test_exact_interaction_scm_matches_analytic_values():
+    for q in (0.3, 0.5, 0.8):
+        s = scm.interaction_scm(q)
+        phi = scm.shapley_exact(s.analytic_v, 3)
+        assert np.allclose(phi, [(1 - q**2) / 2, (1 - q**2) / 2, 0])
+
+
+def test_exact_efficiency_axiom_on_a_random_game():
+    rng = np.random.default_rng(1)
+    table = rng.normal(size=2**7)
+
+    def v(s):
+        return 0.0 if not s else table[sum(1 << i for i in s)]
+
+    phi = scm.shapley_exact(v, 7)
+    assert phi.sum() == pytest.approx(v(frozenset(range(7))) - v(frozenset()))
+
+
+def test_one_forward_and_reverse_pass_is_exact_for_pairwise_games():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=5), np.triu(rng.normal(size=(5, 5)), 1)
+    v, phi = pairwise_game(a, b)
+    est = scm.shapley_permutation(v, 5, n_permutations=1, antithetic=True, seed=11)
+    assert np.allclose(est.values, phi)
+    plain = scm.shapley_permutation(v, 5, n_permutations=1, antithetic=False, seed=11)
+    assert not np.allclose(plain.values, phi)  # one plain walk is not enough
+
+
+def test_permutation_efficiency_axiom_holds_per_walk():
+    rng = np.random.default_rng(5)
+    table = rng.normal(size=2**6)
+    v = lambda s: table[sum(1 << i for i in s)]  # noqa: E731
+    est = scm.shapley_permutation(v, 6, n_permutations=7, seed=2)
+    assert est.efficiency == pytest.approx(table[63] - table[0])
+
+
+def test_budget_keeps_only_whole_permutations():
+    calls = []
+    v = lambda s: calls.append(s) or float(len(s))  # noqa: E731
+    # n = 3: one antithetic permutation costs 2 * 4 = 8 evaluations; 20 fits two.
+    est = scm.shapley_permutation(v, 3, n_permutations=10, seed=0, budget=20)
+    assert est.truncated and est.permutations == 2
+    assert est.evaluations == 16 == len(calls)
+    assert est.samples.shape == (2, 3)
+    untouched = scm.shapley_permutation(v, 3, n_permutations=3, seed=0, budget=24)
+    assert not untouched.truncated and untouched.permutations == 3
+
+
+def test_no_caching_across_permutations():
+    calls = []
+    v = lambda s: calls.append(s) or 0.0  # noqa: E731
+    scm.shapley_permutation(v, 4, n_permutations=5, antithetic=True, seed=0)
+    assert len(calls) == 5 * 2 * 5
+    assert calls.count(frozenset()) == 10
+
+
+def test_monte_carlo_shapley_on_interaction_scm_covers_analytic_values():
+    s = scm.interaction_scm(0.3, seed=0)
+    value = scm.rollout_value_fn(s, 12, np.random.default_rng(0))
+    est = scm.shapley_permutation(value, 3, 80, seed=1)
+    assert value.rollouts == 80 * 2 * 4 * 12 == 7680
+    assert abs(est.efficiency - 0.91) < 0.03
+    assert np.all(np.abs(est.values - [0.455, 0.455, 0]) < 0.06)
+
+
+def test_same_seed_same_estimate():
+    s = scm.interaction_scm(0.3, seed=0)
+    a = scm.shapley_permutation(scm.rollout_value_fn(s, 5, np.random.default_rng(9)), 3, 10, seed=4)
+    b = scm.shapley_permutation(scm.rollout_value_fn(s, 5, np.random.default_rng(9)), 3, 10, seed=4)
+    assert np.array_equal(a.values, b.values) and np.array_equal(a.ci_low, b.ci_low)
+
+
+def test_contrastive_locus_is_the_pivotal_step():
+    pivotal = scm.pivotal_scm(p_bad=0.3, seed=0)
+    result = scm.contrastive_effects(pivotal, k_samples=80, seed=0)
+    assert result.locus == 1
+    effects = result.table["effect"].to_numpy()
+    assert effects[0] < -0.5 and effects[1] < -0.5  # run-forward confound at step 0
+    assert effects[2] == 0.0 and result.table.loc[2, "effect_hi"] == 0.0
+    assert (result.table["p_lo"] <= result.table["p_bad_do"]).all()
+
+
+def test_locus_rule_takes_the_last_rescuing_step():
+    # Planted: the outcome is bad iff step 2 is bad; steps 0 and 1 are idle.
+    steps = [scm.Step(f"s{i}", lambda c, r: "bad" if r.random() < 0.2 else "ok") for i in range(4)]
+    run = scm.SCM(steps, outcome=lambda t: float(t[2].action == "bad"))
+    run.observe_run(np.random.default_rng(0))
+    result = scm.contrastive_effects(run, k_samples=60, seed=3)
+    assert result.locus == 2
+
+
+def test_no_locus_when_nothing_rescues():
+    steps = [scm.Step("only", lambda c, r: "x")]
+    run = scm.SCM(steps, outcome=lambda t: 1.0).observe_run(np.random.default_rng(0))
+    assert scm.contrastive_effects(run, 20, 0).locus is None
+
+
+@pytest.fixture
+def chain():
+    """Three steps; step 1 copies step 0's action unless its context says otherwise."""
+    steps = [
+        scm.Step("a", lambda c, r: "bad" if r.random() < 0.5 else "ok", observe=lambda c, a: f"saw {a}"),
+        scm.Step("b", lambda c, r: c[0].action if c else "none"),
+        scm.Step("c", lambda c, r: c[1].observation or c[1].action),
+    ]
+    run = scm.SCM(steps, outcome=lambda t: float(t[2].action == "bad"))
+    return run.observe_run(np.random.default_rng(0))
+
+
+def test_do_force_action_propagates_downstream(chain):
+    trace = chain.rollout(np.random.default_rng(1), scm.do_force_action(1, "ok"))
+    assert trace[0] == chain.observed[0]
+    assert trace[1].action == "ok" and trace[2].action == "ok"
+
+
+def test_do_replace_observation_keeps_action(chain):
+    trace = chain.rollout(np.random.default_rng(1), scm.do_replace_observation(1, "ok", "bad"))
+    assert trace[1].action == "bad" and trace[1].observation == "ok" and trace[2].action == "ok"
+
+
+def test_do_edit_context_changes_what_the_step_sees(chain):
+    edit = lambda ctx: (scm.Record("a", (), "ok", "saw ok"),)  # noqa: E731
+    trace = chain.rollout(np.random.default_rng(1), scm.do_edit_context(1, edit))
+    assert trace[0].action == "bad"  # the real history is unchanged
+    assert trace[1].action == "ok" and trace[1].context[0].action == "ok"
+
+
+def test_do_swap_policy_from_step_k(chain):
+    trace = chain.rollout(np.random.default_rng(1), scm.do_swap_policy(1, lambda c, r: "ok", 3))
+    assert [r.action for r in trace] == ["bad", "ok", "ok"]
+
+
+def test_do_resample_holds_the_prefix(chain):
+    rng = np.random.default_rng(2)
+    traces = [chain.rollout(rng, scm.do_resample(1)) for _ in range(20)]
+    assert all(t[0] == chain.observed[0] for t in traces)
+    first = {chain.rollout(rng, scm.do_resample(0))[0].action for _ in range(40)}
+    assert first == {"bad", "ok"}
+
+
+def test_or_failure_exact_values():
+    s = scm.or_failure_scm(0.3)
+    assert np.allclose(scm.shapley_exact(s.analytic_v, 3), [0.245, 0.245, 0])
+    assert s.observed[0].action == s.observed[1].action == "bad"
