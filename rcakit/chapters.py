@@ -23,6 +23,7 @@ from rcakit.paths import project_root
 
 ORDER = [
     "car-shapley",
+    "longrca-strata",
     "claims",
 ]
 

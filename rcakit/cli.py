@@ -3,6 +3,7 @@
     rcakit list                              chapters, their parameters and defaults
     rcakit run CHAPTER [-p NAME VALUE]...    rerun one chapter into book/chapters/
     rcakit book [--quick]                    run every chapter, then build the HTML
+    rcakit validate PATH [--format F]        check LongRCA records or Who&When logs
 
 A user mistake (unknown chapter, bad parameter, malformed file) is one line on
 stderr and exit status 2; a chapter whose code fails exits with status 1.
@@ -31,9 +32,22 @@ def _list(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> None:
     overrides = dict(args.param or [])
-    runner.run_parameters(args.chapter, overrides, args.quick)  # fail before a kernel starts
+    params = runner.run_parameters(args.chapter, overrides, args.quick)  # fail before a kernel starts
+    uses_llm = any(str(params.get(k, "none")) != "none" for k in ("provider", "judge_provider"))
+    before = _llm_cache_totals() if uses_llm else None
     out = runner.run_chapter(args.chapter, overrides, quick=args.quick)
+    if before is not None:
+        after = _llm_cache_totals()
+        hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
+        print(f"LLM cache: +{hits} hits, +{misses} misses (model calls)", file=sys.stderr)
     print(out)
+
+
+def _llm_cache_totals() -> dict:
+    """The response cache's cross-process counters (the chapter runs in a kernel)."""
+    from rcakit.llm import cache_totals
+
+    return cache_totals()
 
 
 def _book(args: argparse.Namespace) -> None:
@@ -46,6 +60,16 @@ def _book(args: argparse.Namespace) -> None:
         runner.run_chapter(cid, quick=args.quick)
     if not args.no_build:
         print(runner.build_book())
+
+
+def _validate(args: argparse.Namespace) -> None:
+    from rcakit.trajectories import validate_path
+
+    n_good, errors = validate_path(args.path, args.format)
+    print(f"{args.path}: {n_good} good records, {len(errors)} bad")
+    if errors:
+        more = f" (and {len(errors) - 1} more bad records)" if len(errors) > 1 else ""
+        raise RcakitError(errors[0] + more)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -61,6 +85,10 @@ def parser() -> argparse.ArgumentParser:
     book.add_argument("--quick", action="store_true", help="run chapters with their quick values")
     book.add_argument("--no-build", action="store_true", help="run the chapters only")
     book.set_defaults(func=_book)
+    val = sub.add_parser("validate", help="check LongRCA records or Who&When logs (file or folder)")
+    val.add_argument("path")
+    val.add_argument("--format", default="auto", help="auto, longrca or who_and_when")
+    val.set_defaults(func=_validate)
     return p
 
 

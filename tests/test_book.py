@@ -19,6 +19,12 @@ REQUIRED_KEYS = {
         "interaction.analytic_efficiency", "interaction.rollouts",
         "interaction.contrastive_abs_sum", "pivotal.locus", "pivotal.effects", "params",
     ],
+    "longrca-strata": [
+        "published.length_bins", "published.distance_bins",
+        "who_and_when.Hand-Crafted.terminal.exact_official", "who_and_when.Algorithm-Generated.random.role_acc",
+        "synthetic.handoff_trace.overall.mae", "synthetic.terminal.length_bins",
+        "synthetic.terminal.distance_bins", "params",
+    ],
 }
 
 

@@ -59,3 +59,17 @@ def test_book_checks_every_chapter_before_running_any(monkeypatch):
     monkeypatch.setattr(runner.chapters, "ORDER", ["car-shapley", "no-such-chapter"])
     assert cli.main(["book", "--no-build"]) == 2
     assert started == []
+
+
+def test_validate_reports_good_records_and_one_line_per_bad_file(tmp_path):
+    good = rcakit("validate", "tests/fixtures/longrca_sample.jsonl")
+    assert good.returncode == 0 and "3 good records, 0 bad" in good.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question_ID": "x", "history": []}\n')
+    proc = rcakit("validate", str(bad))
+    assert proc.returncode == 2 and "0 good records, 1 bad" in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{bad}:1: history: empty history" in lines[0]
+    missing = rcakit("validate", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert "no such file" in missing.stderr

@@ -182,3 +182,43 @@ def test_or_failure_exact_values():
     s = scm.or_failure_scm(0.3)
     assert np.allclose(scm.shapley_exact(s.analytic_v, 3), [0.245, 0.245, 0])
     assert s.observed[0].action == s.observed[1].action == "bad"
+
+
+class ScriptedModel:
+    """A stand-in chat provider: answers REFUND for even seeds, records the calls."""
+
+    name, model, context_window = "scripted", "even-seeds", None
+
+    def __init__(self):
+        self.seeds = []
+
+    def chat(self, messages, *, temperature, seed, max_tokens, json_schema=None):
+        from rcakit.llm import Reply
+
+        self.seeds.append(seed)
+        return Reply("REFUND" if seed % 2 == 0 else "DENY", 10, 1)
+
+
+def test_llm_policy_draws_seeds_from_the_rollout_generator():
+    model = ScriptedModel()
+    run = scm.llm_refund_scm(model, seed=0)
+    assert run.observed[1].action == "refund" and model.seeds[-1] % 2 == 0
+    first = run.sample_bad(np.random.default_rng(5), scm.do_resample(1), 40)
+    seeds_first = list(model.seeds[-40:])
+    again = run.sample_bad(np.random.default_rng(5), scm.do_resample(1), 40)
+    assert np.array_equal(first, again) and model.seeds[-40:] == seeds_first  # replayable
+    assert first.mean() == np.mean([s % 2 == 0 for s in seeds_first])  # outcome follows the model
+    assert 0.2 < first.mean() < 0.8  # and the policy is genuinely stochastic
+    calls = len(model.seeds)
+    held = run.sample_bad(np.random.default_rng(5), scm.do_hold({0, 1}), 10)
+    assert held.all() and len(model.seeds) == calls  # a held step asks no model
+
+
+def test_llm_refund_scm_without_a_failure_keeps_no_observed_run():
+    class AlwaysDeny(ScriptedModel):
+        def chat(self, messages, **kw):
+            from rcakit.llm import Reply
+
+            return Reply("DENY", 10, 1)
+
+    assert scm.llm_refund_scm(AlwaysDeny(), seed=0).observed == ()

@@ -1,0 +1,36 @@
+"""Language-model backends behind one small interface (issue 6; DESIGN, rcakit.llm).
+
+A chapter turns its ``provider`` parameter into a provider, wraps it in the
+response cache with one :class:`MethodUsage` per method, and asks for JSON::
+
+    acct = Accounting()
+    judge = cached(provider_from_spec(params["judge_provider"]), accounting=acct["llm_judge"])
+    if judge:
+        verdict = ask_json(judge, messages, Shape(stage=("retrieval", "answer"), hop=range(1, 4)))
+
+Everything here runs without a model; ``none`` gives a falsy provider.
+"""
+
+from rcakit.llm.accounting import Accounting, MethodUsage
+from rcakit.llm.base import ContextOverflow, NullProvider, Provider, Reply
+from rcakit.llm.cache import CachedProvider, ResponseCache, cache_totals, cached, default_cache
+from rcakit.llm.spec import provider_from_spec
+from rcakit.llm.structured import Shape, ask_json, parse_json
+
+__all__ = [
+    "Accounting",
+    "CachedProvider",
+    "ContextOverflow",
+    "MethodUsage",
+    "NullProvider",
+    "Provider",
+    "Reply",
+    "ResponseCache",
+    "Shape",
+    "ask_json",
+    "cache_totals",
+    "cached",
+    "default_cache",
+    "parse_json",
+    "provider_from_spec",
+]

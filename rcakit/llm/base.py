@@ -1,0 +1,137 @@
+"""The one interface every language-model backend implements.
+
+A provider turns a list of chat messages into a :class:`Reply`. Everything
+else in :mod:`rcakit.llm` (cache, accounting, JSON handling) wraps a provider
+and is itself a provider, so an LLM-backed method takes one object with one
+method, ``chat``, whatever sits behind it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Mapping, Protocol, Sequence, runtime_checkable
+
+from rcakit import RcakitError
+
+Message = Mapping[str, str]
+ROLES = ("system", "user", "assistant")
+
+
+class ContextOverflow(RcakitError):
+    """The prompt does not fit the model's context window.
+
+    Raised, never silently truncated, so a caller that handles long inputs
+    (segmenting a trajectory, say) can catch it and report what it did.
+    """
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's answer and what it cost, in the model's own tokens."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A chat backend: ``name`` and ``model`` identify it in the cache key.
+
+    ``context_window`` is the number of tokens prompt plus reply may span,
+    or ``None`` when the backend does not say; ``count_tokens`` sizes a
+    prompt against it (exact or a stated over-estimate, per backend), so a
+    caller can segment a long input before it is cut.
+    """
+
+    name: str
+    model: str
+    context_window: int | None
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_tokens: int = 256,
+        json_schema: dict | None = None,
+    ) -> Reply: ...
+
+    def count_tokens(self, messages: Sequence[Message]) -> int: ...
+
+
+CHARS_PER_TOKEN = 3  # English BPE averages about 4 characters a token; 3 over-counts on purpose
+TOKENS_PER_MESSAGE = 8  # role markers of a chat template
+
+
+def estimate_tokens(messages: Sequence[Message]) -> int:
+    """A deliberate over-estimate of a prompt's tokens, for backends that
+    cannot count (Ollama): ``ceil(chars / 3) + 8`` per message."""
+    return sum(-(-len(m["content"]) // CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in check_messages(messages))
+
+
+def check_messages(messages: Sequence[Message]) -> list[dict]:
+    """Plain-dict copy of ``messages``; a malformed one is a one-line error."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
+        raise RcakitError("messages: expected a non-empty list of {role, content} dicts")
+    out = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, Mapping) or set(msg) != {"role", "content"}:
+            raise RcakitError(f"messages[{i}]: expected exactly the keys role and content")
+        if msg["role"] not in ROLES:
+            raise RcakitError(f"messages[{i}].role: {msg['role']!r} is not one of {', '.join(ROLES)}")
+        if not isinstance(msg["content"], str):
+            raise RcakitError(f"messages[{i}].content: expected a string")
+        out.append({"role": msg["role"], "content": msg["content"]})
+    return out
+
+
+def options(temperature: float, seed: int, max_tokens: int, json_schema: dict | None) -> dict:
+    """The sampling options as one canonical dict (also part of the cache key)."""
+    if not 0.0 <= float(temperature) <= 2.0:
+        raise RcakitError(f"temperature: {temperature} is outside [0, 2]")
+    if int(max_tokens) < 1:
+        raise RcakitError(f"max_tokens: {max_tokens} must be at least 1")
+    return {
+        "temperature": float(temperature),
+        "seed": int(seed),
+        "max_tokens": int(max_tokens),
+        "json_schema": json_schema,
+    }
+
+
+class NullProvider:
+    """The ``none`` provider: falsy, and any chat with it is a clear error.
+
+    Chapters test ``if provider:`` to decide whether the LLM-backed methods
+    run; calling one anyway names the parameter to set.
+    """
+
+    name = "none"
+    model = ""
+    context_window = None
+
+    def __init__(self, param: str = "provider"):
+        self.param = param
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "NullProvider()"
+
+    def count_tokens(self, messages) -> int:
+        self._refuse()
+
+    def chat(self, messages, **_options) -> Reply:
+        self._refuse()
+
+    def _refuse(self):
+        raise RcakitError(
+            f"{self.param}: none is set, so no language model is available; "
+            "use ollama:MODEL, llamacpp:PATH.gguf or llamacpp:smollm2"
+        )

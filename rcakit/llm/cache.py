@@ -1,0 +1,195 @@
+"""A content-addressed response cache in SQLite, so a warm rerun calls no model.
+
+The key is the SHA-256 of the canonical JSON of (provider, model, messages,
+options), options being temperature, seed, max_tokens and the JSON schema.
+The server host is not part of the key: the same model answers the same
+request the same way wherever it runs. The database lives in
+``$RCAKIT_LLM_CACHE`` or ``<project>/.cache/llm``; it runs in WAL mode with a
+busy timeout, and inserts are ``INSERT OR IGNORE``, so several threads or
+processes may write at once without losing or clobbering a row. Each
+:class:`ResponseCache` counts its own hits and misses; the database also
+keeps running totals over every process that used it, so a command that
+runs a chapter in a kernel can read :func:`cache_totals` before and after
+and report how many model calls the run made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Sequence
+
+from rcakit import RcakitError
+from rcakit.llm.accounting import MethodUsage
+from rcakit.llm.base import Message, Provider, Reply, check_messages, options
+from rcakit.paths import project_root
+
+FILE_NAME = "responses.sqlite"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, reply TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+)
+_BUMP = "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1"
+
+
+def default_folder() -> Path:
+    """``$RCAKIT_LLM_CACHE`` if set, else ``<project>/.cache/llm``."""
+    env = os.environ.get("RCAKIT_LLM_CACHE")
+    return Path(env) if env else project_root() / ".cache" / "llm"
+
+
+def canonical_request(provider: str, model: str, messages: Sequence[Message], opts: dict) -> str:
+    """The request as canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+    payload = {"provider": provider, "model": model, "messages": check_messages(messages), "options": opts}
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class ResponseCache:
+    """Replies keyed by the hash of their request, with hit/miss counters."""
+
+    def __init__(self, folder: str | os.PathLike | None = None):
+        self.path = Path(folder or default_folder()) / FILE_NAME
+        self.hits = 0
+        self.misses = 0
+        self._count_lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RcakitError(f"{self.path.parent}: cannot create the LLM cache folder ({exc.strerror})") from None
+        with self._connect() as con:
+            con.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                con.execute(statement)
+
+    @contextmanager
+    def _connect(self):
+        try:
+            con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            con.execute("PRAGMA synchronous=NORMAL")  # WAL stays consistent; a cache may lose its last rows on power loss
+        except sqlite3.Error as exc:
+            raise RcakitError(f"{self.path}: cannot open the LLM cache ({exc})") from None
+        try:
+            yield con
+        except sqlite3.DatabaseError as exc:
+            raise RcakitError(f"{self.path}: LLM cache error ({exc}); delete the file to start afresh") from None
+        finally:
+            con.close()
+
+    @staticmethod
+    def key(request: str) -> str:
+        return hashlib.sha256(request.encode("utf-8")).hexdigest()
+
+    def get(self, request: str) -> Reply | None:
+        """The stored reply for ``request``, counting a hit or a miss."""
+        with self._connect() as con:
+            row = con.execute("SELECT reply FROM responses WHERE key = ?", (self.key(request),)).fetchone()
+            con.execute(_BUMP, ("misses" if row is None else "hits",))
+        with self._count_lock:
+            if row is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return None if row is None else Reply(**json.loads(row[0]))
+
+    def put(self, request: str, reply: Reply) -> None:
+        """Store ``reply``; a row already there (a concurrent writer's) is kept."""
+        with self._connect() as con:
+            con.execute(
+                "INSERT OR IGNORE INTO responses (key, request, reply) VALUES (?, ?, ?)",
+                (self.key(request), request, json.dumps(reply.to_dict(), sort_keys=True)),
+            )
+
+    def __len__(self) -> int:
+        with self._connect() as con:
+            return con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def counters(self) -> dict:
+        """``{"hits": .., "misses": ..}`` since this object was made: run-dependent."""
+        return {"hits": self.hits, "misses": self.misses}
+
+
+def cache_totals(folder: str | os.PathLike | None = None) -> dict:
+    """Hits and misses ever counted in the cache at ``folder``, by any process.
+
+    Zeros when there is no cache yet (nothing is created). A misses delta of
+    zero across a chapter run means the run made no model call.
+    """
+    path = Path(folder or default_folder()) / FILE_NAME
+    totals = {"hits": 0, "misses": 0}
+    if path.is_file():
+        with ResponseCache(path.parent)._connect() as con:
+            totals.update(con.execute("SELECT name, value FROM counters").fetchall())
+    return totals
+
+
+_DEFAULTS: dict[Path, ResponseCache] = {}
+_DEFAULTS_LOCK = threading.Lock()
+
+
+def default_cache() -> ResponseCache:
+    """One shared cache per folder in a process, so its counters sum over methods."""
+    folder = default_folder().resolve()
+    with _DEFAULTS_LOCK:
+        if folder not in _DEFAULTS:
+            _DEFAULTS[folder] = ResponseCache(folder)
+        return _DEFAULTS[folder]
+
+
+class CachedProvider:
+    """A provider whose replies come from the cache when it has them.
+
+    Every chat is charged to ``accounting`` (a :class:`MethodUsage`) with the
+    reply's tokens, whether it was a hit or a model call; only misses reach
+    the model. So the method's cost reads the same on a cold and a warm run.
+    """
+
+    def __init__(self, provider: Provider, cache: ResponseCache, accounting: MethodUsage):
+        self.provider, self.cache, self.accounting = provider, cache, accounting
+        self.name, self.model = provider.name, provider.model
+        self.context_window = provider.context_window
+
+    def __repr__(self) -> str:
+        return f"cached({self.provider!r})"
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        return self.provider.count_tokens(messages)
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_tokens: int = 256,
+        json_schema: dict | None = None,
+    ) -> Reply:
+        opts = options(temperature, seed, max_tokens, json_schema)
+        request = canonical_request(self.name, self.model, messages, opts)
+        reply = self.cache.get(request)
+        if reply is not None:
+            self.accounting.add_call(reply, cache_hit=True)
+            return reply
+        start = time.perf_counter()
+        reply = self.provider.chat(
+            messages, temperature=temperature, seed=seed, max_tokens=max_tokens, json_schema=json_schema
+        )
+        self.accounting.add_call(reply, cache_hit=False, seconds=time.perf_counter() - start)
+        self.cache.put(request, reply)
+        return reply
+
+
+def cached(provider: Provider, cache: ResponseCache | None = None, accounting: MethodUsage | None = None):
+    """``provider`` behind the response cache, charging ``accounting``.
+
+    A falsy provider (``none``) is returned unchanged, so ``if chat:`` still
+    tells a chapter whether its LLM-backed methods run.
+    """
+    if not provider:
+        return provider
+    return CachedProvider(provider, cache if cache is not None else default_cache(), accounting if accounting is not None else MethodUsage())

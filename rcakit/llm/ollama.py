@@ -1,0 +1,120 @@
+"""An Ollama server through the official ``ollama`` Python client.
+
+The host comes from the ``host`` argument, else ``$OLLAMA_HOST``, else the
+client's default (http://127.0.0.1:11434). Sampling options go to the server
+as Ollama's ``seed``, ``temperature``, ``num_predict`` and ``num_ctx``; a JSON
+schema goes as ``format``, which makes the server constrain its output to it.
+A server that is down, slow past ``timeout`` or answers with an HTTP error
+becomes one :class:`rcakit.RcakitError` line naming the host. Token counts
+are the server's ``prompt_eval_count`` and ``eval_count``; Ollama may count a
+prompt prefix it reused from its own cache as zero, and the response cache
+then keeps that first figure for every rerun.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Sequence
+
+from rcakit import RcakitError
+from rcakit.llm.base import Message, Reply, check_messages, estimate_tokens, options
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+class OllamaProvider:
+    """``ollama:MODEL``: one model on one Ollama server."""
+
+    name = "ollama"
+
+    def __init__(self, model: str, host: str | None = None, timeout: float = 120.0, num_ctx: int = 8192):
+        try:
+            import ollama
+        except ImportError:
+            raise RcakitError("provider ollama: the ollama client is not installed; pip install 'rcakit[llm]'") from None
+        self.model = model
+        self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self.timeout = float(timeout)
+        self.context_window = int(num_ctx)
+        self._client = ollama.Client(host=self.host, timeout=self.timeout)
+
+    def __repr__(self) -> str:
+        return f"OllamaProvider({self.model!r}, host={self.host!r})"
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_tokens: int = 256,
+        json_schema: dict | None = None,
+    ) -> Reply:
+        opts = options(temperature, seed, max_tokens, json_schema)
+        request = dict(
+            model=self.model,
+            messages=check_messages(messages),
+            format=json_schema,
+            options={
+                "seed": opts["seed"],
+                "temperature": opts["temperature"],
+                "num_predict": opts["max_tokens"],
+                "num_ctx": self.context_window,
+            },
+            stream=False,
+        )
+        with self._one_line_errors():
+            response = self._client.chat(**request)
+        return Reply(
+            text=response.message.content or "",
+            input_tokens=int(response.prompt_eval_count or 0),
+            output_tokens=int(response.eval_count or 0),
+        )
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """An over-estimate (the server does not count before it runs).
+
+        Ollama cuts a prompt longer than ``num_ctx`` on the server without an
+        error, so callers must keep ``count_tokens + max_tokens`` within
+        ``context_window`` themselves."""
+        return estimate_tokens(messages)
+
+    def _one_line_errors(self):
+        return _one_line_errors(f"ollama at {self.host} (model {self.model})", self.timeout)
+
+
+@contextmanager
+def _one_line_errors(where: str, timeout: float):
+    """Turn the client's exceptions into one RcakitError line, chain dropped."""
+    try:
+        yield
+    except RcakitError:
+        raise
+    except Exception as exc:
+        message = _describe(exc, timeout)
+        if message is None:
+            raise
+        raise RcakitError(f"{where}: {message}") from None
+
+
+def _describe(exc: BaseException, timeout: float) -> str | None:
+    import httpx
+    import ollama
+    import pydantic
+
+    if isinstance(exc, ollama.ResponseError):
+        return f"HTTP {exc.status_code}: {_squeeze(exc.error)}"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no reply within the {timeout:g} s timeout"
+    if isinstance(exc, (ConnectionError, httpx.ConnectError)):
+        return "cannot connect (is the server running? set OLLAMA_HOST or the host parameter)"
+    if isinstance(exc, httpx.HTTPError):
+        return f"{type(exc).__name__}: {_squeeze(exc)}"
+    if isinstance(exc, (ValueError, pydantic.ValidationError)):
+        return f"malformed reply from the server ({type(exc).__name__})"
+    return None
+
+
+def _squeeze(text) -> str:
+    return " ".join(str(text).split())[:200]

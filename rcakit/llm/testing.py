@@ -1,0 +1,117 @@
+"""Stand-in models for tests and benchmarks: no network, no weights.
+
+:class:`FakeOllamaServer` speaks enough of Ollama's ``/api/chat`` on
+127.0.0.1 for the real ``ollama`` client (real HTTP, canned behaviours).
+:class:`ScriptedProvider` is an in-process provider whose reply is a function
+of the messages, for unit tests of LLM-backed methods in other modules.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Sequence
+
+from rcakit.llm.base import Message, Reply, check_messages, options
+
+
+def echo(messages: Sequence[Message]) -> str:
+    """The default reply: the last message's content as ``{"echo": ...}``."""
+    return json.dumps({"echo": messages[-1]["content"]})
+
+
+class FakeOllamaServer:
+    """``/api/chat`` on an ephemeral port; ``requests`` holds each request body.
+
+    ``queue(*behaviours)`` sets what the next requests get, in order:
+    ``("reply", text)``, ``("status", code)`` (an HTTP error with an Ollama
+    error body) or ``("hang", seconds)`` (no answer until then or until
+    ``close``). With nothing queued the server replies ``respond(messages)``.
+    Token counts are the characters of the prompt and of the reply.
+    """
+
+    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo):
+        self.script: deque = deque()
+        self.requests: list[dict] = []
+        self.release = threading.Event()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self, respond))
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def queue(self, *behaviours) -> None:
+        self.script.extend(behaviours)
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _handler(fake: FakeOllamaServer, respond):
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            fake.requests.append(body)
+            kind, payload = fake.script.popleft() if fake.script else ("respond", None)
+            if kind == "hang":
+                fake.release.wait(payload)
+                return
+            if kind == "status":
+                self._send(payload, {"error": "model exploded\nsecond line"})
+                return
+            content = payload if kind == "reply" else respond(body["messages"])
+            self._send(200, {
+                "model": body["model"],
+                "created_at": "2026-01-01T00:00:00Z",
+                "message": {"role": "assistant", "content": content},
+                "done": True,
+                "done_reason": "stop",
+                "prompt_eval_count": sum(len(m["content"]) for m in body["messages"]),
+                "eval_count": len(content),
+            })
+
+        def _send(self, status: int, obj: dict) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
+class ScriptedProvider:
+    """An in-process provider: ``respond(messages) -> text``; records each call.
+
+    Token counts are whitespace words of the prompt and the reply, so tests
+    of accounting have exact numbers to expect.
+    """
+
+    name = "scripted"
+    context_window = None
+
+    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, model: str = "script"):
+        self.respond, self.model = respond, model
+        self.calls: list[dict] = []
+
+    def count_tokens(self, messages) -> int:
+        return sum(len(m["content"].split()) for m in check_messages(messages))
+
+    def chat(self, messages, *, temperature=0.0, seed=0, max_tokens=256, json_schema=None) -> Reply:
+        messages = check_messages(messages)
+        self.calls.append({"messages": messages, **options(temperature, seed, max_tokens, json_schema)})
+        text = self.respond(messages)
+        return Reply(text, self.count_tokens(messages), len(text.split()))

@@ -1,0 +1,124 @@
+"""The long-trajectory schema shared by every loader, generator and locator.
+
+A trajectory is the LongRCA record of Appendix A in typed form: an id, the
+source it came from, the task, the ordered steps ``(index, name, role,
+content)`` and an optional reference label ``(role, step)``. A step whose name
+ends in ``X (-> Y)`` is a handoff instruction from ``X`` to ``Y`` (Appendix E).
+Responsible roles are compared after :func:`normalise_role`, the LongRCA
+scorer's normalisation (papers README).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+_HANDOFF = re.compile(r"\(\s*->\s*([^()]*?)\s*\)\s*$")
+
+
+def split_handoff(name: str) -> tuple[str, str | None]:
+    """``"Planner (-> Executor)"`` -> ``("Planner", "Executor")``; no suffix -> ``(name, None)``."""
+    match = _HANDOFF.search(name)
+    if match is None:
+        return name.strip(), None
+    return name[: match.start()].strip(), match.group(1)
+
+
+def normalise_role(text: str | None) -> str:
+    """LongRCA role normalisation: strip a trailing ``(-> X)``, NFKC, casefold, collapse whitespace.
+
+    ``None`` and non-strings normalise to ``""`` (an empty role, which never scores).
+    """
+    if not isinstance(text, str):
+        return ""
+    speaker, _ = split_handoff(text)
+    return " ".join(unicodedata.normalize("NFKC", speaker).casefold().split())
+
+
+@dataclass(frozen=True)
+class Step:
+    """One recorded step: 0-based ``index``, agent ``name``, message ``role``, ``content``.
+
+    ``role`` is the message role as logged (``user``/``assistant``), or ``None``
+    when the source records none; the workflow role of a step is its ``name``.
+    """
+
+    index: int
+    name: str
+    role: str | None
+    content: str
+
+    @property
+    def speaker(self) -> str:
+        """The name without its handoff suffix."""
+        return split_handoff(self.name)[0]
+
+    @property
+    def recipient(self) -> str | None:
+        """The addressee of a handoff instruction, else ``None``."""
+        return split_handoff(self.name)[1]
+
+
+@dataclass(frozen=True)
+class Label:
+    """Reference responsible role and 0-based root-cause step (scored independently)."""
+
+    role: str
+    step: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A logged handoff instruction: ``sender (-> recipient)`` at ``step``."""
+
+    step: int
+    sender: str
+    recipient: str
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A failed run: id, source, task, steps and an optional label.
+
+    ``meta`` carries what a source records beyond the schema (for synthetic
+    trajectories: the planted error kind and decoy step); locators never read it.
+    """
+
+    id: str
+    source: str
+    task: str
+    steps: tuple[Step, ...]
+    label: Label | None = None
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @cached_property
+    def roles(self) -> frozenset[str]:
+        """The recorded role set: every step name, normalised."""
+        return frozenset(normalise_role(s.name) for s in self.steps) - {""}
+
+    @cached_property
+    def handoffs(self) -> tuple[Handoff, ...]:
+        """Every ``X (-> Y)`` step, in order."""
+        return tuple(
+            Handoff(s.index, s.speaker, s.recipient) for s in self.steps if s.recipient is not None
+        )
+
+    @property
+    def root_to_end(self) -> int | None:
+        """``(T - 1) - r``: recorded steps after the labelled root (§4.2)."""
+        return None if self.label is None else len(self.steps) - 1 - self.label.step
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A locator's output: responsible role and root step, each possibly invalid or ``None``."""
+
+    role: Any = None
+    step: Any = None

@@ -1,0 +1,343 @@
+"""Tests for rcakit.trajectories: loaders, validation, generator, locators, metrics, strata."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from rcakit import RcakitError
+from rcakit.trajectories import (
+    GeneratorConfig,
+    HandoffTraceLocator,
+    Label,
+    Prediction,
+    RandomLocator,
+    Step,
+    TerminalLocator,
+    Trajectory,
+    bin_of,
+    expected_random_accuracy,
+    generate_benchmark,
+    load_longrca,
+    load_who_and_when,
+    normalise_role,
+    published_strata,
+    read_who_and_when,
+    score_cases,
+    shape_statistics,
+    split_handoff,
+    stratify,
+    summarise,
+    validate_path,
+)
+from rcakit.trajectories.metrics import official_step_hit, source_weighted_mae, who_and_when_official
+from rcakit.trajectories.strata import STRATA
+
+FIXTURE = Path(__file__).parent / "fixtures" / "longrca_sample.jsonl"
+WHO_AND_WHEN = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "who_and_when"
+needs_who_and_when = pytest.mark.skipif(
+    not WHO_AND_WHEN.is_dir(), reason="Who&When data not found at ../shared/data/who_and_when (not shipped with the project)"
+)
+
+
+def records() -> list[dict]:
+    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+
+
+def write_json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(RcakitError) as info:
+        load_longrca(path)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+# ---------------------------------------------------------------- schema
+
+
+def test_role_normalisation_strips_handoff_nfkc_case_and_space():
+    assert normalise_role("Orchestrator (-> WebSurfer)") == "orchestrator"
+    assert normalise_role("\uff37eb  Surfer ") == "web surfer"  # fullwidth W, doubled space
+    assert normalise_role("Orchestrator (thought)") == "orchestrator (thought)"  # only (-> X) is stripped
+    assert normalise_role(None) == "" and normalise_role("   ") == ""
+    assert split_handoff("Planner (->Executor)") == ("Planner", "Executor")
+    assert split_handoff("Planner") == ("Planner", None)
+
+
+# ---------------------------------------------------------------- LongRCA loader
+
+
+def test_fixture_loads_as_jsonl_json_array_and_folder(tmp_path):
+    from_jsonl = load_longrca(FIXTURE)
+    from_json = load_longrca(write_json(tmp_path / "all.json", records()))
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for i, rec in enumerate(records()):
+        write_json(folder / f"{i}.json", rec)
+    from_folder = load_longrca(folder)
+    assert [t.id for t in from_jsonl] == [t.id for t in from_json] == [t.id for t in from_folder]
+    assert [t.steps for t in from_jsonl] == [t.steps for t in from_folder]
+
+
+def test_fixture_fields_labels_sources_and_handoffs():
+    swe, travel, web = load_longrca(FIXTURE)
+    assert (swe.source, travel.source, web.source) == ("swebench", "travelplanner", "webarena")
+    assert swe.label == Label("DiagnostAgent", 1, swe.label.reason) and swe.root_to_end == 4
+    assert swe.handoffs[0].sender == "DiagnostAgent" and swe.handoffs[0].recipient == "ActionAgent"
+    assert swe.task.startswith("Fix the failing")
+    assert travel.label.role == "\uff37ebSurfer" and normalise_role(travel.label.role) in travel.roles
+    assert web.label is None  # unlabelled runs load; they cannot be scored
+    assert swe.roles == {"user", "diagnostagent", "actionagent", "judgeagent"}
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda r: r.pop("question_ID"), "question_ID: missing field"),
+        (lambda r: r["history"][2].pop("content"), "history[2]: content: missing field"),
+        (lambda r: r["history"][3].update(step=4), "history[3].step: 4, expected 3"),
+        (lambda r: r.update(history=[]), "history: empty history"),
+        (lambda r: r.update(mistake_step=6), "mistake_step: 6 is outside the trajectory (0..5)"),
+        (lambda r: r.update(mistake_step=-1), "mistake_step: -1 is outside"),
+        (lambda r: r.update(mistake_step="two"), "mistake_step: 'two' is not an integer"),
+        (lambda r: r.update(mistake_step=1.5), "mistake_step: 1.5 is not an integer"),
+        (lambda r: r.update(mistake_agent="Verifier"), "mistake_agent: 'Verifier' never appears"),
+        (lambda r: r.pop("mistake_step"), "mistake_step: missing field"),
+        (lambda r: r["history"][1].update(name=7), "history[1]: name: expected str, got int"),
+    ],
+)
+def test_malformed_record_names_file_and_field(tmp_path, mutate, expected):
+    rec = records()[0]
+    mutate(rec)
+    path = write_json(tmp_path / "bad.json", rec)
+    message = error_of(path)
+    assert message.startswith(str(path)) and expected in message
+
+
+def test_invalid_utf8_and_json_are_reported_per_file_and_line(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_bytes(b'{"question_ID": "x\xff"}')
+    assert error_of(path) == f"{path}: invalid UTF-8 at byte 18"
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"question_ID": ', encoding="utf-8")
+    assert "invalid JSON" in error_of(broken)
+    mixed = tmp_path / "mixed.jsonl"
+    lines = FIXTURE.read_bytes().splitlines()
+    mixed.write_bytes(lines[0] + b"\n" + b'{"x": "\xc3"}' + b"\n" + lines[1] + b"\n")
+    n_good, errors = validate_path(mixed)
+    assert n_good == 2 and errors == [f"{mixed}:2: invalid UTF-8 at byte 7"]
+
+
+def test_validate_counts_good_records_and_keeps_every_error(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    good, bad1, bad2 = records()[0], records()[1], records()[0]
+    bad1["history"][4]["step"] = 9
+    bad2["mistake_agent"] = "Nobody"
+    for name, rec in [("a", good), ("b", bad1), ("c", bad2)]:
+        write_json(folder / f"{name}.json", rec)
+    n_good, errors = validate_path(folder)
+    assert n_good == 1 and len(errors) == 2
+    assert errors[0].startswith(str(folder / "b.json")) and "history[4].step" in errors[0]
+    assert "(and 1 more)" in error_of(folder)
+    with pytest.raises(RcakitError, match="no such file"):
+        validate_path(tmp_path / "missing.json")
+    with pytest.raises(RcakitError, match="format"):
+        validate_path(folder, fmt="csv")
+    (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
+    with pytest.raises(RcakitError, match="no records"):
+        validate_path(tmp_path / "empty.jsonl")
+
+
+# ---------------------------------------------------------------- Who&When loader
+
+
+@needs_who_and_when
+def test_who_and_when_both_subsets_map_into_the_schema():
+    result = read_who_and_when(WHO_AND_WHEN)
+    by_source = pd.Series([t.source for t in result.trajectories]).value_counts()
+    assert by_source["Algorithm-Generated"] == 126 and by_source["Hand-Crafted"] == 57
+    # the one Hand-Crafted log whose label role is not in its recorded roles is reported, not dropped silently
+    assert len(result.errors) == 1 and "24.json: mistake_agent: 'Orchestrator'" in result.errors[0]
+    hand = next(t for t in result.trajectories if t.id == "Hand-Crafted/1")
+    assert hand.label.step == 12 and hand.label.role == "WebSurfer" and hand.steps[0].role is None
+    assert hand.handoffs[0] == type(hand.handoffs[0])(3, "Orchestrator", "WebSurfer")
+    algo = next(t for t in result.trajectories if t.id == "Algorithm-Generated/1")
+    assert algo.steps[0].name == "Excel_Expert" and algo.steps[0].role == "assistant"
+    assert all(0 <= t.label.step < len(t) for t in result.trajectories)
+
+
+@needs_who_and_when
+def test_who_and_when_one_subset_and_strict_loading():
+    algo = load_who_and_when(WHO_AND_WHEN, subset="Algorithm-Generated")
+    assert len(algo) == 126 and {t.source for t in algo} == {"Algorithm-Generated"}
+    assert len(load_who_and_when(WHO_AND_WHEN / "Algorithm-Generated")) == 126
+    with pytest.raises(RcakitError, match="24.json: mistake_agent"):
+        load_who_and_when(WHO_AND_WHEN, subset="Hand-Crafted")
+    with pytest.raises(RcakitError, match="subset"):
+        load_who_and_when(WHO_AND_WHEN, subset="Handcrafted")
+    assert validate_path(WHO_AND_WHEN)[0] == 183
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def _traj(tid: str, source: str, length: int, role: str, step: int) -> Trajectory:
+    names = ["User", "Planner (-> Executor)", "Executor", "Verifier"]
+    steps = tuple(Step(i, names[min(i, 3)] if i < 4 else "Executor", None, f"s{i}") for i in range(length))
+    return Trajectory(tid, source, "task", steps, Label(role, step))
+
+
+def test_metrics_on_hand_computed_cases():
+    trajs = [
+        _traj("a", "A", 20, "Planner", 1),
+        _traj("b", "A", 20, "Executor", 10),
+        _traj("c", "A", 20, "Executor", 10),
+        _traj("d", "B", 30, "Verifier", 3),
+        _traj("e", "B", 30, "Executor", 20),
+    ]
+    preds = [
+        Prediction("planner (-> Executor)", 1),  # role right (suffix stripped), exact
+        Prediction("Executor", 14),  # role right, |err| 4
+        Prediction("Ghost", "abc"),  # role absent from trajectory, step invalid
+        Prediction(None, 30),  # no role, step out of range
+        Prediction("Planner", 12),  # role wrong, |err| 8
+    ]
+    cases = score_cases(trajs, preds)
+    summary = summarise(cases)
+    assert summary["role_acc"] == pytest.approx(2 / 5)
+    assert summary["exact"] == pytest.approx(1 / 5)
+    assert summary["within5"] == pytest.approx(2 / 5)
+    # source A: N=3, valid errors 0 and 4 -> MAE 2; source B: N=2, valid error 8 -> MAE 8
+    assert summary["mae"] == pytest.approx((3 * 2 + 2 * 8) / 5)
+    assert summary["n"] == 5 and cases["valid"].tolist() == [True, True, False, False, True]
+
+
+def test_mae_skips_a_source_without_valid_outputs_and_bool_is_not_a_step():
+    trajs = [_traj("a", "A", 10, "Planner", 2), _traj("b", "B", 10, "Planner", 2)]
+    cases = score_cases(trajs, [Prediction("Planner", 5), Prediction("Planner", True)])
+    assert source_weighted_mae(cases) == pytest.approx(3.0)
+    assert not cases["valid"].iloc[1]
+
+
+def test_official_substring_scorer_differs_from_strict():
+    assert official_step_hit("12", 1) and official_step_hit(21, 1) and not official_step_hit(None, 1)
+    trajs = [_traj("a", "A", 20, "Executor", 1), _traj("b", "A", 20, "Executor", 12)]
+    preds = [Prediction("Executor", 12), Prediction("the Executor agent", 12)]
+    cases = score_cases(trajs, preds)
+    assert cases["exact"].tolist() == [False, True] and cases["exact_official"].tolist() == [True, True]
+    assert who_and_when_official(trajs, preds) == {"agent": 1.0, "step": 1.0, "n": 2}
+    assert summarise(cases)["role_acc"] == 0.5  # strict role: "the Executor agent" is not a recorded role
+
+
+# ---------------------------------------------------------------- strata
+
+
+def test_bin_edges_are_right_closed():
+    lengths = bin_of([100, 101, 200, 201, 400, 401], "length")
+    assert list(lengths) == ["<=100", "101-200", "101-200", "201-400", "201-400", ">400"]
+    distances = bin_of([0, 10, 11, 50, 51, 100, 101], "distance")
+    assert list(distances) == ["<=10", "<=10", "11-50", "11-50", "51-100", "51-100", ">100"]
+    with pytest.raises(RcakitError, match="by"):
+        bin_of([1], "width")
+
+
+def test_stratify_counts_and_wilson_match_statsmodels():
+    cases = pd.DataFrame({"length": [50, 90, 150, 150, 150, 500], "root_to_end": [0] * 6,
+                          "exact": [True, False, True, True, False, False]})
+    table = stratify(cases, "length")
+    assert table["n"].tolist() == [2, 3, 0, 1]
+    lo, hi = proportion_confint(2, 3, alpha=0.05, method="wilson")
+    assert table.loc["101-200", "acc"] == pytest.approx(2 / 3)
+    assert (table.loc["101-200", "lo"], table.loc["101-200", "hi"]) == pytest.approx((lo, hi))
+    assert np.isnan(table.loc["201-400", "acc"])
+
+
+def test_published_tables_recover_counts_and_catch_typos():
+    rcta = published_strata({"RCTA": [30.3, 20.3, 20.2, 31.0]}, [393, 467, 238, 42], STRATA["length"][2])
+    assert rcta["k"].tolist() == [119, 95, 48, 13] and rcta["k"].sum() == 275  # 275/1140 = 24.1% (Table 4)
+    with pytest.raises(RcakitError, match="whole number"):
+        published_strata({"RCTA": [30.35, 20.3, 20.2, 31.0]}, [393, 467, 238, 42], STRATA["length"][2])
+
+
+# ---------------------------------------------------------------- generator
+
+
+def test_generator_invariants_and_determinism():
+    cfg = GeneratorConfig(n=150)
+    bench = generate_benchmark(7, cfg)
+    assert [t.steps for t in bench[:5]] == [t.steps for t in generate_benchmark(7, GeneratorConfig(n=5))]
+    for t in bench:
+        assert 0 <= t.label.step < len(t) and 20 <= len(t) <= 728
+        assert normalise_role(t.label.role) in t.roles
+        assert [s.index for s in t.steps] == list(range(len(t)))
+        root = t.steps[t.label.step]
+        if t.meta["kind"] == "handoff":
+            assert root.recipient is not None and normalise_role(root.speaker) == normalise_role(t.label.role)
+        else:
+            assert root.recipient is None and root.name == t.label.role
+        assert t.meta.get("decoy_step", -1) < t.label.step
+
+
+def test_generator_calibration_is_near_the_published_shape():
+    stats = shape_statistics(generate_benchmark(0, GeneratorConfig(n=600)))
+    assert abs(stats["length_median"] - 145) <= 15 and abs(stats["root_to_end_median"] - 48) <= 12
+    assert abs(stats["root_step_median"] - 55) <= 15
+
+
+def test_generator_rejects_bad_knobs():
+    with pytest.raises(RcakitError, match="decoy_rate"):
+        GeneratorConfig(decoy_rate=1.5)
+
+
+# ---------------------------------------------------------------- locators
+
+
+def test_handoff_trace_finds_a_planted_handoff_root_that_terminal_misses():
+    steps = [
+        ("User", "Book the cheapest flight."),
+        ("Planner (-> Executor)", "Search fares with `sort_key=price_desc` and book the first."),
+        ("Executor", "Searching with `sort_key=price_desc`."),
+        ("Tool", "Returned 20 flights."),
+        ("Executor", "Error: request timed out; retrying."),
+        ("Executor", "Retry succeeded."),
+        ("Executor", "Booked the first flight."),
+        ("Verifier", "Error: booked fare is the most expensive; `sort_key=price_desc` was used."),
+        ("Verifier", "Final evaluation: task failed."),
+    ]
+    traj = Trajectory("t", "hand", "task", tuple(Step(i, n, None, c) for i, (n, c) in enumerate(steps)), Label("Planner", 1))
+    assert HandoffTraceLocator().locate(traj) == Prediction("Planner", 1)
+    assert TerminalLocator().locate(traj).step == 8
+
+
+def test_handoff_trace_beats_terminal_on_clean_planted_handoff_roots():
+    bench = generate_benchmark(3, GeneratorConfig(n=300, decoy_rate=0.0, distractor_rate=0.0, handoff_share=1.0, signal_clarity=1.0))
+    far = [t for t in bench if t.meta["kind"] == "handoff" and t.root_to_end > 10]
+    trace = summarise(score_cases(far, HandoffTraceLocator().locate_all(far)))
+    terminal = summarise(score_cases(far, TerminalLocator().locate_all(far)))
+    assert len(far) > 150 and trace["exact"] > 0.9 and terminal["exact"] == 0.0
+    assert trace["role_acc"] > 0.9
+
+
+def test_random_locator_matches_its_analytic_expectation():
+    bench = generate_benchmark(1, GeneratorConfig(n=40))
+    expected = expected_random_accuracy(bench, k=5)
+    scores = [summarise(score_cases(bench, RandomLocator(s).locate_all(bench))) for s in range(150)]
+    assert np.mean([x["within5"] for x in scores]) == pytest.approx(expected["step"], abs=0.01)
+    assert np.mean([x["role_acc"] for x in scores]) == pytest.approx(expected["role"], abs=0.015)
+    short = _traj("a", "A", 10, "Planner", 0)
+    assert expected_random_accuracy([short], k=0)["step"] == pytest.approx(0.1)
+    assert expected_random_accuracy([short], k=5)["step"] == pytest.approx(0.6)
+    assert expected_random_accuracy([short])["role"] == pytest.approx(1 / 4)
+    first = RandomLocator(5).locate(bench[0])
+    assert RandomLocator(5).locate_all(bench[::-1])[-1] == first  # independent of list order
