@@ -23,6 +23,8 @@ from rcakit.paths import project_root
 
 ORDER = [
     "car-shapley",
+    "coverage-collapse",
+    "content-corruption",
     "longrca-strata",
     "claims",
 ]

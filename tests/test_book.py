@@ -19,6 +19,14 @@ REQUIRED_KEYS = {
         "interaction.analytic_efficiency", "interaction.rollouts",
         "interaction.contrastive_abs_sum", "pivotal.locus", "pivotal.effects", "params",
     ],
+    "coverage-collapse": [
+        "accuracy.coverage.1.point", "accuracy.coverage.3.hi", "accuracy.propagation_aware.2.lo",
+        "failed_n.1", "eligible_n.2", "recovery.3", "params",
+    ],
+    "content-corruption": [
+        "outcomes.1.absorbed", "outcomes.3.n", "strategy_counts", "accuracy.suf_regen.1.point",
+        "failed_n.2", "query_contamination.k", "query_contamination.n", "params",
+    ],
     "longrca-strata": [
         "published.length_bins", "published.distance_bins",
         "who_and_when.Hand-Crafted.terminal.exact_official", "who_and_when.Algorithm-Generated.random.role_acc",

@@ -1,0 +1,202 @@
+"""Interventions at hop h: the structural family and certified content corruption (AgenticRAG-FP §4).
+
+Every intervention keeps hops 1..h-1, replaces hop h's evidence, query or
+termination decision, marks the hop ``unread`` and lets the agent resume
+from hop h+1, so the suffix is regenerated, not copied. Early termination
+answers from the prefix. Content corruption rewrites one certified span in
+a copy of hop h's documents; the corpus stays clean.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, replace
+
+from rcakit import RcakitError
+from rcakit.rag.agent import Agent, Hop, Trace
+from rcakit.rag.text import token_recall, tokens
+from rcakit.rag.world import RELATIONS, Paragraph
+
+STRUCTURAL = ("empty_retrieval", "irrelevant_documents", "query_drift", "false_premise",
+              "stale_evidence", "early_termination")
+CONTENT = "content_corruption"
+STAGE = {**{k: "retrieval" for k in STRUCTURAL}, "early_termination": "answer", CONTENT: "retrieval"}
+STRATEGIES = ("answer_fact", "bridge_entity", "salient_entity", "salient_number")
+_NUMBER = re.compile(r"(?<![\w,])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w,])\d+(?![\w,])")
+_SCALES = (0.5, 0.7, 1.3, 1.5, 2.0)
+
+
+def _target(trace: Trace, hop: int) -> Hop:
+    if not 1 <= hop <= len(trace.hops):
+        raise RcakitError(f"hop: {hop} is outside the trace's 1..{len(trace.hops)}")
+    return trace.hops[hop - 1]
+
+
+def _false_object(agent: Agent, relation: str, true_object: str | None, rng: random.Random) -> str:
+    pool = sorted(n for n in agent.world.names_of(RELATIONS[relation].object_type) if n != true_object)
+    return rng.choice(pool)
+
+
+def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random) -> Hop:
+    """Hop ``hop`` of ``trace`` after structural intervention ``kind`` (Table 1; not early termination).
+
+    empty_retrieval: no documents. irrelevant_documents: top_k random paragraphs
+    that never name the subject. query_drift: the sub-query names a same-type
+    entity sharing a name token, and its results replace the evidence.
+    false_premise: a paragraph claiming a wrong object is placed first, the
+    true evidence kept. stale_evidence: the subject's paragraph is replaced by
+    an archived version with a different object.
+    """
+    target, q = _target(trace, hop), trace.question
+    relation = q.relations[target.relation]
+    true_object = agent.world.facts.get(target.subject, {}).get(relation)
+    if kind == "empty_retrieval":
+        docs = ()
+    elif kind == "irrelevant_documents":
+        docs = _irrelevant(agent, target, rng)
+    elif kind == "query_drift":
+        drifted = _drift(agent, target.subject, rng)
+        query = agent.query_for(relation, drifted)
+        return replace(target, query=query, queries=(query,), docs=agent.fetch(query), entity=None,
+                       mode="unread", label=kind)
+    elif kind == "false_premise":
+        claim = RELATIONS[relation].templates[0].format(
+            s=target.subject, o=_false_object(agent, relation, true_object, rng), y=rng.randint(1890, 2020),
+            p="they", p_cap="They")
+        fake = Paragraph(-1, target.subject, f"A widely shared post claims: {claim}")
+        docs = (fake,) + target.docs
+    elif kind == "stale_evidence":
+        docs = _stale(agent, target, relation, true_object, rng)
+    else:
+        raise RcakitError(f"intervention: unknown kind {kind!r}; known: {', '.join(STRUCTURAL + (CONTENT,))}")
+    return replace(target, docs=docs, entity=None, mode="unread", label=kind)
+
+
+def _irrelevant(agent: Agent, target: Hop, rng: random.Random) -> tuple[Paragraph, ...]:
+    """top_k random paragraphs that never name the hop's subject."""
+    picked: list[Paragraph] = []
+    while len(picked) < agent.top_k:
+        p = agent.world.corpus[rng.randrange(len(agent.world.corpus))]
+        if target.subject not in p.text and p not in target.docs and p not in picked:
+            picked.append(p)
+    return tuple(picked)
+
+
+def _drift(agent: Agent, subject: str, rng: random.Random) -> str:
+    """A same-type entity sharing a name token with ``subject`` (any same-type entity if none does)."""
+    kind, toks = agent.world.types[subject], set(tokens(subject))
+    same = sorted(n for n in agent.world.names_of(kind) if n != subject)
+    sharing = [n for n in same if toks & set(tokens(n))]
+    return rng.choice(sharing or same)
+
+
+def _stale(agent: Agent, target: Hop, relation: str, true_object: str | None, rng: random.Random):
+    old = _false_object(agent, relation, true_object, rng)
+    year = rng.randint(1950, 1995)
+    own = [d for d in target.docs if d.title == target.subject]
+    base = own[0] if own else agent.world.corpus[agent.world.home[target.subject]]
+    text = base.text.replace(true_object, old) if true_object else base.text
+    stale = Paragraph(base.id, base.title, f"Archived entry ({year}). {text}")
+    return (stale,) + tuple(d for d in target.docs if d != base)
+
+
+def inject(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random) -> Trace:
+    """The trace after intervention ``kind`` at ``hop``: the prefix kept, the suffix regenerated."""
+    prefix = trace.hops[:hop - 1]
+    _target(trace, hop)
+    if kind == "early_termination":
+        return agent.force_answer(trace.question, prefix)
+    return agent.resume_from(trace.question, prefix + (changed_hop(agent, trace, hop, kind, rng),), hop + 1)
+
+
+@dataclass(frozen=True)
+class Corruption:
+    """A certified content corruption: which span changed into what, and why it was chosen."""
+
+    hop: int
+    strategy: str
+    kind: str  # entity, year, small_int or number
+    original: str
+    replacement: str
+
+
+def _span_re(span: str) -> re.Pattern:
+    return re.compile(r"(?<![\w])" + re.escape(span) + r"(?![\w])")
+
+
+def _present(span: str, docs) -> bool:
+    pattern = _span_re(span)
+    return any(pattern.search(d.title) or pattern.search(d.text) for d in docs)
+
+
+def _perturb_number(text: str, rng: random.Random) -> tuple[str, str]:
+    value = int(text.replace(",", ""))
+    if len(text) == 4 and 1000 <= value <= 2100:
+        kind, new = "year", value + rng.choice([-1, 1]) * rng.randint(2, 5)
+    elif value < 100:
+        kind, new = "small_int", value + rng.randint(1, 3)
+    else:
+        kind, new = "number", max(1, round(value * rng.choice(_SCALES)))
+    return kind, (f"{new:,}" if "," in text else str(new))
+
+
+def _choose_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None:
+    """(strategy, span) by the paper's priority: answer fact, bridge entity, salient entity or number."""
+    target, q = trace.hops[hop - 1], trace.question
+    if _present(q.answer, target.docs):
+        return "answer_fact", q.answer
+    later = " ".join(" ".join(h.queries) for h in trace.hops[hop:])
+    mentions = [m for d in target.docs for m in agent.reader.mentions(f"{d.title}. {d.text}")]
+    for m in mentions:
+        if _span_re(m).search(later) and not _span_re(m).search(q.text):
+            return "bridge_entity", m
+    if not target.docs:
+        return None
+    top = target.docs[0].text
+    numbers = [(mt.start(), mt.group(), "salient_number") for mt in _NUMBER.finditer(top)]
+    names = [(top.find(m), m, "salient_entity") for m in agent.reader.mentions(top)
+             if m != target.subject and not _span_re(m).search(q.text)]
+    candidates = sorted(numbers + names)
+    return (candidates[0][2], candidates[0][1]) if candidates else None
+
+
+def _replacement(agent: Agent, trace: Trace, span: str, strategy: str, answers: list[str],
+                 rng: random.Random) -> tuple[str, str] | None:
+    if strategy == "salient_number":
+        return _perturb_number(span, rng)
+    pool = sorted({a for a in answers if a != trace.gold and not set(tokens(a)) & set(tokens(span))})
+    return ("entity", rng.choice(pool)) if pool else None
+
+
+def corrupt_content(agent: Agent, trace: Trace, hop: int, answers: list[str],
+                    rng: random.Random) -> tuple[Corruption, Hop] | None:
+    """Certified corruption of hop ``hop``'s documents, or ``None`` when no span certifies.
+
+    Entities are replaced by another question's gold answer with zero token
+    overlap, whatever its type (the authors' rule); numbers are perturbed (years
+    +-2..5, integers below 100 +1..3, others scaled). Every occurrence in the
+    hop's documents is replaced; the span must be present before and absent
+    after, or the case is skipped.
+    """
+    target = _target(trace, hop)
+    chosen = _choose_span(agent, trace, hop)
+    if chosen is None:
+        return None
+    strategy, span = chosen
+    picked = _replacement(agent, trace, span, strategy, answers, rng)
+    if picked is None:
+        return None
+    kind, new = picked
+    pattern = _span_re(span)
+    docs = tuple(Paragraph(d.id, pattern.sub(new, d.title), pattern.sub(new, d.text)) for d in target.docs)
+    if _present(span, docs) or not _present(new, docs):
+        return None
+    corruption = Corruption(hop, strategy, kind, span, new)
+    return corruption, replace(target, docs=docs, entity=None, mode="unread", label=CONTENT)
+
+
+def query_contaminated(trace: Trace, corruption: Corruption) -> bool:
+    """Whether the replacement span reaches a later hop's query (token recall >= 0.8)."""
+    later = [q for h in trace.hops[corruption.hop:] for q in h.queries]
+    return any(token_recall(corruption.replacement, q) >= 0.8 for q in later)

@@ -1,0 +1,293 @@
+"""Tests of rcakit.rag: normalisation and outcomes, the world, the agent, interventions, diagnosers, protocol."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from rcakit import RcakitError
+from rcakit.rag import answer_correct, classify_outcome, normalize
+from rcakit.rag import diagnosers as dg
+from rcakit.rag import protocol as P
+from rcakit.rag.interventions import STRUCTURAL, corrupt_content, inject, _present
+from rcakit.rag.agent import RuleReader
+from rcakit.rag.world import RELATIONS, build_world
+from rcakit.stats import bootstrap_accuracy_ci
+from rcakit.rag.text import tokens
+import random
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return P.build_lab(3, n_entities=600, n_questions=30, hops=3)
+
+
+def _ok(lab, depth=1):
+    return [t for t in lab.clean.values() if P.eligible(t, depth)]
+
+
+# --- text ---------------------------------------------------------------------------------
+
+def test_normalize_follows_squad_rules():
+    assert normalize("The  12,979 Cats, an Apple!") == "12 979 cats apple"
+    assert normalize("Theatre") == "theatre"  # only whole-word articles go
+
+
+@pytest.mark.parametrize("answer,gold,expected", [
+    ("the Republic of Velane", "Republic of Velane", True),
+    ("Velane", "Republic of Velane", False),  # recall 1/2
+    ("It is Port Karith, I think", "Port Karith", True),  # recall 1.0
+    ("", "Port Karith", False),
+    (None, "Port Karith", False),
+])
+def test_answer_correct(answer, gold, expected):
+    assert answer_correct(answer, gold) is expected
+
+
+def test_outcome_classes_on_hand_made_cases():
+    assert classify_outcome("Port Karith", "Port Karith", "Port Karith Heights") == "resisted"  # correct wins
+    assert classify_outcome("New Ostion", "Port Karith", "New Ostion") == "absorbed"
+    assert classify_outcome("Ostion", "Port Karith", "New Ostion") == "derailed"  # recall 0.5
+    assert classify_outcome("Mara", "Port Karith", "the") == "derailed"  # empty normalised span
+
+
+def test_bootstrap_on_known_data():
+    assert bootstrap_accuracy_ci([True] * 20) == (1.0, 1.0, 1.0)
+    point, lo, hi = bootstrap_accuracy_ci([True, False] * 50)
+    assert point == 0.5 and 0.38 < lo < 0.45 and 0.55 < hi < 0.62
+    assert bootstrap_accuracy_ci([True, False] * 50) == (point, lo, hi)
+
+
+# --- world and agent -------------------------------------------------------------------------
+
+def test_world_is_seeded_and_certified():
+    a, b = build_world(5, n_entities=300, n_questions=10), build_world(5, n_entities=300, n_questions=10)
+    assert a.corpus == b.corpus and a.questions == b.questions
+    assert build_world(6, n_entities=300, n_questions=10).corpus != a.corpus
+    for q in a.questions:
+        assert len(q.hops) == 3 and q.hops[-1].object == q.answer
+        for gold in q.hops:
+            para = a.corpus[gold.paragraph_id]
+            assert para.title == gold.subject and gold.object in para.text
+            assert a.facts[gold.subject][gold.relation] == gold.object
+
+
+def test_world_rejects_bad_sizes():
+    with pytest.raises(RcakitError, match="hops"):
+        build_world(0, hops=5)
+    with pytest.raises(RcakitError, match="distractor_rate"):
+        build_world(0, distractor_rate=1.5)
+
+
+def test_clean_agent_is_deterministic_and_mostly_right(lab):
+    again = P.build_lab(3, n_entities=600, n_questions=30, hops=3)
+    assert [t.answer for t in again.clean.values()] == [t.answer for t in lab.clean.values()]
+    share = sum(t.correct for t in lab.clean.values()) / len(lab.clean)
+    assert 0.6 < share <= 1.0
+
+
+def test_resume_requires_a_matching_prefix(lab):
+    trace = _ok(lab)[0]
+    with pytest.raises(RcakitError, match="prefix"):
+        lab.agent.resume_from(trace.question, trace.hops[:1], 3)
+
+
+def test_vectorised_bm25_equals_rank_bm25(lab):
+    r = lab.agent.retriever
+    for q in ["the director of " + lab.world.questions[0].start, "born in city", "zzz unknown", "of of the"]:
+        assert r.scores(q) == pytest.approx(r.bm25.get_scores(tokens(q)), abs=1e-9)
+    hits = r.search("the founder of " + lab.world.questions[1].start, 3)
+    assert len(hits) == 3 and r.search("zzz unknown", 3) == ()
+
+
+def test_reader_needs_the_subject_paragraph_and_the_right_type(lab):
+    q = lab.world.questions[0]
+    gold = q.hops[0]
+    para = lab.world.corpus[gold.paragraph_id]
+    rel = RELATIONS[gold.relation]
+    quiet = RuleReader(lab.world, 0.0, 0)
+    assert quiet.read([para], rel, gold.subject, "k") == gold.object
+    assert quiet.read([para], rel, "Somebody Else", "k") is None  # title must be the subject
+    deaf = RuleReader(lab.world, 1.0, 0)
+    assert deaf.read([para], rel, gold.subject, "k") is None and deaf.guess([para], rel, "x") == gold.object
+    with pytest.raises(RcakitError, match="reading_noise"):
+        RuleReader(lab.world, 1.5, 0)
+
+
+# --- interventions -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", [k for k in STRUCTURAL if k != "early_termination"])
+def test_structural_intervention_semantics(lab, kind):
+    trace = _ok(lab, 2)[0]
+    for h in (1, 2):
+        out = inject(lab.agent, trace, h, kind, random.Random(0))
+        assert out.hops[:h - 1] == trace.hops[:h - 1]  # prefix untouched
+        hop = out.hops[h - 1]
+        assert hop.label == kind and hop.mode != "unread"
+        subject = hop.subject
+        if kind == "empty_retrieval":
+            assert hop.docs == ()
+        elif kind == "irrelevant_documents":
+            assert all(subject not in d.text for d in hop.docs) and len(hop.docs) == lab.agent.top_k
+        elif kind == "query_drift":
+            assert hop.query != trace.hops[h - 1].query and subject not in hop.query
+        elif kind == "false_premise":
+            assert hop.docs[0].id == -1 and hop.docs[0].title == subject and hop.docs[1:] == trace.hops[h - 1].docs
+        elif kind == "stale_evidence":
+            true_obj = lab.world.facts[subject][trace.question.relations[hop.relation]]
+            assert hop.docs[0].text.startswith("Archived") and true_obj not in hop.docs[0].text
+        # suffix regenerated from the new state, not copied
+        for prev, nxt in zip(out.hops[h - 1:], out.hops[h:]):
+            assert nxt.label == ""
+            expected = prev.entity if prev.entity else prev.subject
+            assert nxt.subject == expected
+            assert nxt.query == lab.agent.query_for(trace.question.relations[nxt.relation], nxt.subject)
+
+
+def test_false_premise_changes_the_bridge_and_the_suffix(lab):
+    trace = _ok(lab, 2)[0]
+    out = inject(lab.agent, trace, 1, "false_premise", random.Random(1))
+    assert out.hops[0].entity != trace.hops[0].entity
+    assert out.hops[1].subject == out.hops[0].entity != trace.hops[1].subject
+    assert not out.correct
+
+
+def test_early_termination_answers_from_the_prefix(lab, monkeypatch):
+    trace = _ok(lab, 3)[0]
+    monkeypatch.setattr(lab.agent, "fetch", lambda q: pytest.fail("retrieved after termination"))
+    out = inject(lab.agent, trace, 3, "early_termination", random.Random(0))
+    assert out.terminated and out.hops == trace.hops[:2]
+    # hop 3's evidence was never seen, so the answer cannot be read from it
+    assert out.answer == lab.agent.force_answer(trace.question, trace.hops[:2]).answer
+
+
+def test_unknown_intervention_and_bad_hop(lab):
+    trace = _ok(lab)[0]
+    with pytest.raises(RcakitError, match="unknown kind"):
+        inject(lab.agent, trace, 1, "meteor", random.Random(0))
+    with pytest.raises(RcakitError, match="hop"):
+        inject(lab.agent, trace, 9, "empty_retrieval", random.Random(0))
+
+
+def test_content_corruption_is_certified_and_corpus_stays_clean(lab):
+    answers = [q.answer for q in lab.world.questions]
+    before = list(lab.world.corpus)
+    made = 0
+    for trace in _ok(lab, 3)[:8]:
+        for h in (1, 2, 3):
+            out = corrupt_content(lab.agent, trace, h, answers, random.Random(h))
+            if out is None:
+                continue
+            corruption, hop = out
+            made += 1
+            assert _present(corruption.original, trace.hops[h - 1].docs)
+            assert not _present(corruption.original, hop.docs) and _present(corruption.replacement, hop.docs)
+            if h == 3:
+                assert corruption.strategy == "answer_fact" and corruption.original == trace.gold
+    assert made >= 10 and lab.world.corpus == before
+
+
+def test_corruption_without_a_span_is_skipped_and_counted(lab):
+    trace = _ok(lab, 2)[0]
+    bare = replace(trace, hops=(replace(trace.hops[0], docs=()),) + trace.hops[1:])
+    assert corrupt_content(lab.agent, bare, 1, [q.answer for q in lab.world.questions], random.Random(0)) is None
+    lab.clean["bare"] = bare
+    try:
+        case = P.content_case(lab, "bare", 1)
+    finally:
+        del lab.clean["bare"]
+    assert case["skipped"] is True
+    cases = P.pd.DataFrame([case, {**case, "skipped": False, "outcome": "derailed", "correct": False}])
+    assert P.outcome_shares(cases)["n"].tolist() == [1]
+
+
+def test_number_perturbation_rules():
+    from rcakit.rag.interventions import _perturb_number
+    rng = random.Random(0)
+    for _ in range(50):
+        kind, new = _perturb_number("1950", rng)
+        assert kind == "year" and 2 <= abs(int(new) - 1950) <= 5
+        kind, new = _perturb_number("19", rng)
+        assert kind == "small_int" and 1 <= int(new) - 19 <= 3
+        kind, new = _perturb_number("12,000", rng)
+        assert kind == "number" and int(new.replace(",", "")) in (6000, 8400, 15600, 18000, 24000)
+
+
+# --- diagnosers ----------------------------------------------------------------------------------
+
+def test_coverage_definition(lab):
+    trace = _ok(lab)[0]
+    assert dg.coverage(trace, 0.05).hop == 1  # a short answer in long paragraphs scores below 0.05
+    assert dg.coverage(trace, 0.0) == dg.NO_HOP
+    assert dg.constant_hop1(trace).hop == 1
+
+
+def test_coverage_gold_hop_finds_the_missing_certified_fact(lab):
+    trace = _ok(lab, 3)[0]
+    assert dg.coverage_gold_hop(trace) == dg.NO_HOP
+    hops = list(trace.hops)
+    hops[1] = replace(hops[1], docs=())
+    assert dg.coverage_gold_hop(replace(trace, hops=tuple(hops))).hop == 2
+
+
+def test_probe_scopes_differ_on_a_hop3_fault(lab):
+    trace = _ok(lab, 3)[0]
+    out = inject(lab.agent, trace, 3, "false_premise", random.Random(0))
+    assert not out.correct
+    # frozen-hop repair leaves hops 1-2 as observed, so only repairing hop 3 flips the answer
+    assert dg.propagation_aware(lab.agent, out).hop == 3
+    # suffix regeneration from hop 1 re-runs hop 3 against the clean corpus, so it already flips at hop 1
+    found = dg.suf_regen(lab.agent, out)
+    assert found.hop == 1 and found.cost > 0
+
+
+def test_judge_interface_parses_retries_and_abstains(lab):
+    trace = _ok(lab)[0]
+    found = dg.llm_judge(trace, lambda p, r=iter(["junk", '{"stage": "retrieval", "hop": 2}']): next(r))
+    assert (found.stage, found.hop) == ("retrieval", 2)
+    assert dg.llm_judge(trace, lambda p: '{"stage": "retrieval", "hop": 99}').hop == 0
+    assert "Hop 1" in dg.judge_prompt(trace)
+
+
+def test_judge_for_none_and_unknown_provider():
+    assert dg.judge_for("none") is None
+    with pytest.raises(RcakitError, match="provider"):
+        dg.judge_for("no-such-provider")
+
+
+# --- protocol --------------------------------------------------------------------------------------
+
+def test_strict_eligibility(lab):
+    trace = _ok(lab, 3)[0]
+    assert P.eligible(trace, 3) and not P.eligible(trace, 4)
+    assert not P.eligible(replace(trace, answer="nobody"), 1)
+
+
+def test_attribution_metrics_on_hand_made_cases():
+    def case(qid, depth, correct, cov_hop, stage="retrieval"):
+        diag = {} if correct else {"coverage": [stage, cov_hop, 0]}
+        return {"qid": qid, "depth": depth, "kind": "empty_retrieval", "true_stage": "retrieval",
+                "skipped": False, "correct": correct, "diagnoses": diag}
+    cases = P.pd.DataFrame([case("a", 1, False, 1), case("b", 1, False, 2), case("c", 1, True, 0),
+                            case("d", 2, False, 1, "answer"), case("e", 2, False, 0)])
+    out = P.attribution(cases, [1, 2])
+    assert out["failed_n"] == {"1": 2, "2": 2} and out["eligible_n"] == {"1": 3, "2": 2}
+    assert out["recovery"]["1"] == pytest.approx(1 / 3) and out["recovery"]["2"] == 0.0
+    assert out["accuracy"]["coverage"]["1"]["point"] == 0.5 and out["accuracy"]["coverage"]["2"]["point"] == 0.0
+    assert out["stage_accuracy"]["coverage"]["2"] == 0.5 and out["mae"]["coverage"]["2"] == 1.5
+
+
+def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
+    lab.clean = dict(list(lab.clean.items())[:8])
+    full = P.sweep(lab, "structural", [1, 2], P.case_store("t", {"k": 1}, tmp_path / "a"))
+    store_file = next((tmp_path / "a").glob("*.jsonl"))
+    lines = store_file.read_text().splitlines(keepends=True)
+    killed = tmp_path / "b" / store_file.name
+    killed.parent.mkdir()
+    killed.write_text("".join(lines[:len(lines) // 2]) + lines[len(lines) // 2][:25])  # torn last line
+    resumed = P.sweep(lab, "structural", [1, 2], P.case_store("t", {"k": 1}, tmp_path / "b"))
+    a, b = P.attribution(full, [1, 2]), P.attribution(resumed, [1, 2])
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert all(r["diagnoses"] == {} for r in full.to_dict("records") if r["correct"])
+    assert P.case_store("t", {"k": 1}, tmp_path).path == P.case_store("t", {"k": 1}, tmp_path).path
+    assert P.case_store("t", {"k": 2}, tmp_path).path != P.case_store("t", {"k": 1}, tmp_path).path
