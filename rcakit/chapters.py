@@ -23,6 +23,7 @@ from rcakit.paths import project_root
 
 ORDER = [
     "car-shapley",
+    "gcjr-ablations",
     "coverage-collapse",
     "content-corruption",
     "longrca-strata",

@@ -19,6 +19,13 @@ REQUIRED_KEYS = {
         "interaction.analytic_efficiency", "interaction.rollouts",
         "interaction.contrastive_abs_sum", "pivotal.locus", "pivotal.effects", "params",
     ],
+    "gcjr-ablations": [
+        "n_cases", "n_in_scope", "gcjr.fem", "gcjr.macro_fem", "gcjr.aj", "gcjr.rs1", "gcjr.sc", "gcjr.mv",
+        "gcjr.mean_replays", "exhaustive.fem", "exhaustive.mean_replays", "replay_reduction",
+        "ablation.singleton_only.fem_joint_and", "ablation.no_minimality.fem_alt_or", "ablation.no_minimality.mv",
+        "ablation.hidden_edges_10.fem", "baselines.shapley_top2.rs1", "baselines.shapley_top2.macro_fem",
+        "baselines.shapley_top2.mv", "baselines.shapley_top2.fem", "params",
+    ],
     "coverage-collapse": [
         "accuracy.coverage.1.point", "accuracy.coverage.3.hi", "accuracy.propagation_aware.2.lo",
         "failed_n.1", "eligible_n.2", "recovery.3", "params",

@@ -1,0 +1,142 @@
+"""The Controlled-DAG benchmark (GCJR §Experiments), rebuilt from its description.
+
+Four agents A -> {B, C} -> D. Each agent's events form a chain (an agent reads
+its own earlier messages); A's last event is the plan sent to B and C; the last
+events of B and C meet at D's first event, the join; D's last event feeds the
+failure sink ``out``. Randomness adds what real runs have: tool observations
+inside a chain (events that cannot be intervened on), extra plan reads from
+earlier A events, an occasional B -> C peer message, and off-slice events
+(logs that reach nothing) among the candidates. Each case has 6-14 intervenable
+candidates.
+
+The failure is planted per type, as injected errors plus the join's gate:
+
+- ``single``: one faulty event anywhere in the slice; family {{f}}.
+- ``joint_and``: faulty u in B and v in C, incomparable, join gate ``any``
+  (D needs both inputs right); family {{u, v}}.
+- ``alt_or``: the same, but the join is redundant (``all``: D recovers when
+  either input is right); family {{u}, {v}}.
+- ``sequential_joint``: faulty u and v of different agents with u upstream of
+  v; repairing v alone still relays u's corruption; family {{u, v}}, outside
+  GCJR's domain (the pair is comparable).
+
+Every planted family is checked against the noiseless replay (``true_family``)
+before a case is accepted, so the type label and the mechanism cannot drift
+apart.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+
+from rcakit import RcakitError
+from rcakit.repair.graph import KINDS, Case, Structure, failure_slice, random_topological_order
+from rcakit.repair.oracle import true_family
+
+SINK = "out"
+N_SCHEDULES = 3
+MAX_GRAPHS = 50
+
+
+def _add_chain(g: nx.DiGraph, agent: str, k: int, rng: np.random.Generator, p_tool: float) -> list[str]:
+    events, prev = [], None
+    for i in range(k):
+        name = f"{agent}{i}"
+        g.add_node(name, agent=agent, intervenable=True, fault=False, gate="any")
+        if prev is not None:
+            if rng.random() < p_tool:  # a tool observation between two messages
+                tool = f"{agent}{i}t"
+                g.add_node(tool, agent=agent, intervenable=False, fault=False, gate="any")
+                g.add_edges_from([(prev, tool), (tool, name)])
+            else:
+                g.add_edge(prev, name)
+        events.append(name)
+        prev = name
+    return events
+
+
+def execution_graph(rng: np.random.Generator) -> tuple[nx.DiGraph, dict[str, list[str]]]:
+    """One random A -> {B, C} -> D execution DAG with 6-14 candidates, fault-free."""
+    n = int(rng.integers(6, 15))
+    n_off = int(rng.integers(0, 3))
+    counts = 1 + rng.multinomial(n - n_off - 4, [0.2, 0.3, 0.3, 0.2])
+    g = nx.DiGraph()
+    chains = {a: _add_chain(g, a, int(k), rng, p_tool=0.2) for a, k in zip("ABCD", counts)}
+    a, b, c, d = (chains[x] for x in "ABCD")
+    g.add_edges_from([(a[-1], b[0]), (a[-1], c[0]), (b[-1], d[0]), (c[-1], d[0])])
+    for ev in a[:-1]:
+        if rng.random() < 0.3:  # a later step re-reads an earlier plan message
+            g.add_edge(ev, str(rng.choice(b + c)))
+    if rng.random() < 0.3:  # a peer message from solver B to solver C
+        g.add_edge(str(rng.choice(b)), str(rng.choice(c)))
+    g.add_node(SINK, agent="D", intervenable=False, fault=False, gate="any")
+    g.add_edge(d[-1], SINK)
+    for i in range(n_off):  # a log line or memory write that nothing downstream reads
+        agent = str(rng.choice(list("ABCD")))
+        off = f"{agent}x{i}"
+        g.add_node(off, agent=agent, intervenable=True, fault=False, gate="any")
+        g.add_edge(str(rng.choice(chains[agent])), off)
+    return g, chains
+
+
+def _plantings(kind: str, g: nx.DiGraph, chains: dict[str, list[str]]) -> list[tuple[str, ...]]:
+    """Every fault placement of ``kind`` this graph allows, in a fixed order."""
+    s = Structure(g)
+    in_slice = [v for v in sorted(failure_slice(g, SINK)) if g.nodes[v]["intervenable"]]
+    if kind == "single":
+        return [(v,) for v in in_slice]
+    if kind in ("joint_and", "alt_or"):
+        return [(u, v) for u in chains["B"] for v in chains["C"] if not s.comparable(u, v)]
+    return [
+        (u, v) for u, v in itertools.permutations(in_slice, 2)
+        if g.nodes[u]["agent"] != g.nodes[v]["agent"] and v in s.desc[u]
+    ]
+
+
+def _planted(kind: str, faults: tuple[str, ...]) -> frozenset:
+    if kind in ("single", "alt_or"):
+        return frozenset(frozenset([f]) for f in faults)
+    return frozenset([frozenset(faults)])
+
+
+def make_case(kind: str, rng: np.random.Generator, case_id: str) -> Case:
+    """One case of ``kind``; redraws the placement (then the graph) until the mechanism matches the type."""
+    if kind not in KINDS:
+        raise RcakitError(f"make_case: kind {kind!r} is not one of {', '.join(KINDS)}")
+    for _ in range(MAX_GRAPHS):
+        g, chains = execution_graph(rng)
+        options = _plantings(kind, g, chains)
+        for i in rng.permutation(len(options)):
+            case = _build(kind, g, chains, options[i], rng, case_id)
+            if true_family(case) == case.family:
+                return case
+    raise RcakitError(f"make_case: no {kind} placement matched its planted family in {MAX_GRAPHS} graphs")
+
+
+def _build(kind, g, chains, faults, rng, case_id) -> Case:
+    g = g.copy()
+    for f in faults:
+        g.nodes[f]["fault"] = True
+    g.nodes[chains["D"][0]]["gate"] = "all" if kind == "alt_or" else "any"
+    schedules = tuple(random_topological_order(g, rng) for _ in range(N_SCHEDULES))
+    return Case(case_id, kind, g, SINK, _planted(kind, faults), schedules, int(rng.integers(2**31)))
+
+
+def controlled_dag_benchmark(cases_per_type: int = 30, seed: int = 0) -> list[Case]:
+    """``cases_per_type`` cases of each of the four types (default 120 cases).
+
+    Case i of a type depends only on (seed, type, i), so a smaller benchmark
+    is a prefix of a larger one with the same seed.
+    """
+    if not (isinstance(cases_per_type, (int, np.integer)) and cases_per_type >= 1):
+        raise RcakitError(f"controlled_dag_benchmark: cases_per_type = {cases_per_type!r} must be an integer >= 1")
+    if not (isinstance(seed, (int, np.integer)) and seed >= 0):
+        raise RcakitError(f"controlled_dag_benchmark: seed = {seed!r} must be an integer >= 0")
+    return [
+        make_case(kind, np.random.default_rng([seed, k, i]), f"{kind}-{i:03d}")
+        for k, kind in enumerate(KINDS)
+        for i in range(cases_per_type)
+    ]
