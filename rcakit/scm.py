@@ -306,6 +306,15 @@ def _uniform(choices: Sequence[str]) -> Policy:
     return lambda context, rng: choices[int(rng.integers(len(choices)))]
 
 
+def _two_risky_steps(q: float) -> list[Step]:
+    """plan and act each go bad with probability ``q``; report is stochastic but idle."""
+    return [
+        Step("plan", _bernoulli(q, "bad", "ok")),
+        Step("act", _bernoulli(q, "bad", "ok")),
+        Step("report", _uniform(["short", "long"])),
+    ]
+
+
 def pivotal_scm(p_bad: float = 0.3, seed: int = 0) -> SCM:
     """lookup -> issue_refund -> final. Step 1 issues the refund with probability
     ``p_bad``; the outcome is bad iff it did. The lookup and the final reply are
@@ -323,13 +332,8 @@ def interaction_scm(q: float = 0.3, seed: int = 0) -> SCM:
     """Steps 0 and 1 each go bad with probability ``q``; the outcome is bad iff both
     are; step 2 is idle. Analytic v: v({})=q², v({0})=v({1})=q, v({0,1})=1, so
     φ = ((1−q²)/2, (1−q²)/2, 0) and the efficiency sum is 1 − q²."""
-    steps = [
-        Step("plan", _bernoulli(q, "bad", "ok")),
-        Step("act", _bernoulli(q, "bad", "ok")),
-        Step("report", _uniform(["short", "long"])),
-    ]
     scm = SCM(
-        steps,
+        _two_risky_steps(q),
         outcome=lambda t: float(t[0].action == "bad" and t[1].action == "bad"),
         analytic_v=lambda s: q ** (2 - len(s & {0, 1})),
     )
@@ -341,13 +345,8 @@ def or_failure_scm(q: float = 0.3, seed: int = 0) -> SCM:
     steps 0, 1 goes bad (each with probability ``q``); the observed run has both
     bad. v({}) = 1 − (1−q)², any held bad step gives v = 1, so
     φ_0 = φ_1 = (1−q)²/2, φ_2 = 0: credit is what is left to explain, split."""
-    steps = [
-        Step("plan", _bernoulli(q, "bad", "ok")),
-        Step("act", _bernoulli(q, "bad", "ok")),
-        Step("report", _uniform(["short", "long"])),
-    ]
     scm = SCM(
-        steps,
+        _two_risky_steps(q),
         outcome=lambda t: float(t[0].action == "bad" or t[1].action == "bad"),
         analytic_v=lambda s: 1.0 if s & {0, 1} else 1 - (1 - q) ** 2,
     )
