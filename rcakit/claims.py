@@ -108,9 +108,11 @@ def assert_holds(table: pd.DataFrame) -> None:
 
 
 def compare_all(results: Mapping[str, Mapping]) -> pd.DataFrame:
-    """The closing page's table: every chapter's claims against its results file."""
+    """The closing page's table: every chapter's claims against its results file, in book order."""
+    from rcakit.chapters import ORDER
+
     frames = []
-    for chapter_id in _load():
+    for chapter_id in sorted(_load(), key=lambda cid: ORDER.index(cid) if cid in ORDER else len(ORDER)):
         table = compare(chapter_id, results.get(chapter_id, {}))
         table.insert(0, "chapter", chapter_id)
         frames.append(table)
