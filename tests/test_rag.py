@@ -241,20 +241,6 @@ def test_probe_scopes_differ_on_a_hop3_fault(lab):
     assert found.hop == 1 and found.cost > 0
 
 
-def test_judge_interface_parses_retries_and_abstains(lab):
-    trace = _ok(lab)[0]
-    found = dg.llm_judge(trace, lambda p, r=iter(["junk", '{"stage": "retrieval", "hop": 2}']): next(r))
-    assert (found.stage, found.hop) == ("retrieval", 2)
-    assert dg.llm_judge(trace, lambda p: '{"stage": "retrieval", "hop": 99}').hop == 0
-    assert "Hop 1" in dg.judge_prompt(trace)
-
-
-def test_judge_for_none_and_unknown_provider():
-    assert dg.judge_for("none") is None
-    with pytest.raises(RcakitError, match="provider"):
-        dg.judge_for("no-such-provider")
-
-
 # --- protocol --------------------------------------------------------------------------------------
 
 def test_strict_eligibility(lab):

@@ -11,12 +11,17 @@ the question's length and answers from its evidence when it runs out.
 Reading noise is drawn from ``random.Random`` keyed by (seed, question, hop,
 attempt), so a rerun from a changed prefix meets the same draws as the clean
 run wherever the situation is the same (common random numbers).
+
+``LLMReader`` (issue 6) puts a language model behind the same interface: per
+hop it returns a JSON action, answer or search, and keys its seed by the same
+(question, hop, attempt), so a resumed suffix reuses the cached prefix calls.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Protocol, Sequence
 
@@ -80,11 +85,28 @@ class Trace:
 
 
 class Reader(Protocol):
-    """What the agent asks of a reader; an LLM-backed reader implements the same two calls."""
+    """What the agent asks of a reader: read a hop, say how to search again, guess.
+
+    ``key`` is "question:hop:attempt" (or "question:force:relation" when
+    answering from pooled evidence); ``reformulate`` gets the key of the read
+    that failed.
+    """
 
     def read(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> str | None: ...
 
+    def reformulate(self, relation: Relation, subject: str, key: str) -> str: ...
+
     def guess(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> str | None: ...
+
+
+def rule_reformulation(relation: Relation, subject: str) -> str:
+    """The rule agent's second query: the subject plus the relation's question words."""
+    return f"{subject} {REFORMULATION_WORDS[relation.name]}"
+
+
+def derived_seed(seed: int, key: str) -> int:
+    """A model seed for one request, from the chapter seed and a stable key (never Python's ``hash``)."""
+    return (int(seed) * 1_000_003 + zlib.crc32(key.encode("utf-8"))) % 2**31
 
 
 class RuleReader:
@@ -137,11 +159,115 @@ class RuleReader:
                 return obj
         return None
 
+    def reformulate(self, relation, subject, key):
+        return rule_reformulation(relation, subject)
+
     def guess(self, docs, relation, subject):
         for _, sentence in self._statements(docs, relation):
             if obj := self._object(sentence, relation, subject):
                 return obj
         return None
+
+
+READER_SYSTEM = (
+    "You are the reader of a multi-hop search agent. You get one sub-question and the documents "
+    "retrieved for it. If the documents state the answer, reply "
+    '{"action": "answer", "answer": "<the name, exactly as written>"}. Otherwise reply '
+    '{"action": "search", "query": "<a better search query>"}. Reply with the JSON object only.'
+)
+ACTIONS = ("search", "answer")
+ACTION_SCHEMA = {"anyOf": [
+    {"type": "object", "properties": {"action": {"const": name}, field: {"type": "string"}},
+     "required": ["action", field]}
+    for name, field in (("answer", "answer"), ("search", "query"))
+]}
+
+
+def parse_action(obj) -> tuple[str, str]:
+    """Validate a reader reply: ``("answer", name)`` or ``("search", query)``; ``ValueError`` says what is wrong."""
+    if not isinstance(obj, dict) or obj.get("action") not in ACTIONS:
+        raise ValueError('expected {"action": "answer" or "search", ...}')
+    field_name = "answer" if obj["action"] == "answer" else "query"
+    value = obj.get(field_name)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f'action {obj["action"]} needs a non-empty string field {field_name!r}')
+    return obj["action"], " ".join(value.split())
+
+
+parse_action.schema = ACTION_SCHEMA
+
+
+class LLMReader:
+    """A language model as the agent's reader (issue 6): one JSON action per read.
+
+    The model sees the hop's sub-question (the relation's phrase for the
+    subject) and the retrieved documents, and answers with the object or asks
+    to search again with its own query; the agent then runs that query as its
+    one reformulation. The reply is validated by :func:`parse_action` through
+    ``rcakit.llm.ask_json`` (one retry with the error shown, then an
+    abstention, counted in the chat's accounting). An abstention, like a
+    search, is a failed read, so the agent takes its documented fallback:
+    reformulate once (the rule words when the model gave no query), then
+    guess from the evidence with the rule reader's typed guess.
+
+    Requests run at temperature 0 with a seed derived from (chapter seed,
+    question, hop, attempt), so the response cache key is stable and a resumed
+    suffix meets the same cached calls as the clean run wherever its
+    evidence is the same. Documents longer than ``max_doc_chars`` are cut
+    with a marker and counted in ``truncated_docs``.
+    """
+
+    def __init__(self, chat, fallback: RuleReader, seed: int, max_doc_chars: int = 600, max_tokens: int = 48):
+        if not chat:
+            raise RcakitError("agent: llm needs a provider (set provider, e.g. llamacpp:smollm2)")
+        self.chat, self.fallback, self.seed = chat, fallback, seed
+        self.max_doc_chars, self.max_tokens = max_doc_chars, max_tokens
+        self.truncated_docs = 0
+        self._searches: dict[str, str] = {}
+
+    def mentions(self, sentence: str) -> list[str]:
+        """Entity mentions, as the interventions need them: the rule reader's."""
+        return self.fallback.mentions(sentence)
+
+    def messages(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> list[dict]:
+        lines = [f"Sub-question: what is {relation.phrase.format(subject)}?", "Documents:"]
+        for doc in docs:
+            text, cut = clip(doc.text, self.max_doc_chars)
+            self.truncated_docs += cut
+            lines.append(f"[{doc.id}] {doc.title}: {text}")
+        if not docs:
+            lines.append("(no documents were retrieved)")
+        return [{"role": "system", "content": READER_SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
+
+    def read(self, docs, relation, subject, key):
+        from rcakit.llm import ask_json
+
+        self._searches.pop(key, None)  # a search query is only ever the reformulation of the read just made
+        action = ask_json(self.chat, self.messages(docs, relation, subject), parse_action,
+                          seed=derived_seed(self.seed, key), max_tokens=self.max_tokens)
+        if action is None:
+            return None
+        kind, text = action
+        if kind == "search":
+            self._searches[key] = text
+            return None
+        return text
+
+    def reformulate(self, relation, subject, key):
+        return self._searches.pop(key, None) or rule_reformulation(relation, subject)
+
+    def guess(self, docs, relation, subject):
+        return self.fallback.guess(docs, relation, subject)
+
+
+TRUNCATION_MARKER = " [... {} more characters cut]"
+
+
+def clip(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to ``limit`` characters with an explicit marker, and 1 if it was cut (else 0)."""
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit] + TRUNCATION_MARKER.format(len(text) - limit), 1
 
 
 def _tokens_in(docs: Sequence[Paragraph]) -> int:
@@ -172,7 +298,7 @@ class Agent:
         queries, mode = (query,), "read"
         entity = self.reader.read(docs, rel, subject, f"{q.id}:{index}:0")
         if entity is None:
-            second = f"{subject} {REFORMULATION_WORDS[rel.name]}"
+            second = self.reader.reformulate(rel, subject, f"{q.id}:{index}:0")
             queries, mode = (query, second), "reformulated"
             fresh = self.fetch(second)
             docs = docs + tuple(d for d in fresh if d not in docs)

@@ -5,22 +5,17 @@ probes ``propagation_aware`` (frozen-hop repair) and ``suf_regen`` (repair,
 then regenerate the suffix) re-execute and pay for it in tokens.
 ``coverage_gold_hop`` and ``constant_hop1`` are the workbench's controls: the
 first needs the world's certified per-hop facts, the second is the
-prediction the coverage rule degenerates to. ``llm_judge`` works through any
-``Judge`` callable (prompt -> reply), e.g. ``judge_for("ollama:MODEL")``;
-it is skipped when the provider is "none".
+prediction the coverage rule degenerates to. ``LLMJudge`` (issue 6) asks a
+language model through ``rcakit.llm`` and runs only when a provider is given.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
-from typing import Callable, Protocol
 
-from rcakit.rag.agent import Agent, Trace
+from rcakit.rag.agent import Agent, Trace, clip, derived_seed
 from rcakit.rag.text import jaccard
-
-STAGES = ("retrieval", "tool", "answer", "none")
 
 
 @dataclass(frozen=True)
@@ -103,55 +98,82 @@ def suf_regen(agent: Agent, trace: Trace) -> Diagnosis:
     return replace(NO_HOP, cost=cost)
 
 
-class Judge(Protocol):
-    """A language-model judge: a prompt in, the model's text reply out (providers arrive with ``rcakit.llm``)."""
-
-    def __call__(self, prompt: str) -> str: ...
-
-
-def judge_prompt(trace: Trace) -> str:
-    """The complete hop-level trace as the judge sees it, asking for JSON {stage, hop}."""
-    lines = [f"Question: {trace.question.text}", f"Final answer: {trace.answer}",
-             f"Reference answer: {trace.gold}", "The answer is wrong. Hops:"]
-    for hop in trace.hops:
-        lines.append(f"Hop {hop.index}: query={hop.query!r}; extracted={hop.entity!r}")
-        lines += [f"  [{d.id}] {d.title}: {d.text}" for d in hop.docs] or ["  (no documents)"]
-    lines.append('Which hop first caused the failure? Reply with JSON {"stage": one of '
-                 f'{list(STAGES)}, "hop": an integer 1..{len(trace.hops)}}}.')
-    return "\n".join(lines)
+JUDGE_STAGES = ("retrieval", "tool", "answer")
+JUDGE_SYSTEM = (
+    "You diagnose failed runs of a multi-hop search agent. Each hop ran one or two search queries and "
+    "read the documents retrieved. Find where the failure first entered: the hop number, and the stage "
+    "- retrieval (the hop's documents were missing, off-topic, misleading or wrong), tool (a query went "
+    "astray), or answer (the evidence was fine but the final answer step failed). "
+    'Reply with the JSON object {"stage": ..., "hop": ...} only.'
+)
 
 
-def parse_judge_reply(reply: str, n_hops: int) -> Diagnosis | None:
-    """The judge's JSON reply as a Diagnosis; ``None`` when it is malformed or out of range."""
-    match = re.search(r"\{.*\}", reply or "", re.DOTALL)
-    try:
-        data = json.loads(match.group(0)) if match else None
-        stage, hop = str(data["stage"]), int(data["hop"])
-    except (TypeError, ValueError, KeyError, json.JSONDecodeError):
-        return None
-    return Diagnosis(stage, hop) if stage in STAGES and 0 <= hop <= n_hops else None
+def judge_messages(trace: Trace, max_doc_chars: int) -> tuple[list[dict], int]:
+    """The complete hop-level trace as the judge sees it (§5), and how many documents were cut.
 
-
-def llm_judge(trace: Trace, judge: Judge | Callable[[str], str]) -> Diagnosis:
-    """Ask ``judge`` once, retry once on a malformed reply, then abstain (hop 0)."""
-    prompt = judge_prompt(trace)
-    for _ in range(2):
-        found = parse_judge_reply(judge(prompt), len(trace.hops))
-        if found is not None:
-            return replace(found, cost=len(prompt.split()))
-    return replace(NO_HOP, stage="none", cost=2 * len(prompt.split()))
-
-
-def judge_for(provider: str, seed: int = 0) -> Judge | None:
-    """A ``Judge`` over ``rcakit.llm``'s provider named by ``provider``; ``None`` for "none".
-
-    The model sees ``judge_prompt`` as one user message, at temperature 0
-    behind the shared response cache, so a rerun reads the same replies. An
-    unknown provider is ``rcakit.llm``'s one-line ``RcakitError``.
+    The judge sees the question, every hop's queries and documents (each cut
+    at ``max_doc_chars`` with an explicit marker), the final and the gold answer.
     """
-    from rcakit.llm import cached, provider_from_spec
+    lines, cut = [f"Question: {trace.question.text}", ""], 0
+    for hop in trace.hops:
+        lines.append(f"Hop {hop.index}")
+        lines += [f"  query: {q}" for q in hop.queries or (hop.query,)]
+        for doc in hop.docs:
+            text, was_cut = clip(doc.text, max_doc_chars)
+            cut += was_cut
+            lines.append(f"  document [{doc.id}] {doc.title}: {text}")
+        if not hop.docs:
+            lines.append("  (no documents retrieved)")
+    lines += ["", f"Final answer: {trace.answer or '(none)'}", f"Gold answer: {trace.gold}",
+              f"The final answer is wrong. At which hop (1 to {len(trace.hops)}) and stage did the failure start?"]
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n".join(lines)}], cut
 
-    backend = cached(provider_from_spec(provider))
-    if not backend:
-        return None
-    return lambda prompt: backend.chat([{"role": "user", "content": prompt}], seed=seed, max_tokens=64).text
+
+class LLMJudge:
+    """The LLM-Judge diagnoser (AgenticRAG-FP §5): a model reads the whole trace and names (stage, hop).
+
+    ``chat`` is a cached provider (``rcakit.llm.cached``), possibly of another
+    model family than the agent's. The reply is validated as
+    ``Shape(stage=JUDGE_STAGES, hop=range(1, hops + 1))`` by
+    ``rcakit.llm.ask_json``: one retry with the error shown, then an
+    abstention, scored as stage "none", hop 0 (a miss). A trace with no hops
+    (early termination at hop 1) has nothing to read: it gets hop 0 without a
+    call. The seed is derived from the chapter seed and the case key, so a
+    rerun hits the response cache. Documents are cut at ``max_doc_chars``
+    (halved until the prompt fits the model's context window) and every cut is
+    counted in ``truncated_docs``. ``cost`` is the tokens the diagnosis spent.
+    """
+
+    def __init__(self, chat, seed: int, max_doc_chars: int = 600, max_tokens: int = 32):
+        self.chat, self.seed, self.max_doc_chars, self.max_tokens = chat, seed, max_doc_chars, max_tokens
+        self.usage = getattr(chat, "accounting", None)
+        self.truncated_docs = 0
+
+    def _fitted(self, trace: Trace) -> list[dict]:
+        limit, window = self.max_doc_chars, self.chat.context_window
+        messages, cut = judge_messages(trace, limit)
+        while window and limit > 50 and self.chat.count_tokens(messages) + self.max_tokens > window:
+            limit //= 2
+            messages, cut = judge_messages(trace, limit)
+        self.truncated_docs += cut
+        return messages
+
+    def __call__(self, trace: Trace, key: str) -> Diagnosis:
+        from rcakit.llm import Shape, ask_json
+
+        if self.usage is not None:
+            self.usage.add_case()
+        if not trace.hops:
+            return NO_HOP
+        before = self._tokens()
+        shape = Shape(stage=JUDGE_STAGES, hop=range(1, len(trace.hops) + 1))
+        verdict = ask_json(self.chat, self._fitted(trace), shape, seed=derived_seed(self.seed, key),
+                           max_tokens=self.max_tokens, accounting=self.usage)
+        cost = self._tokens() - before
+        return Diagnosis("none", 0, cost) if verdict is None else Diagnosis(verdict["stage"], verdict["hop"], cost)
+
+    def _tokens(self) -> int:
+        if self.usage is None:
+            return 0
+        totals = self.usage.totals()
+        return totals["input_tokens"] + totals["output_tokens"]

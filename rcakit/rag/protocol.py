@@ -6,6 +6,12 @@ injected and resumed; a case that still answers correctly is *recovered* and
 stays out of attribution. Exact-hop accuracy is over failed cases only, with
 the authors' percentile bootstrap (B = 1000, seed 42). Each finished case is
 written to a ``CaseStore``, so a killed sweep resumes.
+
+The LLM judge (issue 6) runs after the sweep, on a seeded sample of at most
+``llm_max_cases`` failed cases per depth whose traces are rebuilt from their
+seeds; its calls go through the response cache, so its cost reads the same on
+every rerun. With an LLM reader, each case records the reader usage it caused,
+so the agent's cost is the same whether a case was computed or resumed.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import pandas as pd
 
 from rcakit import RcakitError
 from rcakit.rag import diagnosers as dg
-from rcakit.rag.agent import Agent, RuleReader, Trace
+from rcakit.rag.agent import Agent, LLMReader, RuleReader, Trace
 from rcakit.rag.interventions import CONTENT, STAGE, STRUCTURAL, corrupt_content, inject, query_contaminated
 from rcakit.rag.retrieval import Retriever
 from rcakit.rag.text import OUTCOMES, classify_outcome
@@ -42,18 +48,34 @@ class Lab:
     agent: Agent
     seed: int
     clean: dict[str, Trace] = field(default_factory=dict)
+    clean_usage: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.clean = {q.id: self.agent.run(q) for q in self.world.questions}
+        usage = reader_usage(self)
+        self.clean_usage = usage.totals() if usage is not None else {}
 
 
 def build_lab(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: int = 3, top_k: int = 3,
-              reading_noise: float = 0.2, distractor_rate: float = 0.3, spare_hops: int = 1) -> Lab:
-    """World, BM25 retriever, RuleReader agent and clean traces, all from ``seed``."""
+              reading_noise: float = 0.2, distractor_rate: float = 0.3, spare_hops: int = 1,
+              reader_chat=None) -> Lab:
+    """World, BM25 retriever, agent and clean traces, all from ``seed``.
+
+    The reader is the ``RuleReader``, or an ``LLMReader`` over ``reader_chat``
+    (a cached provider) with the rule reader as its fallback.
+    """
     world = build_world(seed, n_entities=n_entities, n_questions=n_questions, hops=hops,
                         distractor_rate=distractor_rate)
-    agent = Agent(world, Retriever(world.corpus), RuleReader(world, reading_noise, seed), top_k, spare_hops)
+    reader = RuleReader(world, reading_noise, seed)
+    if reader_chat:
+        reader = LLMReader(reader_chat, reader, seed)
+    agent = Agent(world, Retriever(world.corpus), reader, top_k, spare_hops)
     return Lab(world, agent, seed)
+
+
+def reader_usage(lab: Lab):
+    """The LLM reader's ``MethodUsage``, or ``None`` for the rule reader."""
+    return getattr(getattr(lab.agent.reader, "chat", None), "accounting", None)
 
 
 def eligible(trace: Trace, depth: int) -> bool:
@@ -61,8 +83,8 @@ def eligible(trace: Trace, depth: int) -> bool:
     return len(trace.hops) >= depth and trace.correct
 
 
-def diagnose(lab: Lab, trace: Trace, threshold: float, judge: dg.Judge | None = None) -> dict[str, list]:
-    """Every diagnoser's [stage, hop, cost] on one failed trace; ``llm_judge`` only with a judge."""
+def diagnose(lab: Lab, trace: Trace, threshold: float) -> dict[str, list]:
+    """Every offline diagnoser's [stage, hop, cost] on one failed trace."""
     found = {
         "coverage": dg.coverage(trace, threshold),
         "coverage_gold_hop": dg.coverage_gold_hop(trace),
@@ -71,8 +93,6 @@ def diagnose(lab: Lab, trace: Trace, threshold: float, judge: dg.Judge | None = 
         "propagation_aware": dg.propagation_aware(lab.agent, trace),
         "suf_regen": dg.suf_regen(lab.agent, trace),
     }
-    if judge is not None:
-        found["llm_judge"] = dg.llm_judge(trace, judge)
     return {name: [d.stage, d.hop, d.cost] for name, d in found.items()}
 
 
@@ -85,39 +105,61 @@ def downstream_intact(trace: Trace, depth: int) -> bool:
     return all(dg.states_fact(pooled, g.subject, g.object) for g in trace.question.hops[depth:])
 
 
-def _finish(lab, case: dict, injected: Trace, threshold: float, judge) -> dict:
+def _finish(lab, case: dict, injected: Trace, threshold: float) -> dict:
     case.update(correct=injected.correct, answer=injected.answer, cost=injected.cost,
                 n_hops=len(injected.hops), downstream_intact=downstream_intact(injected, case["depth"]))
-    case["diagnoses"] = {} if injected.correct else diagnose(lab, injected, threshold, judge)
+    case["diagnoses"] = {} if injected.correct else diagnose(lab, injected, threshold)
     return case
 
 
-def structural_case(lab: Lab, qid: str, depth: int, kind: str, threshold: float = 0.05, judge=None) -> dict:
-    """Inject ``kind`` at ``depth`` into question ``qid``'s clean trace, resume, diagnose if it fails."""
+def _structural(lab: Lab, qid: str, depth: int, kind: str) -> Trace:
     rng = random.Random(f"{lab.seed}:{qid}:{depth}:{kind}")
-    injected = inject(lab.agent, lab.clean[qid], depth, kind, rng)
-    case = {"qid": qid, "depth": depth, "kind": kind, "true_stage": STAGE[kind], "skipped": False}
-    return _finish(lab, case, injected, threshold, judge)
+    return inject(lab.agent, lab.clean[qid], depth, kind, rng)
 
 
-def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05, judge=None) -> dict:
-    """Certified content corruption at ``depth``; a case with no certifiable span is marked skipped."""
+def _corruption(lab: Lab, qid: str, depth: int):
     rng = random.Random(f"{lab.seed}:{qid}:{depth}:{CONTENT}")
+    return corrupt_content(lab.agent, lab.clean[qid], depth, [q.answer for q in lab.world.questions], rng)
+
+
+def _resumed(lab: Lab, qid: str, depth: int, hop) -> Trace:
     clean = lab.clean[qid]
-    answers = [q.answer for q in lab.world.questions]
-    made = corrupt_content(lab.agent, clean, depth, answers, rng)
+    return lab.agent.resume_from(clean.question, clean.hops[:depth - 1] + (hop,), depth + 1)
+
+
+def injected_trace(lab: Lab, case: dict) -> Trace:
+    """The failed (or recovered) trace of a stored, non-skipped case, rebuilt from its seeds."""
+    qid, depth, kind = case["qid"], int(case["depth"]), case["kind"]
+    if kind != CONTENT:
+        return _structural(lab, qid, depth, kind)
+    made = _corruption(lab, qid, depth)
+    if made is None:
+        raise RcakitError(f"case {kind}:{qid}:{depth}: skipped, it has no trace")
+    return _resumed(lab, qid, depth, made[1])
+
+
+def structural_case(lab: Lab, qid: str, depth: int, kind: str, threshold: float = 0.05) -> dict:
+    """Inject ``kind`` at ``depth`` into question ``qid``'s clean trace, resume, diagnose if it fails."""
+    injected = _structural(lab, qid, depth, kind)
+    case = {"qid": qid, "depth": depth, "kind": kind, "true_stage": STAGE[kind], "skipped": False}
+    return _finish(lab, case, injected, threshold)
+
+
+def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05) -> dict:
+    """Certified content corruption at ``depth``; a case with no certifiable span is marked skipped."""
+    made = _corruption(lab, qid, depth)
     case = {"qid": qid, "depth": depth, "kind": CONTENT, "true_stage": STAGE[CONTENT], "skipped": made is None}
     if made is None:
         return case
     corruption, hop = made
-    injected = lab.agent.resume_from(clean.question, clean.hops[:depth - 1] + (hop,), depth + 1)
+    injected = _resumed(lab, qid, depth, hop)
     case.update(strategy=corruption.strategy, replacement_kind=corruption.kind, original=corruption.original,
                 replacement=corruption.replacement,
                 same_type=lab.world.types.get(corruption.replacement) == lab.world.types.get(corruption.original),
-                outcome=classify_outcome(injected.answer, clean.gold, corruption.replacement),
+                outcome=classify_outcome(injected.answer, injected.gold, corruption.replacement),
                 has_later_query=len(injected.hops) > depth,
                 contaminated=query_contaminated(injected, corruption))
-    return _finish(lab, case, injected, threshold, judge)
+    return _finish(lab, case, injected, threshold)
 
 
 def _code_digest() -> str:
@@ -137,19 +179,31 @@ def case_store(chapter_id: str, params: dict, folder=None) -> CaseStore:
 
 
 def sweep(lab: Lab, arm: str, depths: Iterable[int], store: CaseStore, threshold: float = 0.05,
-          judge=None, progress: Callable | None = None) -> pd.DataFrame:
+          progress: Callable | None = None) -> pd.DataFrame:
     """Run (or resume) every eligible case of ``arm`` ("structural" or "content"); one row per case."""
     if arm not in ("structural", "content"):
         raise RcakitError(f"arm: expected 'structural' or 'content', got {arm!r}")
-    kinds = STRUCTURAL if arm == "structural" else (CONTENT,)
+    kinds, depths = (STRUCTURAL if arm == "structural" else (CONTENT,)), list(depths)
     items = [(f"{arm}:{qid}:{d}:{k}", (qid, d, k)) for d in depths for qid, tr in lab.clean.items()
              if eligible(tr, d) for k in kinds]
+    if not items:
+        raise RcakitError(f"{arm} sweep: no eligible case at depths {list(depths)}: the clean agent answered no "
+                          "question correctly (a weak LLM reader?); use more questions or another reader")
 
-    def work(item):
+    def case(item):
         qid, d, k = item
         if arm == "structural":
-            return structural_case(lab, qid, d, k, threshold, judge)
-        return content_case(lab, qid, d, threshold, judge)
+            return structural_case(lab, qid, d, k, threshold)
+        return content_case(lab, qid, d, threshold)
+
+    def work(item):
+        usage = reader_usage(lab)
+        if usage is None:
+            return case(item)
+        before = usage.totals()
+        out = case(item)
+        out["reader_usage"] = {k: v - before[k] for k, v in usage.totals().items() if k != "cases"}
+        return out
 
     return pd.DataFrame(store.run(items, work, progress))
 
@@ -210,6 +264,8 @@ def accuracy_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
     fmt = lambda c: "n/a" if c is None or np.isnan(c["point"]) else f"{c['point']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"  # noqa: E731
     rows = {name: {f"hop {d}": fmt(cells.get(d)) for d in depths} for name, cells in result["accuracy"].items()}
     rows["failed n"] = {f"hop {d}": str(result["failed_n"][d]) for d in depths}
+    if "llm_judged_n" in result:  # the LLM judge reads a sample of the failed cases
+        rows["llm_judge n"] = {f"hop {d}": str(result["llm_judged_n"][d]) for d in depths}
     rows["recovery"] = {f"hop {d}": f"{result['recovery'][d]:.2f}" for d in depths}
     return pd.DataFrame(rows).T
 

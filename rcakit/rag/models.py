@@ -1,0 +1,147 @@
+"""The language-model side of the fault lab (issue 6; AgenticRAG-FP §5-6).
+
+Chapters turn three parameters into models: ``provider`` (the agent's model,
+and the judge's unless ``judge_provider`` names another, for cross-family
+judging) and ``agent`` (``rule`` or ``llm``). The LLM judge sees a seeded
+sample of at most ``llm_max_cases`` failed cases per depth, their traces
+rebuilt from the cases' seeds; the cost of each LLM method is counted in the
+shared ``rcakit.llm.Accounting`` (cost columns only: calls, tokens,
+abstentions, cases), which reads the same on a cold and a warm run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rcakit import RcakitError
+from rcakit.llm import Accounting, cached, provider_from_spec
+from rcakit.llm.accounting import COST
+from rcakit.rag.diagnosers import LLMJudge
+from rcakit.rag.protocol import Lab, attribution, injected_trace, predictions
+
+AGENTS = ("rule", "llm")
+JUDGE = "llm_judge"
+READER = "llm_reader"
+
+
+@dataclass
+class Models:
+    """The chat the LLM reader uses (``None`` for the rule agent), the judge (``None`` without a model), their costs."""
+
+    accounting: Accounting
+    reader_chat: object | None
+    judge: LLMJudge | None
+
+
+def models_from_params(provider: str, judge_provider: str, agent: str, seed: int) -> Models:
+    """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``."""
+    if agent not in AGENTS:
+        raise RcakitError(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
+    accounting = Accounting()
+    main = provider_from_spec(provider, param="provider")
+    if agent == "llm" and not main:
+        raise RcakitError("agent: llm needs a language model; set provider (e.g. llamacpp:smollm2)")
+    own = judge_provider == "none"
+    backend = main if own else provider_from_spec(judge_provider, param="judge_provider")
+    reader_chat = cached(main, accounting=accounting[READER]) if agent == "llm" else None
+    judge = LLMJudge(cached(backend, accounting=accounting[JUDGE]), seed) if backend else None
+    return Models(accounting, reader_chat, judge)
+
+
+def judge_sample(cases: pd.DataFrame, per_depth: int, seed: int) -> pd.DataFrame:
+    """At most ``per_depth`` failed, non-skipped cases per depth, drawn with ``seed``, in sweep order."""
+    if per_depth < 1:
+        raise RcakitError(f"llm_max_cases: expected >= 1, got {per_depth}")
+    live = cases[~cases["skipped"].astype(bool)]
+    failed = live[~live["correct"].astype(bool)]
+    parts = [g.sample(n=min(per_depth, len(g)), random_state=seed) for _, g in failed.groupby("depth")]
+    return pd.concat(parts).sort_index() if parts else failed
+
+
+def judge_cases(lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=None) -> pd.DataFrame:
+    """``sample`` with the judge's ``[stage, hop, cost]`` added to each case's diagnoses."""
+    records = sample.to_dict("records")
+    rows = []
+    for case in progress(records) if progress else records:
+        found = judge(injected_trace(lab, case), f"{case['kind']}:{case['qid']}:{case['depth']}")
+        rows.append({**case, "diagnoses": {**case["diagnoses"], JUDGE: [found.stage, found.hop, found.cost]}})
+    return pd.DataFrame(rows, columns=sample.columns)
+
+
+def merge_judge(result: dict, judged: pd.DataFrame, depths) -> dict:
+    """Add the judge's cells to ``attribution``'s ``result``; return the attribution of the judged cases alone.
+
+    The judge's cells cover only its sample, so ``result["llm_judged_n"]``
+    gives their denominators; the returned attribution scores every
+    diagnoser on the same judged cases, for a like-for-like comparison.
+    """
+    same = attribution(judged, depths)
+    for view in ("accuracy", "stage_accuracy", "mae", "mean_cost"):
+        if JUDGE in same[view]:
+            result[view][JUDGE] = same[view][JUDGE]
+    result["llm_judged_n"] = {str(d): int((judged["depth"] == d).sum()) for d in depths}
+    return same
+
+
+def same_case_table(same: dict, depths) -> pd.DataFrame:
+    """Exact-hop accuracy of every diagnoser on the judged cases, with their n."""
+    rows = {name: {f"hop {d}": cells[str(d)]["point"] if str(d) in cells else float("nan") for d in depths}
+            for name, cells in same["accuracy"].items()}
+    rows["judged n"] = {f"hop {d}": same["failed_n"][str(d)] for d in depths}
+    return pd.DataFrame(rows).T
+
+
+def hop_counts(judged: pd.DataFrame, depths) -> pd.DataFrame:
+    """How many judged cases at each injected depth the judge assigned to each hop (0 = abstained or no hop)."""
+    preds = predictions(judged)
+    preds = preds[preds["diagnoser"] == JUDGE]
+    return pd.crosstab(preds["depth"], preds["pred_hop"]).reindex(index=list(depths), fill_value=0)
+
+
+def verdict_summary(judged: pd.DataFrame) -> dict:
+    """Judged cases, those with an empty trace (no call), abstentions, verdicts, and the hop named most often."""
+    hops = judged["diagnoses"].map(lambda d: d[JUDGE][1])
+    empty = judged["n_hops"] == 0
+    abstained = judged["diagnoses"].map(lambda d: d[JUDGE][0] == "none")
+    verdicts = hops[~empty & ~abstained]
+    counts = verdicts.value_counts().sort_index(kind="stable")
+    modal = int(counts.idxmax()) if len(counts) else None
+    return {"judged": int(len(judged)), "empty_traces": int(empty.sum()), "abstained": int(abstained.sum()),
+            "verdicts": int(len(verdicts)), "modal_hop": modal, "modal_count": int(counts.max()) if len(counts) else 0}
+
+
+def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict:
+    """The LLM reader's cost: its clean runs plus the usage each stored case recorded (one case per agent run)."""
+    total = {k: 0 for k in COST}
+    total.update({k: v for k, v in lab.clean_usage.items() if k in COST})
+    total["cases"] = len(lab.clean)
+    for frame in case_frames:
+        for usage in frame.get("reader_usage", pd.Series(dtype=object)):
+            if isinstance(usage, dict):
+                total["cases"] += 1
+                for k, v in usage.items():
+                    if k in COST:
+                        total[k] += v
+    return total
+
+
+def llm_cost(models: Models, lab: Lab, *case_frames: pd.DataFrame) -> dict:
+    """``{method: {cases, calls, input_tokens, output_tokens, abstentions}}`` for the methods that ran."""
+    out = {}
+    if models.reader_chat:
+        out[READER] = reader_cost(lab, *case_frames)
+    if models.judge is not None:
+        out[JUDGE] = models.accounting[JUDGE].totals()
+    return out
+
+
+def cost_table(cost: dict) -> pd.DataFrame:
+    """One row per LLM method: totals, then calls and tokens per case (diagnosis or agent run)."""
+    frame = pd.DataFrame.from_dict(cost, orient="index", columns=list(COST))
+    frame.index.name = "method"
+    cases = frame["cases"].where(frame["cases"] > 0)
+    frame["calls per case"] = frame["calls"] / cases
+    frame["tokens per case"] = (frame["input_tokens"] + frame["output_tokens"]) / cases
+    return frame.round(2)
