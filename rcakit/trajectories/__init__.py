@@ -8,6 +8,7 @@ synthetic long-horizon runs. Submodules, by concept:
 - :mod:`~rcakit.trajectories.loaders`: ``load_longrca``, ``load_who_and_when``, ``validate_path``;
 - :mod:`~rcakit.trajectories.synthetic`: the calibrated generator with planted roots;
 - :mod:`~rcakit.trajectories.locators`: the ``Locator`` interface and the offline locators;
+- :mod:`~rcakit.trajectories.llm_locators`: Who&When's prompting baselines and an RCTA-style pipeline on a language model (imported on demand);
 - :mod:`~rcakit.trajectories.metrics`: LongRCA scoring and the Who&When official scorer;
 - :mod:`~rcakit.trajectories.strata`: length and root-to-end bins with Wilson intervals;
 - :mod:`~rcakit.trajectories.evaluation`: run locators over a set and tabulate metrics and strata;

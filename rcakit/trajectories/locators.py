@@ -3,8 +3,8 @@
 A :class:`Locator` returns a :class:`Prediction` whose role and step are
 separate outputs (LongRCA §3.1); either may be ``None`` (an abstention, scored
 as wrong). The offline locators here need no language model; the LLM-backed
-ones (all-at-once, step-by-step, binary search, the RCTA stages) implement the
-same interface in ``rcakit.llm``.
+ones (all-at-once, step-by-step, binary search, an RCTA-style pipeline)
+implement the same interface in :mod:`rcakit.trajectories.llm_locators`.
 """
 
 from __future__ import annotations
