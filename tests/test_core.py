@@ -173,3 +173,22 @@ def test_toc_lists_every_chapter_in_order():
     toc = yaml.safe_load((project_root() / "book" / "_toc.yml").read_text())
     files = [entry["file"] for entry in toc["chapters"]]
     assert files == [f"chapters/{cid.replace('-', '_')}" for cid in chapters.ORDER]
+
+
+def test_environment_yml_mirrors_pyproject_lower_bounds():
+    import re
+    import tomllib
+
+    import yaml
+
+    from rcakit.paths import project_root
+
+    project = tomllib.loads((project_root() / "pyproject.toml").read_text())["project"]
+    declared = project["dependencies"] + [d for k, v in project["optional-dependencies"].items()
+                                          if k != "local-llm" for d in v]
+    env = yaml.safe_load((project_root() / "environment.yml").read_text())["dependencies"]
+    pins = [d for d in env if isinstance(d, str)] + next(d["pip"] for d in env if isinstance(d, dict))
+    for requirement in declared:
+        name = re.split(r"[<>=]", requirement)[0]
+        mirrored = [p for p in pins if re.split(r"[<>=]", p)[0] == name]
+        assert mirrored == [requirement], f"{requirement} is not mirrored in environment.yml"
