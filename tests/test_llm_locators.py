@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rcakit import RcakitError
-from rcakit.llm import Accounting, NullProvider, ResponseCache, cached
+from rcakit.llm import Accounting, NullProvider, ResponseCache, cached, request_seed
 from rcakit.llm.testing import ScriptedProvider
 from rcakit.trajectories import Label, Prediction, Step, Trajectory, score_cases
 from rcakit.trajectories.llm_locators import (
@@ -17,7 +17,6 @@ from rcakit.trajectories.llm_locators import (
     Budget,
     RCTALocator,
     StepByStepLocator,
-    case_seed,
     cost_row,
     llm_subset,
     speakers,
@@ -54,7 +53,7 @@ def test_binary_search_asks_log2_questions_and_follows_the_answers_to_the_plante
     assert prediction == Prediction(role=traj.steps[root].speaker, step=root)
     halves = [re.search(r"First half \(steps (\d+)-(\d+)\)", last(c["messages"])).groups() for c in model.calls]
     assert halves == [("0", "7"), ("8", "11"), ("8", "9"), ("10", "10")]
-    assert {c["seed"] for c in model.calls} == {case_seed(3, "t/1")}
+    assert {c["seed"] for c in model.calls} == {request_seed(3, "t/1")}
 
 
 def test_step_by_step_stops_at_the_first_flagged_step_and_blames_its_speaker():
@@ -188,8 +187,8 @@ def test_rcta_splits_a_trajectory_the_window_cannot_hold_and_reports_it():
 
 
 def test_seeds_subsets_roles_and_the_none_provider():
-    assert case_seed(0, "a") == case_seed(0, "a") != case_seed(0, "b") != case_seed(1, "a")
-    assert 0 <= case_seed(10**9, "x") < 2**31
+    assert request_seed(0, "a") == request_seed(0, "a") != request_seed(0, "b") != request_seed(1, "a")
+    assert 0 <= request_seed(10**9, "x") < 2**31
     many = [trajectory(5, tid=f"t/{i}") for i in range(30)]
     picked = llm_subset(many, 4, seed=0)
     assert picked == llm_subset(many, 4, seed=0) and len(picked) == 4

@@ -18,7 +18,8 @@ from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import models as M
 from rcakit.rag import protocol as P
-from rcakit.rag.agent import TRUNCATION_MARKER, LLMReader, derived_seed, rule_reformulation
+from rcakit.llm import request_seed
+from rcakit.rag.agent import TRUNCATION_MARKER, LLMReader, rule_reformulation
 from rcakit.rag.interventions import inject
 from rcakit.rag.world import RELATIONS
 
@@ -68,7 +69,7 @@ def test_judge_sees_question_every_query_and_document_and_both_answers(failed, t
         assert all(d.text in prompt and f"[{d.id}]" in prompt for d in hop.docs)
     hops = call["json_schema"]["properties"]["hop"]["enum"]
     assert hops == list(range(1, len(failed.hops) + 1))
-    assert call["seed"] == derived_seed(7, "case-a") and call["temperature"] == 0.0
+    assert call["seed"] == request_seed(7, "case-a") and call["temperature"] == 0.0
     assert found.cost == chat.accounting.input_tokens + chat.accounting.output_tokens > 0
     assert chat.accounting.totals()["cases"] == 1
 
@@ -146,7 +147,7 @@ def test_llm_reader_follows_answer_actions(lab, tmp_path):
     q = next(t.question for t in lab.clean.values() if t.correct and all(h.mode == "read" for h in t.hops))
     trace = llm_agent(lab, chat).run(q)
     assert trace.correct and [h.entity for h in trace.hops] == [g.object for g in q.hops]
-    assert raw.calls[0]["seed"] == derived_seed(5, f"{q.id}:1:0")
+    assert raw.calls[0]["seed"] == request_seed(5, f"{q.id}:1:0")
     assert "anyOf" in raw.calls[0]["json_schema"]
 
 
@@ -156,7 +157,7 @@ def test_llm_reader_search_action_becomes_the_agents_reformulation(lab, tmp_path
     trace = llm_agent(lab, chat).run(q)
     first = trace.hops[0]
     assert first.mode == "reformulated" and first.queries[1] == f"{q.start} biography facts"
-    assert raw.calls[1]["seed"] == derived_seed(5, f"{q.id}:1:1")
+    assert raw.calls[1]["seed"] == request_seed(5, f"{q.id}:1:1")
     assert first.entity == q.hops[0].object
 
 

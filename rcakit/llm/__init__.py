@@ -12,7 +12,7 @@ Everything here runs without a model; ``none`` gives a falsy provider.
 """
 
 from rcakit.llm.accounting import Accounting, MethodUsage
-from rcakit.llm.base import ContextOverflow, NullProvider, Provider, Reply
+from rcakit.llm.base import ContextOverflow, NullProvider, Provider, Reply, request_seed
 from rcakit.llm.cache import CachedProvider, ResponseCache, cache_totals, cached, default_cache
 from rcakit.llm.spec import provider_from_spec
 from rcakit.llm.structured import Shape, ask_json, parse_json
@@ -33,4 +33,5 @@ __all__ = [
     "default_cache",
     "parse_json",
     "provider_from_spec",
+    "request_seed",
 ]

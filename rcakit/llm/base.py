@@ -8,6 +8,7 @@ method, ``chat``, whatever sits behind it.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import asdict, dataclass
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
@@ -66,6 +67,13 @@ class Provider(Protocol):
 
 CHARS_PER_TOKEN = 3  # English BPE averages about 4 characters a token; 3 over-counts on purpose
 TOKENS_PER_MESSAGE = 8  # role markers of a chat template
+
+
+def request_seed(seed: int, key: str) -> int:
+    """A model's sampling seed for one request, from the chapter seed and a stable key
+    (a case or trajectory id, never Python's ``hash``): the same request gets the
+    same seed, hence the same cache key, whatever the order of the cases."""
+    return (int(seed) * 1_000_003 + zlib.crc32(key.encode("utf-8"))) % 2**31
 
 
 def estimate_tokens(messages: Sequence[Message]) -> int:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import random
 import re
-import zlib
 from dataclasses import dataclass, field, replace
 from typing import Protocol, Sequence
 
 from rcakit import RcakitError
+from rcakit.llm.base import request_seed
 from rcakit.rag.retrieval import Retriever
 from rcakit.rag.text import answer_correct
 from rcakit.rag.world import RELATIONS, Paragraph, Question, Relation, World
@@ -102,11 +102,6 @@ class Reader(Protocol):
 def rule_reformulation(relation: Relation, subject: str) -> str:
     """The rule agent's second query: the subject plus the relation's question words."""
     return f"{subject} {REFORMULATION_WORDS[relation.name]}"
-
-
-def derived_seed(seed: int, key: str) -> int:
-    """A model seed for one request, from the chapter seed and a stable key (never Python's ``hash``)."""
-    return (int(seed) * 1_000_003 + zlib.crc32(key.encode("utf-8"))) % 2**31
 
 
 class RuleReader:
@@ -244,7 +239,7 @@ class LLMReader:
 
         self._searches.pop(key, None)  # a search query is only ever the reformulation of the read just made
         action = ask_json(self.chat, self.messages(docs, relation, subject), parse_action,
-                          seed=derived_seed(self.seed, key), max_tokens=self.max_tokens)
+                          seed=request_seed(self.seed, key), max_tokens=self.max_tokens)
         if action is None:
             return None
         kind, text = action

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from rcakit.rag.agent import Agent, Trace, clip, derived_seed
+from rcakit.llm.base import request_seed
+from rcakit.rag.agent import Agent, Trace, clip
 from rcakit.rag.text import jaccard
 
 
@@ -167,7 +168,7 @@ class LLMJudge:
             return NO_HOP
         before = self._tokens()
         shape = Shape(stage=JUDGE_STAGES, hop=range(1, len(trace.hops) + 1))
-        verdict = ask_json(self.chat, self._fitted(trace), shape, seed=derived_seed(self.seed, key),
+        verdict = ask_json(self.chat, self._fitted(trace), shape, seed=request_seed(self.seed, key),
                            max_tokens=self.max_tokens, accounting=self.usage)
         cost = self._tokens() - before
         return Diagnosis("none", 0, cost) if verdict is None else Diagnosis(verdict["stage"], verdict["hop"], cost)

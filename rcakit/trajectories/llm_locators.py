@@ -8,7 +8,7 @@ leave open, fixed here:
 
 - every prompt shows step indices (``[i] name: content``) and the recorded
   roles; decoding is greedy with a per-case seed from the chapter seed and the
-  trajectory id (:func:`case_seed`), so cache keys do not depend on case order;
+  trajectory id (:func:`rcakit.llm.request_seed`), so cache keys do not depend on case order;
 - an abstention on any question a prediction depends on makes the whole
   prediction invalid (``Prediction()``), which every metric scores as wrong;
 - a prompt must fit ``provider.context_window`` minus the reply and, when set,
@@ -22,7 +22,6 @@ leave open, fixed here:
 
 from __future__ import annotations
 
-import zlib
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from rcakit import RcakitError
-from rcakit.llm import Shape, ask_json
+from rcakit.llm import Shape, ask_json, request_seed
 from rcakit.trajectories.locators import EVIDENCE_TOKEN, HandoffTraceLocator, Locator
 from rcakit.trajectories.metrics import score_cases, summarise
 from rcakit.trajectories.schema import Prediction, Step, Trajectory, normalise_role
@@ -47,11 +46,6 @@ SYSTEM = (
     "The decisive error is the earliest step that introduced the mistake that made the run fail; "
     "an error that was corrected later is not it. Reply with one JSON object only."
 )
-
-
-def case_seed(seed: int, trajectory_id: str) -> int:
-    """The sampling seed of one diagnosis: stable across runs and case order."""
-    return (int(seed) * 1_000_003 + zlib.crc32(trajectory_id.encode("utf-8"))) % 2**31
 
 
 def speakers(trajectory: Trajectory) -> tuple[str, ...]:
@@ -197,7 +191,7 @@ class LLMLocator(Locator):
         self.inputs = LongInputs()
 
     def locate(self, trajectory: Trajectory) -> Prediction:
-        prediction = self.diagnose(trajectory, case_seed(self.seed, trajectory.id))
+        prediction = self.diagnose(trajectory, request_seed(self.seed, trajectory.id))
         usage = getattr(self.chat, "accounting", None)
         if usage is not None:
             usage.add_case()
