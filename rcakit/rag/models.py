@@ -112,6 +112,26 @@ def verdict_summary(judged: pd.DataFrame) -> dict:
             "verdicts": int(len(verdicts)), "modal_hop": modal, "modal_count": int(counts.max()) if len(counts) else 0}
 
 
+def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths) -> dict:
+    """The judge's results entry: verdict summary, hop counts, documents cut, same-case accuracy."""
+    return {**verdict_summary(judged),
+            "hop_counts": {str(d): {str(h): int(n) for h, n in row.items()}
+                           for d, row in hop_counts(judged, depths).iterrows()},
+            "truncated_docs": judge.truncated_docs,
+            "same_cases": {name: {d: c["point"] for d, c in cells.items()} for name, cells in same["accuracy"].items()}}
+
+
+def describe_judge(record: dict) -> str:
+    """What the judge did, in plain lines, including a flag when one hop takes >= 80% of its verdicts."""
+    lines = [f"judged cases: {record['judged']} ({record['empty_traces']} with an empty trace, not sent); "
+             f"abstentions: {record['abstained']}; documents cut: {record['truncated_docs']}",
+             f"the judge named hop {record['modal_hop']} in {record['modal_count']} of its {record['verdicts']} verdicts"]
+    if record["verdicts"] and record["modal_count"] >= 0.8 * record["verdicts"]:
+        lines.append(f"so this judge answers hop {record['modal_hop']} almost whatever the trace says: its accuracy at "
+                     f"depth {record['modal_hop']} is that prior's, and it localises nothing at the other depths")
+    return "\n".join(lines)
+
+
 def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict:
     """The LLM reader's cost: its clean runs plus the usage each stored case recorded (one case per agent run)."""
     total = {k: 0 for k in COST}
