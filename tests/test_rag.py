@@ -1,7 +1,9 @@
 """Tests of rcakit.rag: normalisation and outcomes, the world, the agent, interventions, diagnosers, protocol."""
 
 import json
+import random
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -10,11 +12,10 @@ from rcakit.rag import answer_correct, classify_outcome, normalize
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import protocol as P
 from rcakit.rag.interventions import STRUCTURAL, corrupt_content, inject, _present
-from rcakit.rag.agent import RuleReader
-from rcakit.rag.world import RELATIONS, build_world
+from rcakit.rag.agent import RuleReader, Trace
+from rcakit.rag.world import RELATIONS, Paragraph, build_world
 from rcakit.stats import bootstrap_accuracy_ci
 from rcakit.rag.text import tokens
-import random
 
 
 @pytest.fixture(scope="module")
@@ -222,12 +223,130 @@ def test_coverage_definition(lab):
     assert dg.constant_hop1(trace).hop == 1
 
 
-def test_coverage_gold_hop_finds_the_missing_certified_fact(lab):
+def test_oracle_gold_hop_finds_the_missing_certified_fact(lab):
     trace = _ok(lab, 3)[0]
-    assert dg.coverage_gold_hop(trace) == dg.NO_HOP
+    assert dg.oracle_gold_hop(trace) == dg.NO_HOP
     hops = list(trace.hops)
     hops[1] = replace(hops[1], docs=())
-    assert dg.coverage_gold_hop(replace(trace, hops=tuple(hops))).hop == 2
+    assert dg.oracle_gold_hop(replace(trace, hops=tuple(hops))).hop == 2
+
+
+# The authors' trace format: the question, each hop's query and documents, the answer and the gold answer.
+# SimpleNamespace has no other field, so a diagnoser reaching for agent state raises AttributeError.
+def recorded(hops, answer, gold="Port Karith"):
+    return SimpleNamespace(question="Where?", hops=tuple(SimpleNamespace(query=q, docs=tuple(
+        SimpleNamespace(text=t) for t in docs)) for q, docs in hops), answer=answer, gold=gold)
+
+
+GROUNDED = "Ada Velane was born in Port Karith and studied at New Ostion."
+
+
+@pytest.mark.parametrize("hops,answer,expected", [
+    ([], "", ("retrieval", 1)),  # no hop at all: nothing retrieved
+    ([("q1", []), ("q2", [])], "Port Karith", ("retrieval", 1)),  # no document retrieved at all
+    ([("", [GROUNDED])], "New Ostion", ("tool", 0)),  # documents but no tool call
+    ([("q1", [GROUNDED])], "", ("answer", 0)),  # empty answer
+    ([("q1", [GROUNDED])], "Velmora Falls", ("answer", 0)),  # ungrounded: no answer token in the documents
+    ([("q1", [GROUNDED]), ("q2", [])], "New Ostion", ("answer", 0)),  # grounded but wrong; an empty hop is not named
+    ([("q1", [GROUNDED])], "Port Karith", ("none", 0)),  # nothing visible is wrong
+])
+def test_rule_based_reads_only_the_recorded_trace(hops, answer, expected):
+    found = dg.rule_based(recorded(hops, answer))
+    assert (found.stage, found.hop) == expected and found.branch == "none"
+
+
+def test_rule_based_gives_the_same_verdict_on_a_real_trace_and_its_record(lab):
+    seen = set()
+    for trace in _ok(lab, 2)[:6]:
+        for kind in STRUCTURAL:
+            out = inject(lab.agent, trace, 2, kind, random.Random(0))
+            record = recorded([(h.query, [d.text for d in h.docs]) for h in out.hops], out.answer, out.gold)
+            assert dg.rule_based(out) == dg.rule_based(record)
+            seen.add(dg.rule_based(out).stage)
+    assert "answer" in seen
+
+
+class ScriptedAgent:
+    """An agent whose re-executions are planted: which repaired hops flip, whether resuming helps.
+
+    Each query costs its words; a forced answer costs 7 and a resumed hop 5, so the probes' cost is known.
+    """
+
+    def __init__(self, flips=(), resume_correct=False, known=()):
+        self.flips, self.resume_correct, self.known = set(flips), resume_correct, set(known)
+        self.fetched, self.forced = [], []
+
+    def fetch(self, query):
+        self.fetched.append(query)
+        return () if query not in self.known else (Paragraph(9, "Repaired", f"fresh evidence for {query}"),)
+
+    def _answer(self, q, flipped):
+        return q.answer if flipped else "Nobody"
+
+    def force_answer(self, q, hops):
+        self.forced.append(tuple(hops))
+        flipped = any(h.docs and h.docs[0].title == "Repaired" and h.index in self.flips for h in hops)
+        return Trace(q, tuple(hops), self._answer(q, flipped), terminated=True, extra_cost=7)
+
+    def resume_from(self, q, prefix, start):
+        repaired = bool(prefix) and prefix[-1].mode == "unread"
+        flipped = prefix[-1].index in self.flips if repaired else self.resume_correct
+        extra = replace(prefix[-1], index=start, cost=5) if prefix else None
+        return Trace(q, tuple(prefix) + ((extra,) if extra else ()), self._answer(q, flipped))
+
+
+def planted(lab, docs_per_hop):
+    """A failed two-or-three-hop trace of the fixture world with the given documents per hop."""
+    trace = _ok(lab, 3)[0]
+    hops = tuple(replace(h, docs=d, query="one two three") for h, d in zip(trace.hops, docs_per_hop))
+    return replace(trace, hops=hops, answer="Nobody")
+
+
+@pytest.mark.parametrize("probe", [dg.propagation_aware, dg.suf_regen])
+def test_probe_branch_flip_is_the_first_repair_that_flips(lab, probe):
+    trace = planted(lab, [(lab.world.corpus[0],)] * 3)
+    agent = ScriptedAgent(flips={2, 3}, known={"one two three"})
+    found = probe(agent, trace)
+    assert (found.stage, found.hop, found.branch) == ("retrieval", 2, "flip")
+    assert agent.fetched == ["one two three"] * 2  # hop 3 is never tried
+
+
+def test_probe_repair_falls_back_to_the_question_and_pays_for_both_queries(lab):
+    trace = planted(lab, [(lab.world.corpus[0],)] * 3)
+    question = trace.question.text
+    agent = ScriptedAgent(flips={1}, known={question})
+    found = dg.propagation_aware(agent, trace)
+    assert agent.fetched == ["one two three", question] and found.branch == "flip"
+    assert agent.forced[0][0].docs[0].text == f"fresh evidence for {question}"
+    assert found.cost == 3 + len(question.split()) + 7
+
+
+@pytest.mark.parametrize("probe", [dg.propagation_aware, dg.suf_regen])
+def test_probe_branch_continue_names_hop_n_plus_1(lab, probe):
+    trace = planted(lab, [(lab.world.corpus[0],)] * 2)  # two hops
+    found = probe(ScriptedAgent(resume_correct=True, known={"one two three"}), trace)
+    assert (found.stage, found.hop, found.branch) == ("retrieval", 3, "continue")
+
+
+def test_propagation_aware_cost_counts_every_re_execution(lab):
+    trace = planted(lab, [(lab.world.corpus[0],)] * 2)
+    found = dg.propagation_aware(ScriptedAgent(resume_correct=True, known={"one two three"}), trace)
+    assert found.cost == 2 * (3 + 7) + 5  # two repairs (query words + forced answer), one resumed hop
+
+
+@pytest.mark.parametrize("probe", [dg.propagation_aware, dg.suf_regen])
+def test_probe_branch_fallback_takes_the_earliest_empty_or_unsupported_hop(lab, probe):
+    gold = _ok(lab, 3)[0].gold
+    support = Paragraph(1, "x", f"It mentions {gold}.")
+    unrelated = Paragraph(2, "y", "zzz qqq")
+    cases = [([(support,), (unrelated,), ()], 2, "fallback"),  # hop 2 shares no token with the gold answer
+             ([(support,), (support,), ()], 3, "fallback"),  # hop 3 is empty
+             ([(support,), (support,), (support,)], 0, "none")]  # nothing: answer stage, hop 0
+    for docs, hop, branch in cases:
+        found = probe(ScriptedAgent(known={"one two three"}), planted(lab, docs))
+        assert (found.hop, found.branch) == (hop, branch)
+        assert found.stage == ("retrieval" if hop else "answer") and found.cost > 0
+        assert (dg.fallback_rule(planted(lab, docs)).hop, dg.fallback_rule(planted(lab, docs)).branch) == (hop, branch)
 
 
 def test_probe_scopes_differ_on_a_hop3_fault(lab):
@@ -235,10 +354,34 @@ def test_probe_scopes_differ_on_a_hop3_fault(lab):
     out = inject(lab.agent, trace, 3, "false_premise", random.Random(0))
     assert not out.correct
     # frozen-hop repair leaves hops 1-2 as observed, so only repairing hop 3 flips the answer
-    assert dg.propagation_aware(lab.agent, out).hop == 3
+    assert (dg.propagation_aware(lab.agent, out).hop, dg.propagation_aware(lab.agent, out).branch) == (3, "flip")
     # suffix regeneration from hop 1 re-runs hop 3 against the clean corpus, so it already flips at hop 1
     found = dg.suf_regen(lab.agent, out)
-    assert found.hop == 1 and found.cost > 0
+    assert found.hop == 1 and found.cost > 0 and found.branch == "flip"
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_early_termination_is_named_only_by_continuing_to_retrieve(lab, depth):
+    trace = _ok(lab, 3)[0]
+    out = inject(lab.agent, trace, depth, "early_termination", random.Random(0))
+    assert len(out.hops) == depth - 1 and not out.correct  # hop `depth` is absent from the trace
+    for probe in (dg.propagation_aware, dg.continue_retrieving):
+        found = probe(lab.agent, out)
+        assert (found.hop, found.branch) == (depth, "continue") and found.cost > 0
+    # Suf-Regen's first repair already regenerates the missing hops, so it flips at hop 1 (or continues at hop 1)
+    regenerated = dg.suf_regen(lab.agent, out)
+    assert (regenerated.hop, regenerated.branch) == (1, "flip" if depth > 1 else "continue")
+    if depth > 1:
+        assert all(d(out).hop != depth for d in (dg.coverage, dg.rule_based, dg.fallback_rule))
+
+
+def test_query_drift_repair_reissues_the_drifted_query(lab, monkeypatch):
+    trace = _ok(lab, 2)[0]
+    out = inject(lab.agent, trace, 2, "query_drift", random.Random(0))
+    issued = []
+    monkeypatch.setattr(lab.agent, "fetch", lambda q, fetch=lab.agent.fetch: issued.append(q) or fetch(q))
+    dg.propagation_aware(lab.agent, out)
+    assert out.hops[1].query in issued and trace.hops[1].query not in issued
 
 
 # --- protocol --------------------------------------------------------------------------------------
@@ -251,7 +394,7 @@ def test_strict_eligibility(lab):
 
 def test_attribution_metrics_on_hand_made_cases():
     def case(qid, depth, correct, cov_hop, stage="retrieval"):
-        diag = {} if correct else {"coverage": [stage, cov_hop, 0]}
+        diag = {} if correct else {"coverage": [stage, cov_hop, 0, "none"]}
         return {"qid": qid, "depth": depth, "kind": "empty_retrieval", "true_stage": "retrieval",
                 "skipped": False, "correct": correct, "diagnoses": diag}
     cases = P.pd.DataFrame([case("a", 1, False, 1), case("b", 1, False, 2), case("c", 1, True, 0),
@@ -261,6 +404,32 @@ def test_attribution_metrics_on_hand_made_cases():
     assert out["recovery"]["1"] == pytest.approx(1 / 3) and out["recovery"]["2"] == 0.0
     assert out["accuracy"]["coverage"]["1"]["point"] == 0.5 and out["accuracy"]["coverage"]["2"]["point"] == 0.0
     assert out["stage_accuracy"]["coverage"]["2"] == 0.5 and out["mae"]["coverage"]["2"] == 1.5
+
+
+def test_branch_counts_and_accuracies_on_hand_made_cases():
+    def case(qid, depth, hop, branch, kind="stale_evidence", n_hops=3):
+        return {"qid": qid, "depth": depth, "kind": kind, "true_stage": "retrieval", "skipped": False,
+                "correct": False, "n_hops": n_hops, "fact_in_trace": qid == "a",
+                "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch],
+                              "coverage": ["retrieval", 1, 0, "none"]}}
+    cases = P.pd.DataFrame([case("a", 2, 2, "flip"), case("b", 2, 3, "flip"), case("c", 2, 2, "continue",
+                            "early_termination", 1), case("d", 2, 2, "fallback"), case("e", 2, 0, "none")])
+    out = P.attribution(cases, [2])
+    assert out["probe_branch"]["propagation_aware"]["2"] == {"flip": 2, "continue": 1, "fallback": 1, "none": 1}
+    assert out["branch_accuracy"]["propagation_aware"]["2"] == {"flip": 0.5, "continue": 1.0, "fallback": 1.0,
+                                                                "none": 0.0}
+    shares = out["branch_hit_share"]["propagation_aware"]["2"]
+    assert shares == {"flip": 0.2, "continue": 0.2, "fallback": 0.2, "none": 0.0}
+    assert sum(shares.values()) == pytest.approx(out["accuracy"]["propagation_aware"]["2"]["point"])
+    assert out["accuracy"]["propagation_aware"]["2"]["point"] == pytest.approx(0.6)
+    assert out["accuracy_without_fallback"]["propagation_aware"]["2"]["point"] == pytest.approx(0.4)
+    assert "coverage" not in out["probe_branch"]
+    reach = P.trace_reader_reach(cases, [2])
+    assert reach == {"2": {"failed": 5, "hop_absent": 1, "named_by_none": 5}}
+    assert P.failed_share(cases, "fact_in_trace", [2]) == {"2": 0.2}
+    table = P.branch_table(out, [2])
+    row = table.loc[("propagation_aware", 2)]
+    assert row["n flip"] == 2 and row["without fallback"] == pytest.approx(0.4)
 
 
 def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
@@ -277,3 +446,42 @@ def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
     assert all(r["diagnoses"] == {} for r in full.to_dict("records") if r["correct"])
     assert P.case_store("t", {"k": 1}, tmp_path).path == P.case_store("t", {"k": 1}, tmp_path).path
     assert P.case_store("t", {"k": 2}, tmp_path).path != P.case_store("t", {"k": 1}, tmp_path).path
+
+
+def latest_below(trace, threshold=0.05):
+    """A broken coverage: the latest hop below the threshold instead of the earliest."""
+    below = [h.index for h in trace.hops if not h.docs or dg.jaccard(trace.gold, dg._joined(h.docs)) < threshold]
+    return dg.Diagnosis("retrieval", below[-1]) if below else dg.NO_HOP
+
+
+def own_hop_reference(trace, threshold=0.05):
+    """A broken coverage: each hop checked against its own certified object instead of the final answer."""
+    return dg.oracle_gold_hop(trace)
+
+
+COVERAGE_IDENTITIES = {
+    "coverage-collapse": ("structural", ["Coverage collapses at hop 2", "Coverage collapses at hop 3"]),
+    "content-corruption": ("content", ["Coverage exact-hop accuracy, content hop 1",
+                                       "Coverage exact-hop accuracy, content hop 2"]),
+}
+
+
+@pytest.mark.parametrize("chapter", sorted(COVERAGE_IDENTITIES))
+def test_coverage_identity_claims_fail_when_coverage_is_broken(tmp_path, monkeypatch, chapter):
+    from rcakit import claims
+
+    arm, checked = COVERAGE_IDENTITIES[chapter]
+    small = P.build_lab(3, n_entities=600, n_questions=30, hops=3)
+    params = {"coverage_threshold": 0.05, "hops": 3}
+
+    def verdicts(folder):
+        cases = P.sweep(small, arm, [1, 2, 3], P.case_store("t", {"arm": arm}, tmp_path / folder))
+        table = claims.compare(chapter, P.attribution(cases, [1, 2, 3]), params)
+        return {c: table[table["claim"].str.startswith(c)]["verdict"].item() for c in checked}
+
+    assert set(verdicts("right").values()) == {"agrees"}
+    failed = set()
+    for mutant in (latest_below, own_hop_reference):
+        monkeypatch.setattr(dg, "coverage", mutant)
+        failed |= {c for c, v in verdicts(mutant.__name__).items() if v == "differs"}
+    assert failed == set(checked)  # each asserted identity fails under some broken coverage

@@ -1,4 +1,4 @@
-"""Tests of rcakit.rag's language-model methods (issue 6): the LLM judge, the LLM reader, their wiring.
+"""Tests of rcakit.rag's language-model methods: the LLM judge, the LLM reader, their wiring.
 
 No model is needed: ``ScriptedProvider`` answers in-process and ``FakeOllamaServer``
 speaks Ollama's HTTP API through the real client.
@@ -190,6 +190,27 @@ def test_models_from_params_errors_and_none():
         M.models_from_params("none", "none", "llm", 0)
     with pytest.raises(RcakitError, match="^judge_provider: unknown provider"):
         M.models_from_params("none", "bogus", "rule", 0)
+
+
+def test_models_from_params_passes_the_timeout_to_every_provider(monkeypatch):
+    seen = []
+
+    def spy(spec, host=None, *, timeout=None, param="provider"):
+        seen.append((param, timeout))
+        return None
+
+    monkeypatch.setattr(M, "provider_from_spec", spy)
+    M.models_from_params("ollama:a", "ollama:b", "rule", 0, timeout=7.5)
+    assert seen == [("provider", 7.5), ("judge_provider", 7.5)]
+
+
+def test_judge_stage_words_follow_the_scoring_taxonomy():
+    from rcakit.rag.interventions import STAGE
+
+    assert set(STAGE.values()) <= set(dg.JUDGE_STAGES)
+    assert STAGE["query_drift"] == "retrieval"
+    retrieval, tool = dg.JUDGE_SYSTEM.index("retrieval ("), dg.JUDGE_SYSTEM.index("tool (")
+    assert retrieval < dg.JUDGE_SYSTEM.index("drifted") < tool  # a drifted query is described as a retrieval fault
 
 
 def fake_model(messages):

@@ -3,7 +3,7 @@ interventions, diagnosers and the strict protocol.
 
 Modules: ``text`` (normalisation, correctness, outcomes), ``world``, ``retrieval``,
 ``agent``, ``interventions``, ``diagnosers``, ``protocol``, and ``models`` (the LLM reader
-and judge wired from chapter parameters; issue 6).
+and judge wired from chapter parameters).
 """
 
 from rcakit.rag.agent import Agent, Hop, LLMReader, Reader, RuleReader, Trace

@@ -12,7 +12,7 @@ Reading noise is drawn from ``random.Random`` keyed by (seed, question, hop,
 attempt), so a rerun from a changed prefix meets the same draws as the clean
 run wherever the situation is the same (common random numbers).
 
-``LLMReader`` (issue 6) puts a language model behind the same interface: per
+``LLMReader`` puts a language model behind the same interface: per
 hop it returns a JSON action, answer or search, and keys its seed by the same
 (question, hop, attempt), so a resumed suffix reuses the cached prefix calls.
 """
@@ -193,7 +193,7 @@ parse_action.schema = ACTION_SCHEMA
 
 
 class LLMReader:
-    """A language model as the agent's reader (issue 6): one JSON action per read.
+    """A language model as the agent's reader: one JSON action per read.
 
     The model sees the hop's sub-question (the relation's phrase for the
     subject) and the retrieved documents, and answers with the object or asks
@@ -265,7 +265,8 @@ def clip(text: str, limit: int) -> tuple[str, int]:
     return text[:limit] + TRUNCATION_MARKER.format(len(text) - limit), 1
 
 
-def _tokens_in(docs: Sequence[Paragraph]) -> int:
+def tokens_read(docs: Sequence[Paragraph]) -> int:
+    """The words an agent reads in ``docs`` (the workbench's token count)."""
     return sum(len(d.text.split()) for d in docs)
 
 
@@ -301,7 +302,7 @@ class Agent:
         if entity is None:
             entity = self.reader.guess(docs, rel, subject)
             mode = "guessed" if entity else "unresolved"
-        cost = sum(len(x.split()) for x in queries) + _tokens_in(docs)
+        cost = sum(len(x.split()) for x in queries) + tokens_read(docs)
         return Hop(index, ri, subject, query, docs, entity, mode, cost, queries)
 
     def _read_fixed(self, q: Question, hop: Hop) -> Hop:
@@ -311,7 +312,7 @@ class Agent:
         if entity is None:
             entity = self.reader.guess(hop.docs, rel, hop.subject)
             mode = "guessed" if entity else "unresolved"
-        cost = len(hop.query.split()) + _tokens_in(hop.docs)
+        cost = len(hop.query.split()) + tokens_read(hop.docs)
         return replace(hop, entity=entity, mode=mode, cost=cost)
 
     def run(self, q: Question) -> Trace:
@@ -349,9 +350,9 @@ class Agent:
             rel = RELATIONS[name]
             found = self.reader.read(pooled, rel, subject, f"{q.id}:force:{ri}") or self.reader.guess(pooled, rel, subject)
             if found is None:
-                return "", _tokens_in(pooled)
+                return "", tokens_read(pooled)
             subject = found
-        return subject, _tokens_in(pooled)
+        return subject, tokens_read(pooled)
 
     def force_answer(self, q: Question, prefix: Sequence[Hop]) -> Trace:
         """Answer from the prefix's pooled evidence, with no further retrieval."""

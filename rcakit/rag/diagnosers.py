@@ -1,12 +1,21 @@
 """Diagnosers: each maps a failed trace to a predicted (stage, hop, cost) (AgenticRAG-FP §5).
 
-``coverage`` is Doctor-RAG's rule as the authors implement it; the active
-probes ``propagation_aware`` (frozen-hop repair) and ``suf_regen`` (repair,
-then regenerate the suffix) re-execute and pay for it in tokens.
-``coverage_gold_hop`` and ``constant_hop1`` are the workbench's controls: the
-first needs the world's certified per-hop facts, the second is the
-prediction the coverage rule degenerates to. ``LLMJudge`` (issue 6) asks a
-language model through ``rcakit.llm`` and runs only when a provider is given.
+Trace readers see only the final trace: ``coverage`` is Doctor-RAG's rule as
+the authors implement it, ``rule_based`` the authors' post-hoc symptom rule,
+and ``fallback_rule`` the heuristic the probes fall back on. The active probes
+``propagation_aware`` (frozen-hop repair) and ``suf_regen`` (repair, then
+regenerate the suffix) re-execute the agent and pay for it in tokens; each has
+the authors' three branches (flip, continue retrieving, fallback), and every
+diagnosis records the branch that produced it. ``continue_retrieving`` is
+branch 2 on its own. ``constant_hop1`` and ``oracle_gold_hop`` are the
+workbench's controls: the first is the prediction coverage degenerates to,
+the second reads the world's certified per-hop facts, which no real diagnoser
+has. ``LLMJudge`` asks a language model through ``rcakit.llm`` and runs only
+when a provider is given.
+
+The authors attach confidences to the probes' branches (0.85 flip, 0.75
+continue, 0.4 fallback); exact-hop accuracy does not use them, so they are
+not kept here.
 """
 
 from __future__ import annotations
@@ -15,26 +24,39 @@ import re
 from dataclasses import dataclass, replace
 
 from rcakit.llm.base import request_seed
-from rcakit.rag.agent import Agent, Trace, clip
-from rcakit.rag.text import jaccard
+from rcakit.rag.agent import Agent, Hop, Trace, clip, tokens_read
+from rcakit.rag.text import answer_correct, jaccard, normalize, token_recall, tokens
+
+BRANCHES = ("flip", "continue", "fallback", "none")
+UNGROUNDED = 0.05  # the rule-based diagnoser's answer-grounding threshold
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """A diagnoser's answer: stage, hop (0 = no hop) and the tokens it spent."""
+    """A diagnoser's answer: stage, hop (0 = no hop), the tokens it spent, and the probe branch behind it.
+
+    ``branch`` is ``flip``, ``continue`` or ``fallback`` for the probe branch
+    that named the hop, and ``none`` when no branch named one or the
+    diagnoser has no branches.
+    """
 
     stage: str
     hop: int
     cost: int = 0
+    branch: str = "none"
 
 
 NO_HOP = Diagnosis("answer", 0, 0)
 
 
+def _joined(docs) -> str:
+    return " ".join(d.text for d in docs)
+
+
 def coverage(trace: Trace, threshold: float = 0.05) -> Diagnosis:
     """Earliest hop with Jaccard(gold answer, joined hop documents) < threshold; empty hops score 0."""
     for hop in trace.hops:
-        score = jaccard(trace.gold, " ".join(d.text for d in hop.docs)) if hop.docs else 0.0
+        score = jaccard(trace.gold, _joined(hop.docs)) if hop.docs else 0.0
         if score < threshold:
             return Diagnosis("retrieval", hop.index)
     return NO_HOP
@@ -51,8 +73,13 @@ def states_fact(docs, subject: str, obj: str) -> bool:
     return any(d.title == subject and pattern.search(d.text) for d in docs)
 
 
-def coverage_gold_hop(trace: Trace) -> Diagnosis:
-    """Earliest hop i whose certified fact (subject_i's paragraph naming object_i) is missing from hop i's evidence."""
+def oracle_gold_hop(trace: Trace) -> Diagnosis:
+    """Oracle control: the earliest hop i whose certified fact (subject_i's paragraph naming object_i) is missing.
+
+    It reads the world's gold decomposition, which no diagnoser of the paper
+    sees; it bounds what a per-hop evidence check could do, and is no evidence
+    of what a real diagnoser does.
+    """
     for i, gold in enumerate(trace.question.hops, start=1):
         docs = trace.hops[i - 1].docs if i <= len(trace.hops) else ()
         if not states_fact(docs, gold.subject, gold.object):
@@ -60,51 +87,126 @@ def coverage_gold_hop(trace: Trace) -> Diagnosis:
     return NO_HOP
 
 
-def rule_based(trace: Trace) -> Diagnosis:
-    """Visible symptoms in order: an empty hop, a hop the reader could not ground, else the answer step."""
+def visible_stage(trace) -> str:
+    """The authors' post-hoc stage rule, first match wins, from the final trace alone (§5).
+
+    No document retrieved at all -> retrieval; no tool call (no hop issued a
+    query) -> tool; an empty answer, or one whose tokens are found in the
+    retrieved documents below ``UNGROUNDED`` (token recall), or a wrong
+    answer -> answer; else none.
+    """
+    docs = [d for hop in trace.hops for d in hop.docs]
+    if not docs:
+        return "retrieval"
+    if not any(hop.query for hop in trace.hops):
+        return "tool"
+    answer = trace.answer or ""
+    if not normalize(answer) or token_recall(answer, _joined(docs)) < UNGROUNDED:
+        return "answer"
+    return "none" if answer_correct(answer, trace.gold) else "answer"
+
+
+def rule_based(trace) -> Diagnosis:
+    """The authors' rule-based diagnoser: ``visible_stage``; the retrieval stage gets the earliest
+    hop with no documents (else hop 1), every other stage hop 0.
+
+    It reads only what a recorded trace holds (each hop's query and
+    documents, the answer and the gold answer), never agent-internal state.
+    """
+    stage = visible_stage(trace)
+    if stage != "retrieval":
+        return Diagnosis(stage, 0)
+    empty = [i for i, hop in enumerate(trace.hops, start=1) if not hop.docs]
+    return Diagnosis("retrieval", empty[0] if empty else 1)
+
+
+def fallback_rule(trace: Trace) -> Diagnosis:
+    """The probes' branch 3: the earliest hop that is empty or whose documents share no token with the gold answer."""
+    gold = set(tokens(trace.gold))
     for hop in trace.hops:
-        if not hop.docs:
-            return Diagnosis("retrieval", hop.index)
-    for hop in trace.hops:
-        if hop.mode in ("guessed", "unresolved"):
-            return Diagnosis("retrieval", hop.index)
-    return Diagnosis("answer", len(trace.hops))
+        if not hop.docs or not gold & set(tokens(_joined(hop.docs))):
+            return Diagnosis("retrieval", hop.index, branch="fallback")
+    return NO_HOP
+
+
+def repaired_docs(agent: Agent, trace: Trace, hop: Hop) -> tuple[tuple, int]:
+    """Clean evidence for ``hop``: re-retrieve with its own recorded query, or with the question if that finds nothing.
+
+    Returns the documents and the query words issued. The recorded query is
+    the one the trace shows, so after a query drift it is the drifted query.
+    """
+    docs, issued = agent.fetch(hop.query), len(hop.query.split())
+    if not docs:
+        docs = agent.fetch(trace.question.text)
+        issued += len(trace.question.text.split())
+    return docs, issued
+
+
+def continue_retrieving(agent: Agent, trace: Trace) -> Diagnosis:
+    """Branch 2 alone: keep all n hops, let the agent resume at hop n+1 within its hop budget.
+
+    A correct answer names hop n+1 (an early termination, retrieval stage).
+    """
+    n = len(trace.hops)
+    probe = agent.resume_from(trace.question, trace.hops, n + 1)
+    cost = sum(h.cost for h in probe.hops[n:]) + probe.extra_cost
+    if probe.correct:
+        return Diagnosis("retrieval", n + 1, cost, "continue")
+    return replace(NO_HOP, cost=cost)
+
+
+def _after_no_flip(agent: Agent, trace: Trace, cost: int) -> Diagnosis:
+    """Branches 2 and 3, once no hop's repair flipped the answer; ``cost`` is what branch 1 spent."""
+    resumed = continue_retrieving(agent, trace)
+    cost += resumed.cost
+    if resumed.branch == "continue":
+        return replace(resumed, cost=cost)
+    return replace(fallback_rule(trace), cost=cost)
 
 
 def propagation_aware(agent: Agent, trace: Trace) -> Diagnosis:
-    """Frozen-hop repair: re-retrieve hop h with its own query, keep all other hops, force an answer.
+    """Propagation-Aware (frozen hop), all three branches as the authors run it.
 
-    The first h whose repair flips the answer to correct is the prediction.
+    (1) For h = 1..n: swap re-retrieved evidence into hop h (``repaired_docs``),
+    keep every other hop as observed, force an answer; the first h that flips
+    it to correct is the prediction. (2) Else ``continue_retrieving``. (3) Else
+    ``fallback_rule``. The cost counts every query issued and every forced
+    answer's and resumed hop's reading.
     """
     cost = 0
     for h, hop in enumerate(trace.hops, start=1):
+        docs, issued = repaired_docs(agent, trace, hop)
         hops = list(trace.hops)
-        hops[h - 1] = replace(hop, docs=agent.fetch(hop.query))
+        hops[h - 1] = replace(hop, docs=docs)
         probe = agent.force_answer(trace.question, hops)
-        cost += probe.extra_cost
+        cost += issued + probe.extra_cost
         if probe.correct:
-            return Diagnosis("retrieval", h, cost)
-    return replace(NO_HOP, cost=cost)
+            return Diagnosis("retrieval", h, cost, "flip")
+    return _after_no_flip(agent, trace, cost)
 
 
 def suf_regen(agent: Agent, trace: Trace) -> Diagnosis:
-    """Suffix regeneration: keep hops 1..h-1, repair hop h by re-retrieval, let the agent redo h+1.."""
+    """Suf-Regen: branch (1) keeps hops 1..h-1 and the repaired hop h, and lets the agent redo hops h+1..;
+    branches (2) and (3) as in ``propagation_aware``.
+    """
     cost = 0
     for h, hop in enumerate(trace.hops, start=1):
-        repaired = replace(hop, docs=agent.fetch(hop.query), entity=None, mode="unread")
+        docs, issued = repaired_docs(agent, trace, hop)
+        repaired = replace(hop, docs=docs, entity=None, mode="unread")
         probe = agent.resume_from(trace.question, trace.hops[:h - 1] + (repaired,), h + 1)
-        cost += sum(x.cost for x in probe.hops[h - 1:]) + probe.extra_cost
+        cost += issued + tokens_read(docs) + sum(x.cost for x in probe.hops[h:]) + probe.extra_cost
         if probe.correct:
-            return Diagnosis("retrieval", h, cost)
-    return replace(NO_HOP, cost=cost)
+            return Diagnosis("retrieval", h, cost, "flip")
+    return _after_no_flip(agent, trace, cost)
 
 
-JUDGE_STAGES = ("retrieval", "tool", "answer")
+JUDGE_STAGES = ("retrieval", "tool", "answer")  # the scoring taxonomy: a drifted query is a retrieval fault
 JUDGE_SYSTEM = (
     "You diagnose failed runs of a multi-hop search agent. Each hop ran one or two search queries and "
     "read the documents retrieved. Find where the failure first entered: the hop number, and the stage "
-    "- retrieval (the hop's documents were missing, off-topic, misleading or wrong), tool (a query went "
-    "astray), or answer (the evidence was fine but the final answer step failed). "
+    "- retrieval (the hop's documents were missing, off-topic, misleading or wrong, including documents "
+    "that a query which drifted to the wrong entity brought back), tool (the hop's search was never "
+    "called or the call failed), or answer (the evidence was fine but the final answer step failed). "
     'Reply with the JSON object {"stage": ..., "hop": ...} only.'
 )
 

@@ -5,6 +5,11 @@ termination decision, marks the hop ``unread`` and lets the agent resume
 from hop h+1, so the suffix is regenerated, not copied. Early termination
 answers from the prefix. Content corruption rewrites one certified span in
 a copy of hop h's documents; the corpus stays clean.
+
+Two semantics follow the authors' code. Early termination at hop h forces
+the answer from hops 1..h-1, so hop h is absent from the trace. Query drift
+replaces hop h's query, and the trace records the drifted query, so a repair
+that re-issues "the hop's own query" re-issues the drifted one.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from rcakit.rag.world import RELATIONS, Paragraph
 STRUCTURAL = ("empty_retrieval", "irrelevant_documents", "query_drift", "false_premise",
               "stale_evidence", "early_termination")
 CONTENT = "content_corruption"
-STAGE = {**{k: "retrieval" for k in STRUCTURAL}, "early_termination": "answer", CONTENT: "retrieval"}
+# Every fault here is scored as a retrieval-stage fault, as in the authors' code: a drifted query
+# retrieves the wrong evidence, and early termination is the stage their continue-retrieving probe names.
+STAGE = {**{k: "retrieval" for k in STRUCTURAL}, CONTENT: "retrieval"}
 STRATEGIES = ("answer_fact", "bridge_entity", "salient_entity", "salient_number")
 _NUMBER = re.compile(r"(?<![\w,])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w,])\d+(?![\w,])")
 _SCALES = (0.5, 0.7, 1.3, 1.5, 2.0)

@@ -1,8 +1,9 @@
-"""The language-model side of the fault lab (issue 6; AgenticRAG-FP §5-6).
+"""The language-model side of the fault lab (AgenticRAG-FP §5-6).
 
 Chapters turn three parameters into models: ``provider`` (the agent's model,
 and the judge's unless ``judge_provider`` names another, for cross-family
-judging) and ``agent`` (``rule`` or ``llm``). The LLM judge sees a seeded
+judging), ``agent`` (``rule`` or ``llm``) and ``llm_timeout`` (seconds a model
+server may take per reply). The LLM judge sees a seeded
 sample of at most ``llm_max_cases`` failed cases per depth, their traces
 rebuilt from the cases' seeds; the cost of each LLM method is counted in the
 shared ``rcakit.llm.Accounting`` (cost columns only: calls, tokens,
@@ -35,16 +36,20 @@ class Models:
     judge: LLMJudge | None
 
 
-def models_from_params(provider: str, judge_provider: str, agent: str, seed: int) -> Models:
-    """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``."""
+def models_from_params(provider: str, judge_provider: str, agent: str, seed: int,
+                       timeout: float | None = None) -> Models:
+    """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
+
+    ``timeout`` (the chapters' ``llm_timeout``) bounds each model reply, in seconds.
+    """
     if agent not in AGENTS:
         raise RcakitError(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
     accounting = Accounting()
-    main = provider_from_spec(provider, param="provider")
+    main = provider_from_spec(provider, timeout=timeout, param="provider")
     if agent == "llm" and not main:
         raise RcakitError("agent: llm needs a language model; set provider (e.g. llamacpp:smollm2)")
     own = judge_provider == "none"
-    backend = main if own else provider_from_spec(judge_provider, param="judge_provider")
+    backend = main if own else provider_from_spec(judge_provider, timeout=timeout, param="judge_provider")
     reader_chat = cached(main, accounting=accounting[READER]) if agent == "llm" else None
     judge = LLMJudge(cached(backend, accounting=accounting[JUDGE]), seed) if backend else None
     return Models(accounting, reader_chat, judge)
@@ -61,12 +66,12 @@ def judge_sample(cases: pd.DataFrame, per_depth: int, seed: int) -> pd.DataFrame
 
 
 def judge_cases(lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=None) -> pd.DataFrame:
-    """``sample`` with the judge's ``[stage, hop, cost]`` added to each case's diagnoses."""
+    """``sample`` with the judge's ``[stage, hop, cost, branch]`` added to each case's diagnoses (branch ``none``)."""
     records = sample.to_dict("records")
     rows = []
     for case in progress(records) if progress else records:
         found = judge(injected_trace(lab, case), f"{case['kind']}:{case['qid']}:{case['depth']}")
-        rows.append({**case, "diagnoses": {**case["diagnoses"], JUDGE: [found.stage, found.hop, found.cost]}})
+        rows.append({**case, "diagnoses": {**case["diagnoses"], JUDGE: [found.stage, found.hop, found.cost, found.branch]}})
     return pd.DataFrame(rows, columns=sample.columns)
 
 

@@ -7,7 +7,7 @@ stays out of attribution. Exact-hop accuracy is over failed cases only, with
 the authors' percentile bootstrap (B = 1000, seed 42). Each finished case is
 written to a ``CaseStore``, so a killed sweep resumes.
 
-The LLM judge (issue 6) runs after the sweep, on a seeded sample of at most
+The LLM judge runs after the sweep, on a seeded sample of at most
 ``llm_max_cases`` failed cases per depth whose traces are rebuilt from their
 seeds; its calls go through the response cache, so its cost reads the same on
 every rerun. With an LLM reader, each case records the reader usage it caused,
@@ -31,13 +31,16 @@ from rcakit.rag import diagnosers as dg
 from rcakit.rag.agent import Agent, LLMReader, RuleReader, Trace
 from rcakit.rag.interventions import CONTENT, STAGE, STRUCTURAL, corrupt_content, inject, query_contaminated
 from rcakit.rag.retrieval import Retriever
-from rcakit.rag.text import OUTCOMES, classify_outcome
+from rcakit.rag.text import OUTCOMES, classify_outcome, jaccard
 from rcakit.rag.world import build_world, World
 from rcakit.results import results_dir
 from rcakit.stats import bootstrap_accuracy_ci
 from rcakit.store import CaseStore
 
-DIAGNOSERS = ("coverage", "coverage_gold_hop", "constant_hop1", "rule_based", "propagation_aware", "suf_regen")
+TRACE_READERS = ("coverage", "rule_based", "fallback_rule")  # see only the final trace
+PROBES = ("propagation_aware", "suf_regen")  # re-execute the agent; three branches each
+CONTROLS = ("constant_hop1", "oracle_gold_hop")  # a constant, and an oracle on the world's certified facts
+DIAGNOSERS = TRACE_READERS + ("continue_retrieving",) + PROBES + CONTROLS
 
 
 @dataclass
@@ -84,16 +87,18 @@ def eligible(trace: Trace, depth: int) -> bool:
 
 
 def diagnose(lab: Lab, trace: Trace, threshold: float) -> dict[str, list]:
-    """Every offline diagnoser's [stage, hop, cost] on one failed trace."""
+    """Every offline diagnoser's [stage, hop, cost, branch] on one failed trace."""
     found = {
         "coverage": dg.coverage(trace, threshold),
-        "coverage_gold_hop": dg.coverage_gold_hop(trace),
-        "constant_hop1": dg.constant_hop1(trace),
         "rule_based": dg.rule_based(trace),
+        "fallback_rule": dg.fallback_rule(trace),
+        "continue_retrieving": dg.continue_retrieving(lab.agent, trace),
         "propagation_aware": dg.propagation_aware(lab.agent, trace),
         "suf_regen": dg.suf_regen(lab.agent, trace),
+        "constant_hop1": dg.constant_hop1(trace),
+        "oracle_gold_hop": dg.oracle_gold_hop(trace),
     }
-    return {name: [d.stage, d.hop, d.cost] for name, d in found.items()}
+    return {name: [d.stage, d.hop, d.cost, d.branch] for name, d in found.items()}
 
 
 def downstream_intact(trace: Trace, depth: int) -> bool:
@@ -105,9 +110,24 @@ def downstream_intact(trace: Trace, depth: int) -> bool:
     return all(dg.states_fact(pooled, g.subject, g.object) for g in trace.question.hops[depth:])
 
 
+def injected_fact_kept(trace: Trace, depth: int, at_hop: bool = False) -> bool:
+    """Whether the trace still states the injected hop's certified fact: anywhere in its evidence, or
+    (``at_hop``) in hop ``depth``'s own evidence. A property of the trace, read with the world's gold facts.
+    """
+    gold = trace.question.hops[depth - 1]
+    if at_hop:
+        docs = trace.hops[depth - 1].docs if depth <= len(trace.hops) else ()
+    else:
+        docs = [d for hop in trace.hops for d in hop.docs]
+    return dg.states_fact(docs, gold.subject, gold.object)
+
+
 def _finish(lab, case: dict, injected: Trace, threshold: float) -> dict:
+    depth = case["depth"]
     case.update(correct=injected.correct, answer=injected.answer, cost=injected.cost,
-                n_hops=len(injected.hops), downstream_intact=downstream_intact(injected, case["depth"]))
+                n_hops=len(injected.hops), downstream_intact=downstream_intact(injected, depth),
+                fact_in_trace=injected_fact_kept(injected, depth),
+                fact_at_hop=injected_fact_kept(injected, depth, at_hop=True))
     case["diagnoses"] = {} if injected.correct else diagnose(lab, injected, threshold)
     return case
 
@@ -208,17 +228,20 @@ def sweep(lab: Lab, arm: str, depths: Iterable[int], store: CaseStore, threshold
     return pd.DataFrame(store.run(items, work, progress))
 
 
+PREDICTION_COLUMNS = ["qid", "depth", "kind", "strategy", "diagnoser", "pred_hop", "branch", "hit", "stage_hit",
+                      "hop_error", "cost"]
+
+
 def predictions(cases: pd.DataFrame) -> pd.DataFrame:
-    """Long table of failed, non-skipped cases: one row per (case, diagnoser) with hit and errors."""
+    """Long table of failed, non-skipped cases: one row per (case, diagnoser) with hit, branch and errors."""
     rows = []
     for case in cases.to_dict("records"):
-        for name, (stage, hop, cost) in (case.get("diagnoses") or {}).items():
+        for name, (stage, hop, cost, branch) in (case.get("diagnoses") or {}).items():
             rows.append({"qid": case["qid"], "depth": case["depth"], "kind": case["kind"],
-                         "strategy": case.get("strategy"), "diagnoser": name, "pred_hop": hop,
+                         "strategy": case.get("strategy"), "diagnoser": name, "pred_hop": hop, "branch": branch,
                          "hit": hop == case["depth"], "stage_hit": stage == case["true_stage"],
                          "hop_error": abs(hop - case["depth"]), "cost": cost})
-    return pd.DataFrame(rows, columns=["qid", "depth", "kind", "strategy", "diagnoser", "pred_hop", "hit",
-                                       "stage_hit", "hop_error", "cost"])
+    return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
 
 
 def _ci(hits) -> dict:
@@ -226,11 +249,32 @@ def _ci(hits) -> dict:
     return {"point": point, "lo": lo, "hi": hi}
 
 
+def branch_record(grp: pd.DataFrame) -> dict:
+    """One probe's failed cases at one depth, by branch: counts, each branch's accuracy among the cases it
+    decided (``None`` when it decided none), and its share of all the probe's hits.
+    """
+    counts, accuracy, hits = {}, {}, {}
+    for b in dg.BRANCHES:
+        mine = grp[grp["branch"] == b]
+        counts[b] = int(len(mine))
+        accuracy[b] = float(mine["hit"].mean()) if len(mine) else None
+        hits[b] = float(mine["hit"].sum() / len(grp)) if len(grp) else None
+    return {"counts": counts, "accuracy": accuracy, "hit_share": hits}
+
+
 def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
-    """Exact-hop accuracy with bootstrap CI, stage accuracy, MAE, failed n, eligible n and recovery by depth."""
+    """Exact-hop accuracy with bootstrap CI, stage accuracy, MAE, failed n, eligible n and recovery by depth.
+
+    For each probe it adds ``probe_branch`` (failed cases per branch),
+    ``branch_accuracy`` (each branch's accuracy on the cases it decided),
+    ``branch_hit_share`` (the share of all failed cases each branch named
+    correctly; these sum to the probe's accuracy) and
+    ``accuracy_without_fallback`` (flip and continue only, with CI).
+    """
     live = cases[~cases["skipped"].astype(bool)]
     preds = predictions(live)
-    out = {k: {} for k in ("accuracy", "stage_accuracy", "mae", "mean_cost")}
+    out = {k: {} for k in ("accuracy", "stage_accuracy", "mae", "mean_cost", "probe_branch", "branch_accuracy",
+                           "branch_hit_share", "accuracy_without_fallback")}
     out.update(failed_n={}, eligible_n={}, recovery={})
     for d in depths:
         at = live[live["depth"] == d]
@@ -243,6 +287,13 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
             out["stage_accuracy"].setdefault(name, {})[key] = float(grp["stage_hit"].mean())
             out["mae"].setdefault(name, {})[key] = float(grp["hop_error"].mean())
             out["mean_cost"].setdefault(name, {})[key] = float(grp["cost"].mean())
+            if name in PROBES:
+                record = branch_record(grp)
+                out["probe_branch"].setdefault(name, {})[key] = record["counts"]
+                out["branch_accuracy"].setdefault(name, {})[key] = record["accuracy"]
+                out["branch_hit_share"].setdefault(name, {})[key] = record["hit_share"]
+                counterfactual = grp["hit"] & (grp["branch"] != "fallback")
+                out["accuracy_without_fallback"].setdefault(name, {})[key] = _ci(counterfactual)
     return out
 
 
@@ -262,12 +313,102 @@ def accuracy_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
     """The Table-2-style frame: one row per diagnoser, 'point [lo, hi]' per depth, plus failed n."""
     depths = [str(d) for d in depths]
     fmt = lambda c: "n/a" if c is None or np.isnan(c["point"]) else f"{c['point']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"  # noqa: E731
-    rows = {name: {f"hop {d}": fmt(cells.get(d)) for d in depths} for name, cells in result["accuracy"].items()}
+    names = sorted(result["accuracy"], key=lambda n: DIAGNOSERS.index(n) if n in DIAGNOSERS else len(DIAGNOSERS))
+    rows = {name: {f"hop {d}": fmt(result["accuracy"][name].get(d)) for d in depths} for name in names}
     rows["failed n"] = {f"hop {d}": str(result["failed_n"][d]) for d in depths}
     if "llm_judged_n" in result:  # the LLM judge reads a sample of the failed cases
         rows["llm_judge n"] = {f"hop {d}": str(result["llm_judged_n"][d]) for d in depths}
     rows["recovery"] = {f"hop {d}": f"{result['recovery'][d]:.2f}" for d in depths}
     return pd.DataFrame(rows).T
+
+
+def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
+    """Per probe and depth: failed cases per branch, each branch's accuracy on its cases, and the probe's
+    accuracy with and without the fallback branch.
+    """
+    rows = {}
+    for probe in PROBES:
+        for d in map(str, depths):
+            if d not in result["probe_branch"].get(probe, {}):
+                continue
+            row = {f"n {b}": result["probe_branch"][probe][d][b] for b in dg.BRANCHES}
+            row.update({f"accuracy {b}": result["branch_accuracy"][probe][d][b] for b in dg.BRANCHES[:3]})
+            row["accuracy"] = result["accuracy"][probe][d]["point"]
+            row["without fallback"] = result["accuracy_without_fallback"][probe][d]["point"]
+            rows[(probe, int(d))] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.names = ["probe", "depth"]
+    return frame
+
+
+def branches_by_intervention(cases: pd.DataFrame, probe: str) -> pd.DataFrame:
+    """How often each branch of ``probe`` fired, and how often it named the injected hop, per (intervention, depth)."""
+    preds = predictions(cases[~cases["skipped"].astype(bool)])
+    preds = preds[preds["diagnoser"] == probe]
+    counts = pd.crosstab([preds["kind"], preds["depth"]], preds["branch"]).reindex(columns=list(dg.BRANCHES),
+                                                                                 fill_value=0)
+    named = preds[preds["hit"]]
+    hits = pd.crosstab([named["kind"], named["depth"]], named["branch"]).reindex(
+        index=counts.index, columns=list(dg.BRANCHES[:3]), fill_value=0)
+    return counts.join(hits.add_suffix(" hits")).fillna(0).astype(int)
+
+
+def failed_share(cases: pd.DataFrame, column: str, depths: Iterable[int]) -> dict:
+    """``{depth: share}`` of failed, non-skipped cases whose boolean ``column`` holds."""
+    live = cases[~cases["skipped"].astype(bool)]
+    failed = live[~live["correct"].astype(bool)]
+    out = {}
+    for d in depths:
+        at = failed[failed["depth"] == d]
+        out[str(d)] = float(at[column].astype(bool).mean()) if len(at) else None
+    return out
+
+
+def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers=TRACE_READERS) -> dict:
+    """Per depth: failed cases, those whose injected hop is absent from the trace (an early termination's
+    hop was never run), and those that none of ``readers`` names.
+    """
+    live = cases[~cases["skipped"].astype(bool)]
+    failed = live[~live["correct"].astype(bool)]
+    preds = predictions(failed)
+    named = preds[preds["diagnoser"].isin(list(readers)) & preds["hit"]]
+    named_keys = set(zip(named["qid"], named["depth"], named["kind"]))
+    out = {}
+    for d in depths:
+        at = failed[failed["depth"] == d]
+        keys = list(zip(at["qid"], at["depth"], at["kind"]))
+        out[str(d)] = {"failed": int(len(at)), "hop_absent": int((at["n_hops"] < d).sum()),
+                       "named_by_none": int(sum(k not in named_keys for k in keys))}
+    return out
+
+
+def share_predicting(preds: pd.DataFrame, diagnoser: str, hop: int, depths: Iterable[int],
+                     min_hops: int = 0) -> dict:
+    """``{depth: share}`` of ``diagnoser``'s failed cases in which it predicts ``hop``.
+
+    ``min_hops`` keeps only cases whose trace has at least that many hops
+    (``preds`` must then carry ``n_hops``; see ``predictions_with_hops``).
+    """
+    sub = preds[preds["diagnoser"] == diagnoser]
+    if min_hops:
+        sub = sub[sub["n_hops"] >= min_hops]
+    return {str(d): float((sub[sub["depth"] == d]["pred_hop"] == hop).mean()) if (sub["depth"] == d).any()
+            else None for d in depths}
+
+
+def predictions_with_hops(cases: pd.DataFrame) -> pd.DataFrame:
+    """``predictions`` of the failed, non-skipped cases with each case's trace length joined as ``n_hops``."""
+    live = cases[~cases["skipped"].astype(bool)]
+    lengths = live.set_index(["qid", "depth", "kind"])["n_hops"]
+    preds = predictions(live)
+    return preds.join(lengths, on=["qid", "depth", "kind"])
+
+
+def hop_answer_jaccard(lab: Lab) -> pd.DataFrame:
+    """Coverage's score, Jaccard(gold answer, joined documents), of every non-empty hop of every clean correct trace."""
+    rows = [{"hop": h.index, "jaccard": jaccard(t.gold, " ".join(d.text for d in h.docs))}
+            for t in lab.clean.values() if t.correct for h in t.hops if h.docs]
+    return pd.DataFrame(rows, columns=["hop", "jaccard"])
 
 
 def per_intervention(cases: pd.DataFrame) -> pd.DataFrame:
