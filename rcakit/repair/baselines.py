@@ -11,9 +11,10 @@ The paper names them but not their details; the choices are:
   family is that pair. Ties go to the event earlier in the schedule.
 - ``centrality``: no replay; the slice candidate with the highest betweenness
   centrality in the execution graph is blamed as a singleton.
-- ``random_matched``: uniformly random distinct sets of size <= q over all
-  candidates, as many replays as GCJR spent on the case, then the
-  minimality filter.
+- ``random_pairs``: uniformly random distinct *pairs* over all candidates
+  (the paper's "random pairs": no singleton is replayed), as many pairs as
+  GCJR's replay count on the case pays for after ∅, then the minimality
+  filter. It can therefore never return a singleton repair.
 """
 
 from __future__ import annotations
@@ -31,13 +32,9 @@ from rcakit.repair.oracle import ReplayOracle
 from rcakit.repair.search import EXHAUSTIVE, RepairResult, minimal_sets, ranked, replay_search
 
 
-def _order(case: Case, oracle: ReplayOracle) -> list[str]:
-    return [v for v in case.schedules[oracle.schedule] if v in case.index]
-
-
 def singleton_replay(case: Case, oracle: ReplayOracle) -> RepairResult:
     """Every candidate replayed alone; no slicing, no pairs."""
-    return replay_search(case, oracle, _order(case, oracle), replace(EXHAUSTIVE, q=1))
+    return replay_search(case, oracle, case.order(oracle.schedule), replace(EXHAUSTIVE, q=1))
 
 
 def execution_window(case: Case, oracle: ReplayOracle, w: int = 4, q: int = 2) -> RepairResult:
@@ -54,13 +51,13 @@ def shapley_top2(case: Case, oracle: ReplayOracle) -> RepairResult:
     """The top-2 events by exact Shapley value of h_θ, returned as one joint set."""
     from rcakit.scm import shapley_exact
 
-    table = oracle.h_table().astype(float)
+    table = oracle.replay_every_subset().astype(float)
     n = len(case.candidates)
     phi = shapley_exact(lambda c: table[sum(1 << i for i in c)], n)
-    order = _order(case, oracle)
+    order = case.order(oracle.schedule)
     top = sorted(order, key=lambda v: (-phi[case.index[v]], order.index(v)))[:2]
     s = frozenset(top)
-    return RepairResult(frozenset([s]), (s,), oracle.calls)
+    return RepairResult(frozenset([s]), (s,))
 
 
 def centrality(case: Case, oracle: ReplayOracle, graph: nx.DiGraph | None = None) -> RepairResult:
@@ -68,40 +65,44 @@ def centrality(case: Case, oracle: ReplayOracle, graph: nx.DiGraph | None = None
     view = case.graph if graph is None else graph
     score = nx.betweenness_centrality(view)
     keep = failure_slice(view, case.sink)
-    order = [v for v in _order(case, oracle) if v in keep]
+    order = [v for v in case.order(oracle.schedule) if v in keep]
     if not order:
-        return RepairResult(frozenset(), (), oracle.calls)
+        return RepairResult(frozenset(), ())
     s = frozenset([max(order, key=lambda v: (score[v], -order.index(v)))])
-    return RepairResult(frozenset([s]), (s,), oracle.calls)
+    return RepairResult(frozenset([s]), (s,))
 
 
-def random_matched(case: Case, oracle: ReplayOracle, budget: int, rng: np.random.Generator, q: int = 2) -> RepairResult:
-    """Random sets of size <= q at a budget of ``budget`` seed replays (∅ included)."""
-    order = _order(case, oracle)
-    pool = [frozenset(c) for k in range(1, q + 1) for c in itertools.combinations(order, k)]
-    n_sets = min(len(pool), max(budget // oracle.r - 1, 0))
-    means = {frozenset(): oracle.mean_success(())}
-    for i in sorted(rng.choice(len(pool), size=n_sets, replace=False)):
-        means[pool[i]] = oracle.mean_success(pool[i])
-    family = minimal_sets(s for s, m in means.items() if s and oracle.passes(m))
-    return RepairResult(family, ranked(family, means, order), oracle.calls, len(order), n_sets)
+def random_pairs(case: Case, oracle: ReplayOracle, budget: int, rng: np.random.Generator) -> RepairResult:
+    """Random distinct pairs at a budget of ``budget`` seed replays (∅ included, no singletons)."""
+    order = case.order(oracle.schedule)
+    pool = [frozenset(c) for c in itertools.combinations(order, 2)]
+    n_pairs = min(len(pool), max(budget // oracle.r - 1, 0))
+    means = {frozenset(): oracle.replay(()).mean}
+    hits = []
+    for i in sorted(rng.choice(len(pool), size=n_pairs, replace=False)):
+        outcome = oracle.replay(pool[i])
+        means[pool[i]] = outcome.mean
+        if outcome.success:
+            hits.append(pool[i])
+    family = minimal_sets(hits)
+    return RepairResult(family, ranked(family, means, order))
 
 
 def baseline_methods(budgets: dict[str, int], seed: int, w: int = 4, q: int = 2) -> dict:
     """The five baselines as ``method(case, oracle)`` callables, keyed by name.
 
     ``budgets`` maps a case id to GCJR's replay count on it (for the
-    matched-budget random baseline, whose draws are seeded by (seed, case,
-    schedule)).
+    matched-budget random-pairs baseline, whose draws are seeded by (seed,
+    case, schedule)).
     """
     def random_at_budget(case: Case, oracle: ReplayOracle) -> RepairResult:
         rng = np.random.default_rng([seed, case.seed, oracle.schedule])
-        return random_matched(case, oracle, budgets[case.case_id], rng, q)
+        return random_pairs(case, oracle, budgets[case.case_id], rng)
 
     return {
         "singleton_replay": singleton_replay,
         "execution_window": functools.partial(execution_window, w=w, q=q),
         "shapley_top2": shapley_top2,
         "centrality": centrality,
-        "random_matched": random_at_budget,
+        "random_pairs": random_at_budget,
     }

@@ -22,7 +22,10 @@ The failure is planted per type, as injected errors plus the join's gate:
 
 Every planted family is checked against the noiseless replay (``true_family``)
 before a case is accepted, so the type label and the mechanism cannot drift
-apart.
+apart. Each case carries three *distinct* topological orders (GCJR
+§Experiments: "three valid topological schedules"); a graph with fewer than
+three orders is never accepted, and another graph is drawn from the same
+generator, so the benchmark stays seeded and deterministic.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import networkx as nx
 import numpy as np
 
 from rcakit import RcakitError
-from rcakit.repair.graph import KINDS, Case, Structure, failure_slice, random_topological_order
+from rcakit.repair.graph import KINDS, Case, Structure, distinct_schedules, failure_slice
 from rcakit.repair.oracle import true_family
 
 SINK = "out"
@@ -108,6 +111,8 @@ def make_case(kind: str, rng: np.random.Generator, case_id: str) -> Case:
         raise RcakitError(f"make_case: kind {kind!r} is not one of {', '.join(KINDS)}")
     for _ in range(MAX_GRAPHS):
         g, chains = execution_graph(rng)
+        if _n_orders(g) < N_SCHEDULES:
+            continue
         options = _plantings(kind, g, chains)
         for i in rng.permutation(len(options)):
             case = _build(kind, g, chains, options[i], rng, case_id)
@@ -116,12 +121,17 @@ def make_case(kind: str, rng: np.random.Generator, case_id: str) -> Case:
     raise RcakitError(f"make_case: no {kind} placement matched its planted family in {MAX_GRAPHS} graphs")
 
 
+def _n_orders(g: nx.DiGraph) -> int:
+    """How many topological orders ``g`` has, counted up to ``N_SCHEDULES``."""
+    return len(list(itertools.islice(nx.all_topological_sorts(g), N_SCHEDULES)))
+
+
 def _build(kind, g, chains, faults, rng, case_id) -> Case:
     g = g.copy()
     for f in faults:
         g.nodes[f]["fault"] = True
     g.nodes[chains["D"][0]]["gate"] = "all" if kind == "alt_or" else "any"
-    schedules = tuple(random_topological_order(g, rng) for _ in range(N_SCHEDULES))
+    schedules = distinct_schedules(g, rng, N_SCHEDULES)
     return Case(case_id, kind, g, SINK, _planted(kind, faults), schedules, int(rng.integers(2**31)))
 
 

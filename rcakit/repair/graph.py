@@ -52,6 +52,10 @@ class Case:
     def index(self) -> dict[str, int]:
         return {v: i for i, v in enumerate(self.candidates)}
 
+    def order(self, schedule: int = 0) -> list[str]:
+        """The candidates in the order schedule ``schedule`` logged them."""
+        return [v for v in self.schedules[schedule] if v in self.index]
+
     def mask(self, events: Iterable[str]) -> int:
         """The bitmask of a candidate set; a non-candidate is a one-line error."""
         bits = 0
@@ -131,6 +135,33 @@ def random_topological_order(graph: nx.DiGraph, rng: np.random.Generator) -> tup
             if indeg[w] == 0:
                 ready.append(w)
     return tuple(order)
+
+
+def distinct_schedules(graph: nx.DiGraph, rng: np.random.Generator, k: int = 3, tries: int = 100) -> tuple:
+    """``k`` distinct topological orders of ``graph``, drawn with ``rng``.
+
+    Random Kahn orders are drawn until k distinct ones are found; after
+    ``tries`` draws the rest are taken from the lexicographic enumeration of
+    all orders, so the result is deterministic and always distinct. A graph
+    with fewer than k orders is a ``RcakitError`` (the generator then draws
+    another graph).
+    """
+    available = list(itertools.islice(nx.all_topological_sorts(graph), k))
+    if len(available) < k:
+        raise RcakitError(f"distinct_schedules: the graph has only {len(available)} topological order(s), {k} needed")
+    orders: list[tuple[str, ...]] = []
+    for _ in range(tries):
+        order = random_topological_order(graph, rng)
+        if order not in orders:
+            orders.append(order)
+        if len(orders) == k:
+            return tuple(orders)
+    for order in map(tuple, nx.all_topological_sorts(graph)):
+        if order not in orders:
+            orders.append(order)
+        if len(orders) == k:
+            break
+    return tuple(orders)
 
 
 def is_schedule(graph: nx.DiGraph, order: tuple[str, ...]) -> bool:

@@ -8,17 +8,22 @@ upstream, and an event without an error of its own has a clean counterpart
 equal to what it already sent. Corruption flows along the *true* edges through
 each event's gate; the run succeeds when the sink ends clean.
 
-GCJR §Core problem: r shared seeds, h_θ(S) = 1[(1/r) Σ_j Y_j(S) >= θ].
+GCJR §Core problem: r shared seeds, h_θ(S) = 1[(1/r) Σ_j Y_j(S) >= θ] with
+θ = 2/3. θ is held as an exact fraction a/b and the rule is evaluated in
+integers, successes · b >= a · r, so 2/3 means "at least two thirds of the
+seeds" for every r (a float such as 0.66 would let 66 of 100 seeds pass).
 Per-seed noise flips Y_j with probability ``noise``; the flip of seed j for a
-set S is a fixed function of (case, schedule, S, j), so every method sees the
-same replay outcome for the same set (common random numbers) and raising r
-keeps the first seeds' outcomes.
+set S is a fixed function of (case, schedule, S, j): every method sees the
+same replay outcome for the same set (common random numbers), raising r keeps
+the first seeds' outcomes, and the schedule the run is replayed under decides
+which seeds a set sees.
 """
 
 from __future__ import annotations
 
 import itertools
-from functools import cached_property
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Iterable
 
 import networkx as nx
@@ -26,6 +31,23 @@ import numpy as np
 
 from rcakit import RcakitError
 from rcakit.repair.graph import Case
+
+THETA = Fraction(2, 3)  # GCJR §Methodology: a set succeeds on at least 2/3 of its seeds
+
+
+def threshold(theta) -> Fraction:
+    """θ as an exact fraction in (0, 1]: a Fraction, an int, a decimal or ``"a/b"`` string, or a float.
+
+    A float is read by its shortest decimal form (0.66 is 33/50), so only a
+    string or a Fraction can say 2/3 exactly.
+    """
+    try:
+        value = Fraction(str(theta)) if isinstance(theta, (float, np.floating)) else Fraction(theta)
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise RcakitError(f"theta = {theta!r} is not a number or a fraction such as '2/3'") from None
+    if not 0 < value <= 1:
+        raise RcakitError(f"theta = {theta!r} is outside (0, 1]")
+    return value
 
 
 class _Plan:
@@ -101,54 +123,85 @@ def true_family(case: Case, q: int = 2) -> frozenset:
     The reference every method is scored against (MRFR, GCJR §Technical
     contribution); replay here is free and is not counted.
     """
-    found = [
+    from rcakit.repair.search import minimal_sets
+
+    return minimal_sets(
         frozenset(s)
         for k in range(1, q + 1)
         for s in itertools.combinations(case.candidates, k)
         if clean_success(case, case.mask(s))
-    ]
-    return frozenset(s for s in found if not any(t < s for t in found))
+    )
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The outcome of replaying one set under r shared seeds."""
+
+    events: frozenset
+    successes: int
+    r: int
+    success: bool  # h_θ(S)
+
+    @property
+    def mean(self) -> Fraction:
+        """(1/r) Σ_j Y_j(S), exactly."""
+        return Fraction(self.successes, self.r)
 
 
 class ReplayOracle:
-    """h_θ over r shared seeds for one case and schedule; counts every seed replay.
+    """h_θ over r shared seeds for one case and schedule.
 
-    ``calls`` grows by r for each set replayed (the paper's unit: one replay
-    of the downstream workflow under one seed).
+    The oracle counts its own calls: every seed replay (the paper's unit, one
+    replay of the downstream workflow under one seed) adds one to a private
+    counter that only ``_replay_masks`` increments and that has no setter. A
+    search gets ``Replay`` results, never the counter; whoever built the
+    oracle reads ``calls`` after the search returns.
     """
 
-    def __init__(self, case: Case, r: int = 3, theta: float = 0.66, noise: float = 0.0, schedule: int = 0):
-        if not (isinstance(r, (int, np.integer)) and r >= 1):
+    __slots__ = ("case", "r", "theta", "noise", "schedule", "__calls")
+
+    def __init__(self, case: Case, r: int = 3, theta=THETA, noise: float = 0.0, schedule: int = 0):
+        if not (isinstance(r, (int, np.integer)) and not isinstance(r, bool) and r >= 1):
             raise RcakitError(f"ReplayOracle: r = {r!r} must be an integer >= 1")
-        if not 0.0 < theta <= 1.0:
-            raise RcakitError(f"ReplayOracle: theta = {theta!r} is outside (0, 1]")
         if not 0.0 <= noise < 1.0:
             raise RcakitError(f"ReplayOracle: noise = {noise!r} is outside [0, 1)")
         if not 0 <= schedule < len(case.schedules):
             raise RcakitError(f"ReplayOracle: schedule = {schedule!r} is not one of the case's schedules")
-        self.case, self.r, self.theta, self.noise, self.schedule = case, int(r), theta, noise, schedule
-        self.calls = 0
+        self.case, self.r, self.noise, self.schedule = case, int(r), noise, schedule
+        self.theta = threshold(theta)
+        self.__calls = 0
 
-    def mean_success(self, events: Iterable[str]) -> float:
-        """(1/r) Σ_j Y_j(S), charging r calls."""
-        self.calls += self.r
-        return float(seed_outcomes(self.case, self.case.mask(events), self.r, self.noise, self.schedule).mean())
+    @property
+    def calls(self) -> int:
+        """Seed replays charged so far (read-only)."""
+        return self.__calls
 
-    def passes(self, mean: float) -> bool:
-        """The θ rule on a mean success."""
-        return mean >= self.theta - 1e-12
+    def passes(self, successes):
+        """The θ rule on a count (or an array of counts) of successful seeds: successes / r >= θ, in integers."""
+        return successes * self.theta.denominator >= self.theta.numerator * self.r
 
-    def h(self, events: Iterable[str]) -> bool:
-        """h_θ(S), charging r calls."""
-        return self.passes(self.mean_success(events))
-
-    def h_table(self) -> np.ndarray:
-        """h_θ of every subset of the candidates, indexed by bitmask; charges r·2^n calls."""
-        n = len(self.case.candidates)
-        masks = np.arange(2**n, dtype=np.int64)
-        self.calls += self.r * len(masks)
+    def _replay_masks(self, masks: np.ndarray) -> np.ndarray:
+        """Successful seeds per set bitmask; charges r calls per set (the only place that counts)."""
+        self.__calls += self.r * len(masks)
+        if len(masks) == 1:  # one set: the cached per-set outcome, no vectorised pass
+            return np.array([seed_outcomes(self.case, int(masks[0]), self.r, self.noise, self.schedule).sum()])
         clean = _plan(self.case).success(masks)
         if self.noise == 0.0:
-            return clean
+            return clean.astype(np.int64) * self.r
         flips = np.array([_uniforms(self.case, self.schedule, int(m), self.r) < self.noise for m in masks])
-        return (clean[:, None] ^ flips).mean(axis=1) >= self.theta - 1e-12
+        return (clean[:, None] ^ flips).sum(axis=1)
+
+    def replay(self, events: Iterable[str]) -> Replay:
+        """Replay one set under the r shared seeds (charges r calls)."""
+        events = frozenset(events)
+        successes = int(self._replay_masks(np.array([self.case.mask(events)], dtype=np.int64))[0])
+        return Replay(events, successes, self.r, self.passes(successes))
+
+    def h(self, events: Iterable[str]) -> bool:
+        """h_θ(S) (charges r calls)."""
+        return self.replay(events).success
+
+    def replay_every_subset(self) -> np.ndarray:
+        """h_θ of every subset of the candidates, indexed by bitmask (charges r·2^n calls)."""
+        masks = np.arange(2 ** len(self.case.candidates), dtype=np.int64)
+        return self.passes(self._replay_masks(masks))

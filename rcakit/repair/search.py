@@ -63,15 +63,12 @@ class RepairResult:
     """A method's output on one case.
 
     family: the returned sets; ranking: the same sets, best first (size, then
-    mean replay success, then earliest event in the schedule); calls: seed
-    replays charged; m: candidates searched; p: multi-event sets replayed.
+    mean replay success, then earliest event in the schedule). The replay
+    cost is not part of the result: the oracle counts it (``ReplayOracle.calls``).
     """
 
     family: frozenset
     ranking: tuple
-    calls: int
-    m: int = 0
-    p: int = 0
 
 
 def minimal_sets(sets) -> frozenset:
@@ -89,13 +86,13 @@ def replay_search(case: Case, oracle: ReplayOracle, pool: list[str], config: Sea
                   structure: Structure | None = None) -> RepairResult:
     """Replay ∅, every singleton of ``pool``, then larger sets level by level.
 
-    The cost is r·(1 + m + p) by construction: one replay set for ∅ (h(∅) = 0
-    is assumed; its replay is charged, as the paper's "1" is), m singletons and
-    p larger sets.
+    ∅ is replayed once (h(∅) = 0 is assumed; its replay is charged, as the
+    paper's "1" in r(1+m+p) is), then the m singletons, then the admitted,
+    unpruned larger sets.
     """
     if config.admission and config.q > 1 and structure is None:
         structure = Structure(case.graph)
-    means = {frozenset(): oracle.mean_success(())}
+    means = {frozenset(): oracle.replay(()).mean}
     successes: list[frozenset] = []
     for k in range(1, config.q + 1):
         for combo in itertools.combinations(pool, k):
@@ -104,15 +101,16 @@ def replay_search(case: Case, oracle: ReplayOracle, pool: list[str], config: Sea
                 continue
             if config.prune and any(t <= s for t in successes):
                 continue
-            means[s] = oracle.mean_success(s)
-            if oracle.passes(means[s]):
+            outcome = oracle.replay(s)
+            means[s] = outcome.mean
+            if outcome.success:
                 successes.append(s)
     family = minimal_sets(successes) if config.minimality else frozenset(successes)
-    p = len(means) - 1 - len(pool)
-    return RepairResult(family, ranked(family, means, pool), oracle.calls, len(pool), p)
+    return RepairResult(family, ranked(family, means, pool))
 
 
-def gcjr(case: Case, oracle: ReplayOracle, config: SearchConfig = GCJR, graph: nx.DiGraph | None = None) -> RepairResult:
+def gcjr(case: Case, oracle: ReplayOracle, config: SearchConfig = GCJR,
+         graph: nx.DiGraph | None = None) -> RepairResult:
     """Graph-Constrained Joint Replay on GCJR's view of the graph.
 
     ``graph`` is the dependency graph GCJR sees (default: the true one); the
@@ -121,7 +119,7 @@ def gcjr(case: Case, oracle: ReplayOracle, config: SearchConfig = GCJR, graph: n
     oracle's schedule; the returned family does not depend on that order.
     """
     view = case.graph if graph is None else graph
-    order = [v for v in case.schedules[oracle.schedule] if v in case.index]
+    order = case.order(oracle.schedule)
     if config.slicing:
         keep = failure_slice(view, case.sink)
         order = [v for v in order if v in keep]
