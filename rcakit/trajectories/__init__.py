@@ -16,12 +16,16 @@ synthetic long-horizon runs. Submodules, by concept:
 """
 
 from rcakit.trajectories.loaders import (
+    WHO_AND_WHEN_SIZES,
+    WHO_AND_WHEN_SUBSETS,
     LoadResult,
+    entry_problem,
     load_longrca,
     load_who_and_when,
     read_longrca,
     read_who_and_when,
     validate_path,
+    who_and_when_root,
 )
 from rcakit.trajectories.locators import (
     OFFLINE_LOCATORS,
@@ -30,6 +34,7 @@ from rcakit.trajectories.locators import (
     Locator,
     RandomLocator,
     TerminalLocator,
+    error_word,
     expected_random_accuracy,
     offline_locators,
     run_locators,
@@ -44,7 +49,15 @@ from rcakit.trajectories.metrics import (
     who_and_when_official,
     within_k,
 )
-from rcakit.trajectories.schema import Label, Prediction, Step, Trajectory, normalise_role, split_handoff
+from rcakit.trajectories.schema import (
+    Label,
+    Prediction,
+    Step,
+    Trajectory,
+    normalise_role,
+    split_handoff,
+    strip_annotation,
+)
 from rcakit.trajectories.strata import STRATA, bin_of, bins_dict, published_strata, stratify
 from rcakit.trajectories.synthetic import (
     GeneratorConfig,

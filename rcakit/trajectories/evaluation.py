@@ -6,6 +6,8 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
+from rcakit import RcakitError
+
 from rcakit.trajectories.locators import Locator
 from rcakit.trajectories.metrics import score_cases, summarise
 from rcakit.trajectories.schema import Trajectory
@@ -17,14 +19,33 @@ def evaluate(locators: Iterable[Locator], trajectories: Sequence[Trajectory]) ->
     return {loc.name: score_cases(trajectories, loc.locate_all(trajectories)) for loc in locators}
 
 
-def overall_table(cases: dict[str, pd.DataFrame], official: bool = False) -> pd.DataFrame:
-    """One row per locator: role accuracy, exact, ±5, source-weighted MAE, N (and the official exact)."""
+def overall_table(cases: dict[str, pd.DataFrame], official: bool = False, official_n: int | None = None) -> pd.DataFrame:
+    """One row per locator: role accuracy, exact, ±5, source-weighted MAE, N (and the official scores).
+
+    With ``official``, Who&When's substring scorer for agent and step over
+    ``official_n`` logs (the official denominator: a log that is not scored
+    counts as a miss), by default the N scored here.
+    """
     rows = {}
     for name, frame in cases.items():
         rows[name] = summarise(frame)
         if official:
-            rows[name]["exact_official"] = float(frame["exact_official"].mean())
+            n = len(frame) if official_n is None else official_n
+            if n < len(frame):
+                raise RcakitError(f"official_n: {n} is fewer than the {len(frame)} logs scored")
+            rows[name].update(
+                agent_official=float(frame["agent_official"].sum() / n),
+                exact_official=float(frame["exact_official"].sum() / n),
+                n_official=n,
+            )
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("locator")
+
+
+def tracing_margins(table: pd.DataFrame, tracer: str = "handoff_trace") -> dict:
+    """How the tracing locator stands: its exact accuracy minus the best other locator's, and its role minus exact accuracy."""
+    others = table.drop(index=tracer)["exact"].max()
+    row = table.loc[tracer]
+    return {"handoff_trace_gain": float(row["exact"] - others), "handoff_trace_role_gap": float(row["role_acc"] - row["exact"])}
 
 
 def strata_long(cases: dict[str, pd.DataFrame], by: str, hit: str = "exact") -> pd.DataFrame:
@@ -44,13 +65,17 @@ def strata_table(cases: dict[str, pd.DataFrame], by: str, hit: str = "exact") ->
     return table.rename_axis(index="locator", columns=f"{by} bin")
 
 
-def results_block(cases: dict[str, pd.DataFrame], strata: bool = True, official: bool = False) -> dict:
+def results_block(
+    cases: dict[str, pd.DataFrame], strata: bool = True, official: bool = False, official_n: int | None = None
+) -> dict:
     """``{locator: {overall, length_bins, distance_bins}}`` or, without strata, ``{locator: metrics}``."""
-    table = overall_table(cases, official)
+    table = overall_table(cases, official, official_n)
     out = {}
     for name, frame in cases.items():
         metrics = table.loc[name].to_dict()
         metrics["n"] = int(metrics["n"])
+        if "n_official" in metrics:
+            metrics["n_official"] = int(metrics["n_official"])
         if not strata:
             out[name] = metrics
             continue

@@ -6,15 +6,25 @@ rejected, with a one-line message naming the file and the field, when a field
 is missing or mistyped, the steps are not contiguous from 0, the history is
 empty, the label step is not an integer inside the trajectory, the label role
 never occurs in the trajectory's recorded role set, or the file is not valid
-UTF-8 or JSON. Nothing is dropped silently: the ``read_*`` functions return
-the good trajectories together with every error line, and the ``load_*``
-functions raise :class:`rcakit.RcakitError` on the first bad record.
+UTF-8 or JSON. In a folder, an entry that is not a readable regular file (a
+dangling or looping symbolic link, a FIFO or device named ``*.json``, an
+unreadable file) and a file the JSON parser cannot take (nesting too deep, a
+number past the interpreter's digit limit) is one error line too; file types
+are checked before anything is opened, so a load never blocks. Nothing is
+dropped silently: the ``read_*`` functions return the good trajectories
+together with every error line, and the ``load_*`` functions raise
+:class:`rcakit.RcakitError` on the first bad record. A path that does not
+exist is always an ``RcakitError`` naming it.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -41,6 +51,10 @@ class LoadResult:
         self.trajectories.extend(other.trajectories)
         self.errors.extend(other.errors)
 
+    def summary(self, where: str | Path) -> str:
+        """One line: how many records under ``where`` were good and how many bad."""
+        return f"{where}: {len(self.trajectories)} good records, {len(self.errors)} bad"
+
     def raise_if_errors(self) -> list[Trajectory]:
         """The trajectories, or an ``RcakitError`` quoting the first error and the count."""
         if self.errors:
@@ -51,6 +65,16 @@ class LoadResult:
 
 # ---------------------------------------------------------------- raw reading
 
+MAX_FILE_BYTES = 1 << 30  # a record file larger than 1 GiB is refused, not read
+_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, so a huge field never floods an error line."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else f"<a {len(str(abs(value)))}-digit number>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 def _decode(raw: bytes, where: str) -> str:
     try:
@@ -60,24 +84,98 @@ def _decode(raw: bytes, where: str) -> str:
 
 
 def _parse(text: str, where: str) -> Any:
+    """JSON, with every way a valid-looking file can break the parser reported in one line."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise RecordError(f"{where}: invalid JSON: nested too deeply to read") from None
+    except ValueError:  # an integer literal past the interpreter's digit limit
+        raise RecordError(f"{where}: invalid JSON: a number with more than {sys.get_int_max_str_digits()} digits") from None
+
+
+def entry_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a record file, or ``None`` when it is a readable regular file.
+
+    Checked with ``stat`` before anything opens it, so a FIFO or a device never
+    blocks a load: a dangling symbolic link, a symbolic-link loop, anything but
+    a regular file, a file over :data:`MAX_FILE_BYTES`.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "dangling symbolic link" if os.path.islink(path) else "no such file or folder"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+        return f"cannot read: {exc.strerror or exc}"
+    kind = stat.S_IFMT(info.st_mode)
+    if kind != stat.S_IFREG:
+        return f"not a regular file ({_KINDS.get(kind, 'a special file')})"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"file too large ({info.st_size} bytes, limit {MAX_FILE_BYTES})"
+    return None
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file, opened without blocking and re-checked after opening."""
+    problem = entry_problem(path)
+    if problem is not None:
+        raise RecordError(f"{path}: {problem}")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced between stat and open
+            raise RecordError(f"{path}: not a regular file")
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def require_path(path: Path, what: str = "file or folder") -> Path:
+    """``path`` if it exists; else ``RcakitError`` naming it (one line)."""
+    if not os.path.lexists(path):
+        raise RcakitError(f"{path}: no such {what}")
+    if not path.exists():
+        raise RcakitError(f"{path}: {entry_problem(path)}")
+    return path
+
+
+def _folder_files(path: Path) -> list[Path]:
+    try:
+        names = os.listdir(path)
+    except OSError as exc:
+        raise RcakitError(f"{path}: cannot list the folder: {exc.strerror or exc}") from None
+    return sorted((path / n for n in names if n.endswith(".json")), key=_natural_key)
 
 
 def _records(path: Path) -> Iterator[tuple[str, Any]]:
-    """``(where, record-or-RecordError)`` for a JSON file, a JSONL file or a folder of JSON files."""
+    """``(where, record-or-RecordError)`` for a JSON file, a JSONL file or a folder of JSON files.
+
+    In a folder, every ``*.json`` entry yields its records or one error; an
+    entry that is not a readable regular file is one error, never a stop.
+    """
+    require_path(path)
     if path.is_dir():
-        files = sorted(path.glob("*.json"), key=_natural_key)
+        files = _folder_files(path)
         if not files:
             raise RcakitError(f"{path}: folder holds no .json files")
         for file in files:
-            yield from _records(file)
+            yield from _file_records(file)
         return
-    if not path.exists():
-        raise RcakitError(f"{path}: no such file or folder")
-    raw = path.read_bytes()
+    yield from _file_records(path)
+
+
+def _file_records(path: Path) -> Iterator[tuple[str, Any]]:
+    try:
+        raw = _read_bytes(path)
+    except RecordError as exc:
+        yield str(path), exc
+        return
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(raw.split(b"\n"), start=1):
             where = f"{path}:{lineno}"
@@ -101,7 +199,7 @@ def _guarded(fn: Callable[[], Any]) -> Any:
 
 
 def _natural_key(path: Path) -> tuple:
-    return (0, int(path.stem), "") if path.stem.isdigit() else (1, 0, path.stem)
+    return (0, int(path.stem), "") if path.stem.isascii() and path.stem.isdigit() and len(path.stem) < 30 else (1, 0, path.stem)
 
 
 # ---------------------------------------------------------------- field checks
@@ -122,12 +220,14 @@ def _label_step(value: Any, n_steps: int, where: str) -> int:
     text = value.strip() if isinstance(value, str) else None
     if isinstance(value, int) and not isinstance(value, bool):
         step = value
-    elif text is not None and re.fullmatch(r"[+-]?\d+", text):
-        step = int(text)
+    elif text is not None and re.fullmatch(r"[+-]?[0-9]+", text):
+        sign, digits = (-1 if text.startswith("-") else 1), text.lstrip("+-").lstrip("0")
+        step = sign * (int(digits or "0") if len(digits) <= 18 else 10**18)  # never convert a huge string
     else:
-        raise RecordError(f"{where}: mistake_step: {value!r} is not an integer")
+        raise RecordError(f"{where}: mistake_step: {_short(value)} is not an integer")
     if not 0 <= step < n_steps:
-        raise RecordError(f"{where}: mistake_step: {step} is outside the trajectory (0..{n_steps - 1})")
+        shown = _short(value if step in (10**18, -(10**18)) else step)
+        raise RecordError(f"{where}: mistake_step: {shown} is outside the trajectory (0..{n_steps - 1})")
     return step
 
 
@@ -140,9 +240,11 @@ def _label(record: dict, steps: tuple[Step, ...], where: str) -> Label | None:
         raise RecordError(f"{where}: {missing}: missing field (the label needs both role and step)")
     role = _field(record, "mistake_agent", where)
     step = _label_step(record["mistake_step"], len(steps), where)
-    recorded = {normalise_role(s.name) for s in steps}
+    recorded = {normalise_role(s.name) for s in steps} - {""}
+    if not normalise_role(role):
+        raise RecordError(f"{where}: mistake_agent: empty role")
     if normalise_role(role) not in recorded:
-        raise RecordError(f"{where}: mistake_agent: {role!r} never appears in the trajectory's roles")
+        raise RecordError(f"{where}: mistake_agent: {_short(role)} never appears in the trajectory's roles")
     reason = record.get("mistake_reason") or ""
     return Label(role=role, step=step, reason=str(reason))
 
@@ -189,7 +291,7 @@ def parse_longrca(record: Any, where: str) -> Trajectory:
         entry = _entry(history, i, where)
         index = _field(entry, "step", f"{where}: history[{i}]", int)
         if index != i:
-            raise RecordError(f"{where}: history[{i}].step: {index}, expected {i} (steps must be contiguous from 0)")
+            raise RecordError(f"{where}: history[{i}].step: {_short(index)}, expected {i} (steps must be contiguous from 0)")
         name, role, content = (_field(entry, k, f"{where}: history[{i}]") for k in ("name", "role", "content"))
         steps.append(Step(i, name, role, content))
     steps = tuple(steps)
@@ -252,9 +354,9 @@ def parse_who_and_when(record: Any, where: str, source: str = "Who&When") -> Tra
 
 def who_and_when_folders(path: str | Path, subset: str | None = None) -> list[tuple[str, Path]]:
     """``(subset, folder)`` pairs: the Who&When root (both or one subset) or a subset folder."""
-    path = Path(path)
+    path = require_path(Path(path), "Who&When folder")
     if not path.is_dir():
-        raise RcakitError(f"{path}: no such Who&When folder")
+        raise RcakitError(f"{path}: is not a folder (expected the Who&When root or a subset folder)")
     if subset is not None and subset not in WHO_AND_WHEN_SUBSETS:
         raise RcakitError(f"subset: {subset!r} is not one of {', '.join(WHO_AND_WHEN_SUBSETS)}")
     if path.name in WHO_AND_WHEN_SUBSETS:
@@ -265,6 +367,25 @@ def who_and_when_folders(path: str | Path, subset: str | None = None) -> list[tu
     if not wanted or not all((path / s).is_dir() for s in wanted):
         raise RcakitError(f"{path}: no Who&When subset folder ({' or '.join(wanted or WHO_AND_WHEN_SUBSETS)})")
     return [(s, path / s) for s in wanted]
+
+
+WHO_AND_WHEN_SIZES = {"Hand-Crafted": 58, "Algorithm-Generated": 126}  # logs per subset; the official denominators
+
+
+def who_and_when_root(path: str | Path, default: str | Path | None = None) -> Path | None:
+    """The Who&When folder a chapter parameter names, resolved against the project root.
+
+    ``None`` only when ``path`` is the documented ``default`` and nothing is
+    there (the logs are not shipped); any other missing path is an
+    ``RcakitError`` naming it, so a misspelled path never skips silently.
+    """
+    from rcakit.paths import resolve
+
+    folder = resolve(path)
+    if default is not None and str(path) == str(default) and not os.path.lexists(folder):
+        return None
+    who_and_when_folders(folder)
+    return folder
 
 
 def read_who_and_when(path: str | Path, subset: str | None = None) -> LoadResult:
@@ -310,9 +431,7 @@ def validate_path(path: str | Path, fmt: str = "auto") -> tuple[int, list[str]]:
     :func:`detect_format`). Raises ``RcakitError`` only when the path itself is
     unusable (missing, an empty folder or file, an unknown format).
     """
-    path = Path(path)
-    if not path.exists():
-        raise RcakitError(f"{path}: no such file or folder")
+    path = require_path(Path(path))
     kind = detect_format(path) if fmt == "auto" else fmt
     readers = {"longrca": read_longrca, "who_and_when": read_who_and_when}
     if kind not in readers:

@@ -88,6 +88,12 @@ def error_steps(trajectory: Trajectory) -> list[Step]:
     return [s for s in trajectory.steps[1:] if ERROR_SIGNAL.search(s.content)]
 
 
+def error_word(step: Step) -> str | None:
+    """The first error word of a step, lower-cased, or ``None`` when its text carries none."""
+    match = ERROR_SIGNAL.search(step.content)
+    return None if match is None else match.group(0).lower()
+
+
 class FirstErrorSignalLocator(Locator):
     """The first step with an explicit error signal (and its emitter); the last step if none."""
 
@@ -126,10 +132,22 @@ class HandoffTraceLocator(Locator):
        candidate's side departed from the instruction (second rule); if it
        comes before it, the error was inherited from an earlier block. A
        candidate with tokens is *supported*; one without cannot be traced.
-    4. **Choice.** Predict the earliest introduction over supported,
+    4. **Step.** Predict the earliest introduction over supported,
        unrepaired candidates; without any, the earliest unrepaired candidate
-       itself; without candidates, the last step. The role is the speaker of
-       the chosen step (a locator's choice; the metric never derives it).
+       itself; without candidates, the last step.
+    5. **Role, by its own rule** (Appendix D: RCTA predicts the role in a
+       separate field, and the emitter of the chosen step does not decide
+       it). Every unrepaired candidate casts one vote: a traced one for the
+       role that introduced its evidence under the rule of step 3 (the
+       sender of the handoff for ``instruction``, the first quoting speaker
+       otherwise), an untraced one for the sender of the nearest earlier
+       handoff addressed to its role (the role it was executing for), or for
+       its own speaker when none was. The role with most votes wins; ties go
+       to the role whose earliest vote comes first. Without candidates, the
+       role that issued most handoff instructions (the one directing the
+       run), else the most frequent speaker after the task. The papers do not
+       fix an offline role rule; this one is chosen here, so the role can be
+       right when the step is wrong and the other way round.
     """
 
     name = "handoff_trace"
@@ -187,17 +205,45 @@ class HandoffTraceLocator(Locator):
         pool = mine or earlier
         return pool[-1].step if pool else None
 
+    def vote(self, trajectory: Trajectory, candidate: Step, traced: tuple[int, str] | None) -> tuple[int, str]:
+        """Rule 5: ``(step of the vote, role voted for)`` for one unrepaired candidate."""
+        if traced is not None:
+            first, rule = traced
+            if rule == "instruction":
+                handoff = self.nearest_handoff(trajectory, candidate)
+                return handoff, trajectory.steps[handoff].speaker
+            return first, trajectory.steps[first].speaker
+        handoff = self.nearest_handoff(trajectory, candidate)
+        if handoff is not None and normalise_role(trajectory.steps[handoff].recipient) == normalise_role(candidate.speaker):
+            return handoff, trajectory.steps[handoff].speaker
+        return candidate.index, candidate.speaker
+
+    def role(self, trajectory: Trajectory, votes: list[tuple[int, str]]) -> str:
+        """Rule 5: the most voted role (ties: earliest vote), or the directing role without votes."""
+        if not votes:
+            senders = [h.sender for h in trajectory.handoffs]
+            pool = senders or [s.speaker for s in trajectory.steps[1:]] or [trajectory.steps[0].speaker]
+            votes = [(i, r) for i, r in enumerate(pool)]
+        tally: dict[str, list] = {}
+        for at, role in sorted(votes):
+            key = normalise_role(role)
+            entry = tally.setdefault(key, [0, at, role])
+            entry[0] += 1
+        return max(tally.values(), key=lambda e: (e[0], -e[1]))[2]
+
     def locate(self, trajectory: Trajectory) -> Prediction:
         tokens = [set(EVIDENCE_TOKEN.findall(s.content)) for s in trajectory.steps]
         candidates = self.candidates(trajectory, tokens)
-        introductions = [i for i in (self.trace(trajectory, c, tokens) for c in candidates) if i is not None]
+        traced = [self.trace(trajectory, c, tokens) for c in candidates]
+        introductions = [i for i in traced if i is not None]
         if introductions:
             step = trajectory.steps[min(introductions)[0]]
         elif candidates:
             step = candidates[0]
         else:
             step = trajectory.steps[-1]
-        return Prediction(role=step.speaker, step=step.index)
+        votes = [self.vote(trajectory, c, t) for c, t in zip(candidates, traced)]
+        return Prediction(role=self.role(trajectory, votes), step=step.index)
 
 
 OFFLINE_LOCATORS = ("random", "terminal", "first_error_signal", "handoff_trace")

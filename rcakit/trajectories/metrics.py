@@ -42,8 +42,9 @@ def role_correct(role: Any, trajectory: Trajectory) -> bool:
 def score_cases(trajectories: Sequence[Trajectory], predictions: Sequence[Prediction]) -> pd.DataFrame:
     """One row per labelled trajectory: length, root, distance, role hit, valid step, absolute error.
 
-    ``exact_official`` is Who&When's substring step check (:func:`official_step_hit`), kept
-    beside the strict ``exact`` so both scorers read the same predictions.
+    ``exact_official`` and ``agent_official`` are Who&When's substring checks
+    (:func:`official_step_hit`, :func:`official_agent_hit`), kept beside the
+    strict ``exact`` and ``role_ok`` so both scorers read the same predictions.
     """
     if len(trajectories) != len(predictions):
         raise RcakitError(f"predictions: {len(predictions)} for {len(trajectories)} trajectories")
@@ -64,6 +65,7 @@ def score_cases(trajectories: Sequence[Trajectory], predictions: Sequence[Predic
                 "valid": step is not None,
                 "abs_err": np.nan if step is None else abs(step - traj.label.step),
                 "exact_official": official_step_hit(pred.step, traj.label.step),
+                "agent_official": official_agent_hit(pred.role, traj.label.role),
             }
         )
     frame = pd.DataFrame(rows)

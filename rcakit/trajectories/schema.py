@@ -5,7 +5,11 @@ source it came from, the task, the ordered steps ``(index, name, role,
 content)`` and an optional reference label ``(role, step)``. A step whose name
 ends in ``X (-> Y)`` is a handoff instruction from ``X`` to ``Y`` (Appendix E).
 Responsible roles are compared after :func:`normalise_role`, the LongRCA
-scorer's normalisation (papers README).
+scorer's normalisation, widened to every trailing parenthetical annotation:
+Magentic-One logs (Who&When) record one agent's turns as ``Orchestrator
+(thought)``, ``Orchestrator (termination condition)`` and ``Orchestrator (->
+WebSurfer)``, and a label ``Orchestrator`` names all of them. An annotation
+never makes a speaker another agent.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from functools import cached_property
 from typing import Any
 
 _HANDOFF = re.compile(r"\(\s*->\s*([^()]*?)\s*\)\s*$")
+_ANNOTATION = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def split_handoff(name: str) -> tuple[str, str | None]:
@@ -27,15 +32,28 @@ def split_handoff(name: str) -> tuple[str, str | None]:
     return name[: match.start()].strip(), match.group(1)
 
 
+def strip_annotation(name: str) -> str:
+    """The agent a speaker name denotes: every trailing ``( ... )`` annotation removed.
+
+    ``"Orchestrator (thought)"`` and ``"Orchestrator (-> WebSurfer)"`` both give
+    ``"Orchestrator"``; a name that is only an annotation is kept as it is.
+    """
+    agent = name.strip()
+    while True:
+        match = _ANNOTATION.search(agent)
+        if match is None or match.start() == 0:
+            return agent
+        agent = agent[: match.start()].rstrip()
+
+
 def normalise_role(text: str | None) -> str:
-    """LongRCA role normalisation: strip a trailing ``(-> X)``, NFKC, casefold, collapse whitespace.
+    """Role normalisation: strip trailing annotations (``(-> X)``, ``(thought)``), NFKC, casefold, collapse whitespace.
 
     ``None`` and non-strings normalise to ``""`` (an empty role, which never scores).
     """
     if not isinstance(text, str):
         return ""
-    speaker, _ = split_handoff(text)
-    return " ".join(unicodedata.normalize("NFKC", speaker).casefold().split())
+    return " ".join(unicodedata.normalize("NFKC", strip_annotation(text)).casefold().split())
 
 
 @dataclass(frozen=True)
@@ -53,8 +71,8 @@ class Step:
 
     @property
     def speaker(self) -> str:
-        """The name without its handoff suffix."""
-        return split_handoff(self.name)[0]
+        """The agent that spoke: the name without its annotations (handoff target, ``thought``)."""
+        return strip_annotation(self.name)
 
     @property
     def recipient(self) -> str | None:

@@ -71,6 +71,16 @@ def published_strata(table: Mapping[str, Sequence[float]], counts: Sequence[int]
     return pd.DataFrame(rows)
 
 
+def published_total(long: pd.DataFrame) -> pd.Series:
+    """Per method, the bins' recovered hit counts over all their trajectories (Tables 7-8 back to Table 4).
+
+    ``sum_b k_b / sum_b n_b`` from rows of :func:`published_strata`; for a
+    consistent table this is the method's full-benchmark exact accuracy.
+    """
+    grouped = long.groupby("method", sort=False)
+    return grouped["k"].sum() / grouped["n"].sum()
+
+
 def bins_dict(frame: pd.DataFrame) -> dict:
     """``{bin: {acc, n, lo, hi}}`` for a results file."""
     return {str(b): {k: frame.loc[b, k] for k in ("acc", "n", "lo", "hi")} for b in frame.index}
