@@ -248,6 +248,11 @@ def _walk(value_fn: Callable[[frozenset], float], order: np.ndarray) -> np.ndarr
     return marginals
 
 
+def _reverse_walk(value_fn: Callable[[frozenset], float], order: np.ndarray) -> np.ndarray:
+    """The antithetic partner of a walk: the same players in reverse order (CAR §4)."""
+    return _walk(value_fn, order[::-1])
+
+
 def shapley_permutation(
     value_fn: Callable[[frozenset], float],
     n: int,
@@ -275,7 +280,7 @@ def shapley_permutation(
         order = rng.permutation(n)
         marginals = _walk(value_fn, order)
         if antithetic:
-            marginals = (marginals + _walk(value_fn, order[::-1])) / 2
+            marginals = (marginals + _reverse_walk(value_fn, order)) / 2
         rows.append(marginals)
         evaluations += cost
     samples = np.array(rows).reshape(len(rows), n)
@@ -293,6 +298,84 @@ def rollout_value_fn(scm: SCM, samples_per_eval: int, rng: np.random.Generator) 
 
     value.rollouts = 0
     return value
+
+
+def scm_shapley(
+    model: SCM,
+    n_permutations: int,
+    samples_per_eval: int,
+    rollout_budget: int,
+    value_seed: int | Sequence[int],
+    order_seed: int,
+    antithetic: bool = True,
+) -> ShapleyEstimate:
+    """Monte-Carlo Shapley of v(S) = P(bad | S held) on an SCM (CAR §4-5).
+
+    ``rollout_budget`` caps the rollouts (0: no cap); it becomes a cap of
+    ``rollout_budget // samples_per_eval`` value evaluations. ``value_seed``
+    seeds the rollouts and ``order_seed`` the permutations.
+    """
+    value = rollout_value_fn(model, samples_per_eval, np.random.default_rng(value_seed))
+    budget = rollout_budget // samples_per_eval if rollout_budget else None
+    return shapley_permutation(value, model.n, n_permutations, antithetic=antithetic, seed=order_seed, budget=budget)
+
+
+def shapley_reruns(
+    model: SCM, reruns: int, n_permutations: int, samples_per_eval: int, rollout_budget: int, seed: int
+) -> pd.DataFrame:
+    """``reruns`` independent repeats of :func:`scm_shapley`, one row per rerun and player.
+
+    Columns ``rerun, player, phi, ci_low, ci_high``: how often an interval
+    contains a target is the share of rows whose interval does.
+    """
+    rows = []
+    for r in range(reruns):
+        value_seed, order_seed = np.random.default_rng([seed, r]).integers(0, 2**31, size=2)
+        est = scm_shapley(model, n_permutations, samples_per_eval, rollout_budget, int(value_seed), int(order_seed))
+        for i in range(model.n):
+            rows.append({"rerun": r, "player": i, "phi": est.values[i],
+                         "ci_low": est.ci_low[i], "ci_high": est.ci_high[i]})
+    return pd.DataFrame(rows)
+
+
+def interval_coverage(reruns: pd.DataFrame, targets: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+    """How often the reruns' intervals contain each target value, per player, with a Wilson CI.
+
+    ``reruns`` is :func:`shapley_reruns`'s table; ``targets`` maps a label
+    (e.g. ``"paper"``) to one value per player.
+    """
+    rows = []
+    for player, group in reruns.groupby("player"):
+        for label, values in targets.items():
+            value = float(values[player])
+            inside = ((group["ci_low"] <= value) & (value <= group["ci_high"])).to_numpy()
+            lo, hi = stats.wilson_ci(int(inside.sum()), len(inside))
+            rows.append({"step": int(player), "target": label, "value": value,
+                         "share of reruns inside": float(inside.mean()), "Wilson low": lo, "Wilson high": hi})
+    return pd.DataFrame(rows)
+
+
+def shapley_convergence(
+    model: SCM, budgets: Sequence[int], seeds: int, samples_per_eval: int, seed: int
+) -> pd.DataFrame:
+    """Error against the analytic values, antithetic against plain sampling, per rollout budget.
+
+    For each budget and each of ``seeds`` repeats, the same rollout budget is
+    spent on antithetic pairs and on plain permutations (twice as many walks).
+    Columns: ``rollouts, sampling, efficiency error, max per-player error``.
+    """
+    analytic = shapley_exact(model.analytic_v, model.n)
+    total = model.analytic_v(frozenset(range(model.n))) - model.analytic_v(frozenset())
+    rows = []
+    for budget in budgets:
+        for s in range(seeds):
+            for antithetic in (True, False):
+                est = scm_shapley(model, 10**6, samples_per_eval, budget, [seed, s, budget], s, antithetic)
+                rows.append({"rollouts": est.evaluations * samples_per_eval,
+                             "sampling": "antithetic" if antithetic else "plain",
+                             "efficiency error": abs(est.efficiency - total),
+                             "max per-player error": float(np.max(np.abs(est.values - analytic)))})
+    return pd.DataFrame(rows)
 
 
 # --- validation SCMs with planted ground truth (CAR §5) ----------------------
@@ -340,7 +423,7 @@ def interaction_scm(q: float = 0.3, seed: int = 0) -> SCM:
     return scm.observe_run(np.random.default_rng(seed))
 
 
-def or_failure_scm(q: float = 0.3, seed: int = 0) -> SCM:
+def or_failure_scm(q: float = 0.3, seed: int = 0, max_tries: int = 10_000) -> SCM:
     """Teaching contrast to ``interaction_scm``: the outcome is bad if EITHER of
     steps 0, 1 goes bad (each with probability ``q``); the observed run has both
     bad. v({}) = 1 − (1−q)², any held bad step gives v = 1, so
@@ -351,10 +434,11 @@ def or_failure_scm(q: float = 0.3, seed: int = 0) -> SCM:
         analytic_v=lambda s: 1.0 if s & {0, 1} else 1 - (1 - q) ** 2,
     )
     rng = np.random.default_rng(seed)
-    while True:  # the observed run: both steps bad, so both are candidates for blame
+    for _ in range(max_tries):  # the observed run: both steps bad, so both are candidates for blame
         scm.observe_run(rng)
         if scm.observed[0].action == scm.observed[1].action == "bad":
             return scm
+    raise RuntimeError(f"no run with both steps bad in {max_tries} failing runs")
 
 
 # --- a step whose policy is a language model (CAR §2-3) ----------------------
@@ -390,7 +474,10 @@ REFUND_REQUEST = (
 )
 
 
-def llm_refund_scm(provider, seed: int = 0, temperature: float = 0.8, max_tries: int = 20) -> SCM:
+REFUND_MAX_TRIES = 20  # draws of the language-model run before concluding it never fails
+
+
+def llm_refund_scm(provider, seed: int = 0, temperature: float = 0.8, max_tries: int = REFUND_MAX_TRIES) -> SCM:
     """The pivotal refund run with a language model deciding step 1.
 
     Policy says refunds need a damaged or missing item; the ticket carries an

@@ -4,6 +4,7 @@ and the contrastive locus on the pivotal SCM (CAR §4-5)."""
 from itertools import combinations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rcakit import scm
@@ -222,3 +223,100 @@ def test_llm_refund_scm_without_a_failure_keeps_no_observed_run():
             return Reply("DENY", 10, 1)
 
     assert scm.llm_refund_scm(AlwaysDeny(), seed=0).observed == ()
+
+
+# --- the chapter's claims fail when the code under them is broken ------------
+
+
+def car_verdicts(n_permutations=80, samples_per_eval=12, budget=7680, seed=0):
+    """The car-shapley claims on the interaction SCM at the paper's setting (q = 0.3)."""
+    from rcakit import claims
+
+    s = scm.interaction_scm(0.3, seed=seed)
+    est = scm.scm_shapley(s, n_permutations, samples_per_eval, budget, [seed, 1], seed)
+    measured = {"interaction": {"phi": est.values, "phi_ci": np.column_stack([est.ci_low, est.ci_high]),
+                                "efficiency": est.efficiency}}
+    table = claims.compare("car-shapley", measured, {"q": 0.3})
+    return table.set_index("claim")["verdict"], table
+
+
+EFFICIENCY = "Efficiency sum vs analytic 1 - q^2 = 0.91"
+PHI = [f"Shapley phi_{i}, two-step interaction SCM" for i in (0, 1)] + ["Shapley phi_2 (irrelevant step) ~ 0"]
+
+
+def test_correct_estimator_agrees_with_every_shapley_claim():
+    verdicts, _ = car_verdicts()
+    assert verdicts[EFFICIENCY] == "agrees"
+    assert all(verdicts[name] == "agrees" for name in PHI)
+
+
+def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monkeypatch):
+    from rcakit import claims
+
+    def stale_reverse_walk(value_fn, order):
+        """Bug: every marginal is taken against v(empty set), not the previous coalition."""
+        marginals, coalition, empty = np.empty(len(order)), frozenset(), value_fn(frozenset())
+        for player in order[::-1]:
+            coalition = coalition | {int(player)}
+            marginals[player] = value_fn(coalition) - empty
+        return marginals
+
+    monkeypatch.setattr(scm, "_reverse_walk", stale_reverse_walk)
+    verdicts, table = car_verdicts()
+    assert verdicts[EFFICIENCY] == "differs"
+    with pytest.raises(AssertionError, match="Efficiency sum"):
+        claims.assert_holds(table)
+
+
+def test_efficiency_identity_fails_when_the_simulator_draws_the_wrong_probability(monkeypatch):
+    # Bug: a step goes bad with probability 1 - q, so v(empty set) = 0.49, not q^2 = 0.09.
+    monkeypatch.setattr(scm, "_bernoulli", lambda p, yes, no: lambda context, rng: yes if rng.random() >= p else no)
+    verdicts, _ = car_verdicts()
+    assert verdicts[EFFICIENCY] == "differs"
+
+
+def test_misattributing_reverse_walk_passes_the_identity_but_fails_the_mechanism(monkeypatch):
+    # Bug: the reverse walk's marginals are flipped as if indexed by position, so player i
+    # is credited with player n-1-i's marginal. The sum still telescopes; the split does not.
+    monkeypatch.setattr(scm, "_reverse_walk", lambda value_fn, order: scm._walk(value_fn, order[::-1])[::-1])
+    verdicts, _ = car_verdicts()
+    assert verdicts[EFFICIENCY] == "agrees"
+    assert verdicts[PHI[0]] == "differs" and verdicts[PHI[2]] == "differs"
+
+
+def test_scm_shapley_spends_the_rollout_budget_in_whole_permutations():
+    s = scm.interaction_scm(0.3, seed=0)
+    est = scm.scm_shapley(s, 100, 12, 1000, 0, 0)  # 96 rollouts per antithetic permutation: 10 fit
+    assert est.permutations == 10 and est.truncated and est.evaluations * 12 == 960
+    assert scm.scm_shapley(s, 3, 12, 0, 0, 0).permutations == 3  # 0: no budget
+
+
+def test_shapley_reruns_are_independent_and_reproducible():
+    s = scm.interaction_scm(0.3, seed=0)
+    a = scm.shapley_reruns(s, 3, 10, 6, 0, seed=4)
+    assert list(a.columns) == ["rerun", "player", "phi", "ci_low", "ci_high"] and len(a) == 9
+    assert a.equals(scm.shapley_reruns(s, 3, 10, 6, 0, seed=4))
+    phi0 = a[a["player"] == 0]["phi"].to_numpy()
+    assert len(set(phi0)) == 3  # each rerun draws afresh
+    assert (a["ci_low"] <= a["phi"]).all() and (a["phi"] <= a["ci_high"]).all()
+
+
+def test_shapley_convergence_reports_both_samplings_at_equal_rollouts():
+    s = scm.interaction_scm(0.3, seed=0)
+    table = scm.shapley_convergence(s, [96, 960], 2, 12, seed=0)
+    assert len(table) == 2 * 2 * 2
+    spent = table.groupby(["rollouts", "sampling"]).size()
+    assert set(spent.index.get_level_values(0)) == {96, 960}
+    big = table[table["rollouts"] == 960]
+    assert (big["efficiency error"] < 0.15).all() and (table["max per-player error"] >= 0).all()
+
+
+def test_interval_coverage_counts_intervals_that_hold_each_target():
+    reruns = pd.DataFrame({"rerun": [0, 0, 1, 1, 2, 2], "player": [0, 1] * 3, "phi": [0.5] * 6,
+                           "ci_low": [0.40, 0.0, 0.45, 0.0, 0.30, 0.2], "ci_high": [0.50, 0.1, 0.60, 0.1, 0.42, 0.3]})
+    table = scm.interval_coverage(reruns, {"paper": [0.44, 0.0], "analytic": [0.455, 0.25]}).set_index(["step", "target"])
+    assert table.loc[(0, "paper"), "share of reruns inside"] == pytest.approx(1 / 3)  # only [0.40, 0.50] holds 0.44
+    assert table.loc[(0, "analytic"), "share of reruns inside"] == pytest.approx(2 / 3)
+    assert table.loc[(1, "paper"), "share of reruns inside"] == pytest.approx(2 / 3)
+    assert table.loc[(1, "analytic"), "share of reruns inside"] == pytest.approx(1 / 3)
+    assert (table["Wilson low"] <= table["share of reruns inside"]).all()
