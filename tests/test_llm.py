@@ -6,12 +6,14 @@ reply with ``message.content``, ``prompt_eval_count``, ``eval_count`` and
 ``done``. Each test queues canned behaviours (a reply, an HTTP status, a
 hang); with none queued the server echoes the last message as JSON.
 The llama.cpp tests carry the ``llamacpp`` marker and skip, with the reason,
-when llama-cpp-python is not importable.
+when llama-cpp-python is not importable, unless ``RCAKIT_REQUIRE_LLAMACPP`` is
+set (``make smoke-llm`` and ``make test-llm`` set it): then they fail.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -378,7 +380,10 @@ def test_accounting_table_per_case():
 
 @pytest.fixture(scope="module")
 def smollm2():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make test-llm installs it)")
+    if os.environ.get("RCAKIT_REQUIRE_LLAMACPP"):
+        import llama_cpp  # noqa: F401  (an ImportError here fails the smoke test)
+    else:
+        pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (make test-llm installs it)")
     return provider_from_spec("llamacpp:smollm2")
 
 
@@ -421,3 +426,31 @@ def test_smollm2_token_count_is_the_prompt_it_runs(smollm2):
     for messages in (QUESTION, [{"role": "user", "content": "Count these words, please: " + "alpha beta " * 40}]):
         reply = smollm2.chat(messages, max_tokens=1)
         assert smollm2.count_tokens(messages) == reply.input_tokens
+
+
+@pytest.mark.llamacpp
+def test_smollm2_warm_rerun_makes_zero_model_calls(smollm2, tmp_path):
+    messages = [{"role": "user", "content": "A 3-hop search failed at retrieval. Reply with JSON: the stage and the hop."}]
+    cold_acct, warm_acct = Accounting(), Accounting()
+    cold = ask_json(cached(smollm2, ResponseCache(tmp_path), cold_acct["judge"]), messages, VERDICT, max_tokens=40)
+    warm_cache = ResponseCache(tmp_path)  # as a second process would open it
+    warm = ask_json(cached(smollm2, warm_cache, warm_acct["judge"]), messages, VERDICT, max_tokens=40)
+    assert warm == cold and cold["stage"] in VERDICT.fields["stage"]
+    assert cold_acct.to_dict(runtime=True)["judge"]["model_calls"] == 1
+    assert warm_acct.to_dict(runtime=True)["judge"]["model_calls"] == 0
+    assert warm_cache.counters() == {"hits": 1, "misses": 0}
+    assert warm_acct.to_dict() == cold_acct.to_dict()  # the same tokens are charged
+
+
+@pytest.mark.llamacpp
+def test_smollm2_call_past_its_timeout_raises_and_leaves_no_trace(smollm2):
+    from rcakit.llm.llamacpp import LlamaCppProvider
+
+    messages = [{"role": "user", "content": "Name one colour."}]
+    before = smollm2.chat(messages, max_tokens=8)
+    hurried = LlamaCppProvider(smollm2.path, timeout=1e-6)  # the same loaded model, a tiny time limit
+    with pytest.raises(RcakitError) as excinfo:
+        hurried.chat(messages, max_tokens=8)
+    assert str(excinfo.value) == f"llamacpp model {smollm2.model}: no reply within the 1e-06 s timeout"
+    assert smollm2.chat(messages, max_tokens=8) == before  # the deadline was the hurried call's only
+    assert provider_from_spec("llamacpp:smollm2", timeout=5).timeout == 5.0

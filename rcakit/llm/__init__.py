@@ -1,4 +1,4 @@
-"""Language-model backends behind one small interface (issue 6; DESIGN, rcakit.llm).
+"""Language-model backends behind one small interface.
 
 A chapter turns its ``provider`` parameter into a provider, wraps it in the
 response cache with one :class:`MethodUsage` per method, and asks for JSON::
@@ -9,12 +9,16 @@ response cache with one :class:`MethodUsage` per method, and asks for JSON::
         verdict = ask_json(judge, messages, Shape(stage=("retrieval", "answer"), hop=range(1, 4)))
 
 Everything here runs without a model; ``none`` gives a falsy provider.
+Before a kernel starts, a runner calls ``check_spec`` (the string and the
+disk only) and ``probe`` (one short request to a model server); every model
+call is bounded by ``timeout`` seconds (``check_timeout``; default
+``$RCAKIT_LLM_TIMEOUT`` or 120).
 """
 
 from rcakit.llm.accounting import Accounting, MethodUsage
 from rcakit.llm.base import ContextOverflow, NullProvider, Provider, Reply, request_seed
 from rcakit.llm.cache import CachedProvider, ResponseCache, cache_totals, cached, default_cache
-from rcakit.llm.spec import provider_from_spec
+from rcakit.llm.spec import check_spec, check_timeout, probe, provider_from_spec
 from rcakit.llm.structured import Shape, ask_json, parse_json
 
 __all__ = [
@@ -30,8 +34,11 @@ __all__ = [
     "ask_json",
     "cache_totals",
     "cached",
+    "check_spec",
+    "check_timeout",
     "default_cache",
     "parse_json",
+    "probe",
     "provider_from_spec",
     "request_seed",
 ]

