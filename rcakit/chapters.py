@@ -1,10 +1,24 @@
 """The chapter registry.
 
-A chapter is a MyST notebook under ``notebooks/``. Its front matter carries an
-``rcakit`` block (id, title, ``quick`` parameters for CI, and ``bounds`` or
-``choices`` for parameters with a valid range); its ``parameters`` cell holds
-the defaults, one plain literal per line with a comment. So each chapter's
-knobs live in one place, next to the code that uses them. ``ORDER`` fixes the
+A chapter is a MyST notebook under ``notebooks/``. Its ``parameters`` cell
+holds the defaults, one plain literal per line with a comment. Its front
+matter carries an ``rcakit`` block that says what a valid value is:
+
+- ``title``; ``quick``: the small values CI runs with;
+- ``bounds: {name: [lo, hi]}`` (``null`` for an open end): required for every
+  numeric parameter, seeds included; for a list parameter the bounds hold for
+  each element (the element type is the type of the default's elements, and
+  a list may not be empty);
+- ``choices: {name: [a, b]}``: the allowed values of a string parameter;
+- ``paths: {name: dir | data}``: ``dir`` is a folder the chapter writes
+  (it must exist or be creatable, and be writable); ``data`` is a file or
+  folder it reads (it must exist, unless it is the default value, which a
+  chapter may treat as optional data that is not installed);
+- ``requires: {"name=value": [other, ...]}``: when ``name`` has that value, each
+  ``other`` must be set (not ``none``), e.g. ``{agent=llm: [provider]}``.
+
+So each chapter's knobs live in one place, next to the code that uses them,
+and every user error is found before a kernel starts. ``ORDER`` fixes the
 order of the book; the closing ``claims`` page comes last.
 """
 
@@ -13,6 +27,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import math
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +66,8 @@ class Chapter:
     quick: dict[str, Any] = field(default_factory=dict)
     bounds: dict[str, list] = field(default_factory=dict)
     choices: dict[str, list] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)
+    requires: dict[str, list] = field(default_factory=dict)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -87,7 +104,7 @@ def _read(chapter_id: str, mtime: float) -> Chapter:
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if len(cells) != 1:
         raise RcakitError(f"{path}: expected one cell tagged 'parameters', found {len(cells)}")
-    return Chapter(
+    chapter = Chapter(
         id=chapter_id,
         notebook=path,
         title=meta.get("title", chapter_id),
@@ -95,7 +112,48 @@ def _read(chapter_id: str, mtime: float) -> Chapter:
         quick=dict(meta.get("quick", {})),
         bounds=dict(meta.get("bounds", {})),
         choices=dict(meta.get("choices", {})),
+        paths=dict(meta.get("paths", {})),
+        requires={k: _as_list(v) for k, v in dict(meta.get("requires", {})).items()},
     )
+    check_declarations(chapter)
+    return chapter
+
+
+PATH_KINDS = ("dir", "data")
+UNSET = ("none", "", None)  # an optional parameter (a provider) that is switched off
+INT_LIMIT = 2**63  # larger integers are typos: no count or seed of a chapter needs them
+
+
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def is_numeric(default: Any) -> bool:
+    """An int or float default, or a list of them (bools are not numbers here)."""
+    if isinstance(default, list):
+        return bool(default) and all(is_numeric(v) for v in default)
+    return isinstance(default, (int, float)) and not isinstance(default, bool)
+
+
+def check_declarations(chapter: Chapter) -> None:
+    """The front matter covers the parameters cell: a one-line error names the gap.
+
+    Every numeric parameter needs ``bounds`` (so a new one cannot slip in
+    unchecked); ``paths`` kinds and ``requires`` rules must name parameters.
+    """
+    where = chapter.notebook or chapter.id
+    for name, p in chapter.parameters.items():
+        if is_numeric(p.default) and name not in chapter.bounds:
+            raise RcakitError(f"{where}: numeric parameter {name!r} has no bounds in the front matter")
+        if isinstance(p.default, list) and not p.default:
+            raise RcakitError(f"{where}: list parameter {name!r} needs a non-empty default (its element type)")
+    for name, kind in chapter.paths.items():
+        if name not in chapter.parameters or kind not in PATH_KINDS:
+            raise RcakitError(f"{where}: paths: {name!r}: {kind!r} must name a parameter and one of {PATH_KINDS}")
+    for rule, needed in chapter.requires.items():
+        name, _, _value = str(rule).partition("=")
+        if name not in chapter.parameters or not all(n in chapter.parameters for n in needed):
+            raise RcakitError(f"{where}: requires: {rule!r}: {needed!r} must name parameters")
 
 
 def get(chapter_id: str) -> Chapter:
@@ -118,41 +176,98 @@ def coerce(chapter: Chapter, name: str, value: Any) -> Any:
 
     Raises a one-line ``RcakitError`` naming the chapter and parameter when the
     name is unknown, the type does not fit, or the value is outside its range.
+    A list is checked element by element against the type of the default's
+    elements and the parameter's bounds.
     """
     if name not in chapter.parameters:
         known = ", ".join(chapter.parameters)
-        raise RcakitError(f"{chapter.id}: unknown parameter {name!r}; known: {known}")
+        raise RcakitError(f"{chapter.id}: unknown parameter {_short(name)}; known: {known}")
     default = chapter.parameters[name].default
-    value = _convert(chapter.id, name, default, value)
-    _check_range(chapter, name, value)
-    return value
+    where = f"{chapter.id}: parameter {name!r}"
+    value = _parse(where, default, value)
+    if isinstance(default, list):
+        if not isinstance(value, list) or not value:
+            raise RcakitError(f"{where} expects a non-empty list of {type(default[0]).__name__}, got {_short(value)}")
+        value = [_check_one(chapter, f"{where} element {i}", name, default[0], v) for i, v in enumerate(value)]
+        return value
+    return _check_one(chapter, where, name, default, value)
 
 
-def _convert(chapter_id: str, name: str, default: Any, value: Any) -> Any:
+def _parse(where: str, default: Any, value: Any) -> Any:
+    """A string given for a non-string parameter, read as a Python literal."""
+    if not isinstance(value, str) or isinstance(default, str) or default is None:
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if value.strip().lstrip("+-").isdigit():
+            raise RcakitError(f"{where} = {_short(value)} is too large (the limit is 2**63)") from None
+        kind = f"list of {type(default[0]).__name__}" if isinstance(default, list) else type(default).__name__
+        raise RcakitError(f"{where} expects {kind}, got {_short(value)}") from None
+
+
+def _check_one(chapter: Chapter, where: str, name: str, default: Any, value: Any) -> Any:
     kind = type(default)
-    fail = RcakitError(f"{chapter_id}: parameter {name!r} expects {kind.__name__}, got {value!r}")
-    if isinstance(value, str) and kind is not str:
-        try:
-            value = ast.literal_eval(value) if value not in ("true", "false") else value == "true"
-        except (ValueError, SyntaxError):
-            raise fail from None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if type(value) is not kind and not (default is None):
-        raise fail
+    if type(value) is not kind and default is not None:
+        raise RcakitError(f"{where} expects {kind.__name__}, got {_short(value)}")
+    if kind is int and abs(value) >= INT_LIMIT:
+        raise RcakitError(f"{where} = {_short(value)} is too large (the limit is 2**63)")
+    if kind is float and not math.isfinite(value):
+        raise RcakitError(f"{where} = {value!r} is not a finite number")
+    _check_range(chapter, where, name, value)
     return value
 
 
-def _check_range(chapter: Chapter, name: str, value: Any) -> None:
+def _check_range(chapter: Chapter, where: str, name: str, value: Any) -> None:
     if name in chapter.bounds:
         lo, hi = chapter.bounds[name]
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise RcakitError(
-                f"{chapter.id}: parameter {name!r} = {value!r} is outside [{lo}, {hi}]"
-            )
+            shown = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+            raise RcakitError(f"{where} = {value!r} is outside {shown}")
     if name in chapter.choices and value not in chapter.choices[name]:
         options = ", ".join(map(str, chapter.choices[name]))
-        raise RcakitError(f"{chapter.id}: parameter {name!r} = {value!r} is not one of {options}")
+        raise RcakitError(f"{where} = {_short(value)} is not one of {options}")
+
+
+def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
+    """Cross-parameter checks: ``requires`` rules and provider specs (no network).
+
+    Every parameter named ``provider`` or ending in ``_provider`` is parsed by
+    ``rcakit.llm.spec.check_spec`` (the backend is not loaded).
+    """
+    for rule, needed in chapter.requires.items():
+        name, _, wanted = str(rule).partition("=")
+        if str(params.get(name)) != wanted:
+            continue
+        for other in needed:
+            if params.get(other) in UNSET:
+                raise RcakitError(f"{chapter.id}: parameter {name!r} = {wanted!r} needs {other!r} "
+                                  f"to be set, got {params.get(other)!r}")
+    from rcakit.llm.spec import check_spec
+
+    for name in provider_parameters(params):
+        try:
+            check_spec(params[name], param=name)
+        except RcakitError as err:
+            raise RcakitError(f"{chapter.id}: {err}") from None
+
+
+def provider_parameters(params: Mapping[str, Any]) -> list[str]:
+    """The names of the parameters that choose a language model."""
+    return [n for n in params if n == "provider" or n.endswith("_provider")]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to one readable line, however large the value."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # a 5,000-digit int, a deeply nested list
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def validate(chapter_id: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,6 +276,7 @@ def validate(chapter_id: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
     params = chapter.defaults
     for name, value in overrides.items():
         params[name] = coerce(chapter, name, value)
+    check_rules(chapter, params)
     return params
 
 
@@ -171,4 +287,6 @@ def check_params(chapter_id: str, namespace: Mapping[str, Any]) -> dict[str, Any
     one-line ``RcakitError`` on a wrong type or an out-of-range value.
     """
     chapter = get(chapter_id)
-    return {name: coerce(chapter, name, namespace[name]) for name in chapter.parameters}
+    params = {name: coerce(chapter, name, namespace[name]) for name in chapter.parameters}
+    check_rules(chapter, params)
+    return params

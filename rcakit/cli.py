@@ -5,13 +5,17 @@
     rcakit book [--quick]                    run every chapter, then build the HTML
     rcakit validate PATH [--format F]        check LongRCA records or Who&When logs
 
-A user mistake (unknown chapter, bad parameter, malformed file) is one line on
-stderr and exit status 2; a chapter whose code fails exits with status 1.
+A user mistake (unknown chapter, bad parameter, malformed or unreadable file,
+an unusable folder, an unreachable model server) is one line on stderr and exit
+status 2, found before any kernel starts; a chapter whose code fails exits
+with status 1; Ctrl-C prints one line and exits with status 130. No traceback
+reaches the user unless ``$RCAKIT_TRACEBACK`` is set.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from rcakit import RcakitError, chapters, runner
@@ -33,9 +37,9 @@ def _list(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> None:
     overrides = dict(args.param or [])
     params = runner.run_parameters(args.chapter, overrides, args.quick)  # fail before a kernel starts
-    uses_llm = any(str(params.get(k, "none")) != "none" for k in ("provider", "judge_provider"))
+    uses_llm = any(params[k] not in chapters.UNSET for k in chapters.provider_parameters(params))
     before = _llm_cache_totals() if uses_llm else None
-    out = runner.run_chapter(args.chapter, overrides, quick=args.quick)
+    out = runner.run_chapter(args.chapter, overrides, quick=args.quick, progress=_on_terminal())
     if before is not None:
         after = _llm_cache_totals()
         hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
@@ -55,11 +59,16 @@ def _book(args: argparse.Namespace) -> None:
 
     ids = chapters.ORDER
     for cid in ids:
-        runner.run_parameters(cid, quick=args.quick)
-    for cid in tqdm(ids, desc="chapters", file=sys.stderr):
-        runner.run_chapter(cid, quick=args.quick)
+        runner.preflight(cid, runner.run_parameters(cid, quick=args.quick))
+    for cid in tqdm(ids, desc="chapters", file=sys.stderr, disable=not _on_terminal()):
+        runner.run_chapter(cid, quick=args.quick, progress=_on_terminal())
     if not args.no_build:
         print(runner.build_book())
+
+
+def _on_terminal() -> bool:
+    """Progress bars only on a terminal: piped stderr stays one line per message."""
+    return sys.stderr.isatty()
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -78,7 +87,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="chapters and their parameters").set_defaults(func=_list)
     run = sub.add_parser("run", help="rerun one chapter with new parameters")
     run.add_argument("chapter")
-    run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                     help="set a parameter; VALUE may start with '-' (-p q -1e-3)")
     run.add_argument("--quick", action="store_true", help="start from the chapter's quick values")
     run.set_defaults(func=_run)
     book = sub.add_parser("book", help="run every chapter and build the HTML")
@@ -92,17 +102,61 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]] | None]:
+    """Take each ``-p NAME VALUE`` out of ``argv`` verbatim, whatever VALUE holds.
+
+    argparse reads a token that starts with ``-`` and is not a plain negative
+    number (``-1e-3``, ``-inf``) as an option, so ``-p q -1e-3`` would fail
+    with "expected 2 arguments". The two tokens after each ``-p``/``--param``
+    (after the ``run`` command) are therefore taken here, and checked by the
+    chapter's validator like any other value.
+    """
+    if "run" not in argv:
+        return argv, None
+    start = argv.index("run") + 1
+    rest, params, i = argv[:start], [], start
+    while i < len(argv):
+        if argv[i] in ("-p", "--param"):
+            if i + 2 >= len(argv):
+                raise RcakitError("argument -p/--param: expected 2 arguments (see 'rcakit --help')")
+            params.append((argv[i + 1], argv[i + 2]))
+            i += 3
+        else:
+            rest.append(argv[i])
+            i += 1
+    return rest, params
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser().parse_args(argv)
+        rest, params = split_params(argv)
+        args = parser().parse_args(rest)
+        if params is not None and args.command == "run":
+            args.param = (args.param or []) + params
         args.func(args)
     except RcakitError as err:
-        print(f"rcakit: error: {err}", file=sys.stderr)
-        return 2
+        return _fail(f"rcakit: error: {err}", 2)
     except runner.ChapterFailed as err:
-        print(f"rcakit: {err}", file=sys.stderr)
-        return 1
+        return _fail(f"rcakit: {err}", 1)
+    except KeyboardInterrupt:
+        return _fail("rcakit: interrupted; finished cases are kept in their stores and the last good "
+                     "notebooks and results are unchanged", 130)
+    except OSError as err:  # an unreadable file, a folder that vanished
+        where = f"{err.filename}: " if err.filename else ""
+        return _fail(f"rcakit: error: {where}{err.strerror or err}", 2)
+    except (RecursionError, MemoryError) as err:
+        return _fail(f"rcakit: error: input too deeply nested or too large ({type(err).__name__})", 2)
     return 0
+
+
+def _fail(line: str, status: int) -> int:
+    if os.environ.get("RCAKIT_TRACEBACK") and sys.exc_info()[0] is not None:
+        import traceback
+
+        traceback.print_exc()
+    print(" ".join(line.split()), file=sys.stderr)  # one line, whatever the message held
+    return status
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Tests, the closing claims page and outside checks read these files. Keys are
 sorted and numbers are plain JSON, so the same parameters and seed give a
-byte-identical file.
+byte-identical file. Each file is replaced atomically (``rcakit.io``): a full
+disk or a killed run leaves the last good file in place.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from rcakit import __version__
+from rcakit import RcakitError, __version__
+from rcakit.io import atomic_write
 from rcakit.paths import project_root
 
 
@@ -48,22 +50,43 @@ def record(chapter_id: str, numbers: Mapping, params: Mapping) -> Path:
     payload = dict(to_jsonable(numbers))
     payload["params"] = to_jsonable(params)
     payload["rcakit_version"] = __version__
-    path = results_dir() / f"{chapter_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    return path
+    folder = results_dir()
+    _check_folder(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return atomic_write(folder / f"{chapter_id}.json", json.dumps(payload, sort_keys=True, indent=2) + "\n")
 
 
 def load(chapter_id: str) -> dict:
     """Read back ``results/<chapter_id>.json``."""
-    path = results_dir() / f"{chapter_id}.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    return _read(results_dir() / f"{chapter_id}.json")
 
 
 def load_all() -> dict[str, dict]:
-    """Every results file in the results folder, keyed by chapter id."""
+    """Every results file in the results folder, keyed by chapter id.
+
+    A results path that is not a folder, or a file that is not a JSON object,
+    is a one-line ``RcakitError`` (never an empty table of "not measured").
+    """
     folder = results_dir()
-    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))}
+    _check_folder(folder)
+    return {p.stem: _read(p) for p in sorted(folder.glob("*.json"))}
+
+
+def _check_folder(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise RcakitError(f"results folder {folder} is a file, not a folder (RCAKIT_RESULTS_DIR)")
+
+
+def _read(path: Path) -> dict:
+    try:
+        tree = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise RcakitError(f"{path}: cannot read results: {err.strerror or err}") from None
+    except (ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise RcakitError(f"{path}: not a results file: {str(err).splitlines()[0][:120]}") from None
+    if not isinstance(tree, dict):
+        raise RcakitError(f"{path}: not a results file: expected a JSON object, got {type(tree).__name__}")
+    return tree
 
 
 def lookup(tree: Mapping, dotted: str) -> Any:

@@ -1,8 +1,20 @@
 """An append-only JSONL case store, so a killed sweep resumes where it stopped.
 
 Each finished case is one JSON line, flushed and fsynced before the sweep goes
-on. A torn last line (the process died mid-write) is ignored on reload and
-overwritten by the rerun of that case.
+on. Opening a store only reads it. On reload:
+
+- a torn last line (the process died mid-write, or the file system left a
+  NUL-filled tail) is ignored; the first new case cuts it off before it is
+  appended, so the rerun of that case takes its place;
+- a corrupt line in the middle (not JSON) is skipped with one warning line
+  naming the store and the line (``rcakit.progress.warn``: on the terminal,
+  never in a notebook's outputs), and the good cases after it are kept;
+- a line that is JSON but not a case (``null``, a list, an object without
+  ``key`` and ``value``) is a one-line ``RcakitError`` naming the store and
+  the line: the file is not a case store, and nothing is overwritten.
+
+Appending a line is the store's unit of durability, so the store is the one
+file rcakit extends in place rather than replacing it (``rcakit.io``).
 """
 
 from __future__ import annotations
@@ -12,6 +24,9 @@ import os
 from pathlib import Path
 from typing import Callable, Hashable, Iterable, Iterator
 
+from rcakit import RcakitError
+from rcakit.progress import warn
+
 
 class CaseStore:
     """Finished cases keyed by a string id, persisted to ``path``."""
@@ -20,32 +35,49 @@ class CaseStore:
         self.path = Path(path)
         self.fingerprint = fingerprint
         self._cases: dict[str, dict] = {}
+        self._good_bytes: int | None = None  # set when a torn tail must be cut before the next append
+        self._rows = 0  # well-formed lines read: a store with none gets the fingerprint first
         self._load()
 
     def _load(self) -> None:
-        if not self.path.exists():
-            return
-        good_bytes = 0
-        with self.path.open("rb") as fh:
-            for raw in fh:
-                try:
-                    row = json.loads(raw)
-                except json.JSONDecodeError:
-                    break  # torn tail from a killed writer
-                if not raw.endswith(b"\n"):
-                    break
-                good_bytes += len(raw)
-                if "__fingerprint__" in row:
-                    self._check_fingerprint(row["__fingerprint__"])
-                else:
-                    self._cases[row["key"]] = row["value"]
-        with self.path.open("r+b") as fh:
-            fh.truncate(good_bytes)
+        try:
+            if not self.path.exists():
+                return
+            data = self.path.read_bytes()
+        except OSError as err:
+            raise RcakitError(f"{self.path}: cannot read case store: {err.strerror or err}") from None
+        lines = data.split(b"\n")
+        offset = 0
+        for number, raw in enumerate(lines, start=1):
+            last = number == len(lines)
+            if last:
+                if raw:
+                    self._good_bytes = offset  # torn tail: no newline after it
+                return
+            offset += len(raw) + 1
+            row = _parse(raw)
+            if row is _CORRUPT:
+                if all(not rest.strip(b"\0") for rest in lines[number:]):
+                    self._good_bytes = offset - len(raw) - 1  # a NUL-filled tail is a torn tail
+                    return
+                warn(f"{self.path}:{number}: corrupt line skipped (not JSON); the case is recomputed")
+                continue
+            self._take(row, number)
+
+    def _take(self, row, number: int) -> None:
+        self._rows += 1
+        if isinstance(row, dict) and "__fingerprint__" in row:
+            self._check_fingerprint(row["__fingerprint__"])
+        elif isinstance(row, dict) and isinstance(row.get("key"), str) and "value" in row:
+            self._cases[row["key"]] = row["value"]
+        else:
+            raise RcakitError(
+                f"{self.path}:{number}: not a case (expected an object with 'key' and 'value', "
+                f"got {type(row).__name__}); is this a case store?"
+            )
 
     def _check_fingerprint(self, stored: dict) -> None:
         if self.fingerprint is not None and stored != self.fingerprint:
-            from rcakit import RcakitError
-
             raise RcakitError(
                 f"{self.path}: case store was written with other parameters; "
                 "delete it or choose another store path"
@@ -53,6 +85,10 @@ class CaseStore:
 
     def _append(self, row: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._good_bytes is not None:
+            with self.path.open("r+b") as fh:
+                fh.truncate(self._good_bytes)
+            self._good_bytes = None
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, sort_keys=True) + "\n")
             fh.flush()
@@ -69,9 +105,10 @@ class CaseStore:
 
     def put(self, key: str, value: dict) -> None:
         """Persist one finished case."""
-        if not self.path.exists() and self.fingerprint is not None:
+        if self.fingerprint is not None and not self._rows:
             self._append({"__fingerprint__": self.fingerprint})
         self._append({"key": key, "value": value})
+        self._rows += 1
         self._cases[key] = value
 
     def run(
@@ -90,3 +127,14 @@ class CaseStore:
         for key, item in progress(todo) if progress else todo:
             self.put(key, work(item))
         return [self._cases[k] for k, _ in items]
+
+
+_CORRUPT = object()
+
+
+def _parse(raw: bytes):
+    """One line's JSON value, or ``_CORRUPT`` (bad bytes, bad JSON, absurd nesting)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return _CORRUPT

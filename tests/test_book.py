@@ -90,7 +90,7 @@ BROKEN = textwrap.dedent(
     """\
     ---
     kernelspec: {display_name: Python 3, language: python, name: python3}
-    rcakit: {title: Broken}
+    rcakit: {title: Broken, bounds: {seed: [0, null]}}
     ---
     # Broken
 
@@ -128,3 +128,37 @@ def test_a_warning_fails_the_book_build(tmp_path, monkeypatch, quick_book):
     monkeypatch.setenv("RCAKIT_BOOK_DIR", str(book))
     with pytest.raises(runner.ChapterFailed, match="jupyter-book build failed"):
         runner.build_book()
+
+
+def png_outputs(nb_path) -> list[bytes]:
+    """Every image/png output of an executed notebook, in cell order, decoded."""
+    import base64
+
+    nb = json.loads(nb_path.read_text())
+    return [base64.b64decode(out["data"]["image/png"]) for cell in nb["cells"] for out in cell.get("outputs", [])
+            if "image/png" in out.get("data", {})]
+
+
+def rerun_with_hash_seed(chapter_id, folder, hash_seed="123"):
+    """Run ``chapter_id`` at quick in a subprocess with its own hash seed, book, results and stores."""
+    chapter = chapters.get(chapter_id)
+    args = [sys.executable, "-m", "rcakit.cli", "run", chapter_id, "--quick"]
+    if "store" in chapter.parameters:
+        args += ["-p", "store", str(folder / "cases")]
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "RCAKIT_BOOK_DIR": str(folder / "book"),
+           "RCAKIT_RESULTS_DIR": str(folder / "results"), "RCAKIT_PROGRESS": "0"}
+    proc = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return folder / "book" / "chapters" / (chapter.notebook.stem + ".ipynb")
+
+
+@pytest.mark.parametrize("chapter_id", [c for c in chapters.ORDER if c != "claims"])
+def test_figures_do_not_depend_on_the_hash_seed(quick_book, chapter_id, tmp_path):
+    from conftest import FIXTURE_HASH_SEED
+
+    assert FIXTURE_HASH_SEED != "123"
+    first = png_outputs(quick_book / "chapters" / (chapters.get(chapter_id).notebook.stem + ".ipynb"))
+    again = png_outputs(rerun_with_hash_seed(chapter_id, tmp_path))
+    assert len(again) == len(first) and first, chapter_id
+    changed = [i for i, (a, b) in enumerate(zip(first, again)) if a != b]
+    assert changed == [], f"{chapter_id}: figures {changed} differ with another PYTHONHASHSEED"

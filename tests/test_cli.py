@@ -73,3 +73,29 @@ def test_validate_reports_good_records_and_one_line_per_bad_file(tmp_path):
     missing = rcakit("validate", str(tmp_path / "nope"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "no such file" in missing.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "coverage-collapse", "-p", "store", "tests/fixtures/longrca_sample.jsonl"], "is a file, not a folder"),
+    (["run", "longrca-strata", "-p", "who_and_when_path", "no/such/logs"], "does not exist"),
+    (["run", "coverage-collapse", "-p", "provider", "ollama:m"], "ollama at http://127.0.0.1:9"),
+    (["run", "car-shapley", "-p", "q", "-1e-3"], "outside [0.01, 0.99]"),
+])
+def test_paths_and_servers_are_checked_before_a_kernel_starts(monkeypatch, capsys, args, message):
+    import papermill
+
+    def no_kernel(*a, **k):
+        raise AssertionError("a kernel was started")
+
+    monkeypatch.setattr(papermill, "execute_notebook", no_kernel)
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # the discard port: nothing listens
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_split_params_takes_values_that_start_with_a_dash():
+    rest, params = cli.split_params(["run", "x", "-p", "q", "-1e-3", "--quick", "--param", "s", "--x"])
+    assert rest == ["run", "x", "--quick"] and params == [("q", "-1e-3"), ("s", "--x")]
+    with pytest.raises(RcakitError, match="expected 2 arguments"):
+        cli.split_params(["run", "x", "-p", "q"])

@@ -192,3 +192,142 @@ def test_environment_yml_mirrors_pyproject_lower_bounds():
         name = re.split(r"[<>=]", requirement)[0]
         mirrored = [p for p in pins if re.split(r"[<>=]", p)[0] == name]
         assert mirrored == [requirement], f"{requirement} is not mirrored in environment.yml"
+
+
+def _lines(n):
+    return "".join(json.dumps({"key": str(i), "value": _square(i)}) + "\n" for i in range(n))
+
+
+def test_store_skips_a_corrupt_middle_line_keeps_later_cases_and_never_rewrites_on_open(tmp_path, capsys):
+    path = tmp_path / "cases.jsonl"
+    good = _lines(10).splitlines(keepends=True)
+    path.write_text("".join(good[:4]) + '{"key": "4", "val\n' + "".join(good[5:]))
+    before = path.read_bytes()
+    store = CaseStore(path)
+    assert path.read_bytes() == before  # opening only reads
+    assert len(store) == 9 and "4" not in store and store["9"] == _square(9)
+    warning = capsys.readouterr().err.strip().splitlines()
+    assert warning == [f"rcakit: warning: {path}:5: corrupt line skipped (not JSON); the case is recomputed"]
+    calls = []
+    out = store.run([(str(i), i) for i in range(10)], lambda i: calls.append(i) or _square(i))
+    assert calls == [4] and [o["y"] for o in out] == [i * i for i in range(10)]
+
+
+def test_store_treats_deep_nesting_as_a_corrupt_line(tmp_path, capsys):
+    path = tmp_path / "cases.jsonl"
+    path.write_text(_lines(1) + "[" * 100_000 + "]" * 100_000 + "\n" + _lines(3)[len(_lines(1)):])
+    assert len(CaseStore(path)) == 3
+    assert ":2: corrupt line skipped" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("row", ["null", "[1, 2]", '{"value": 1}', "3"])
+def test_store_refuses_a_line_that_is_not_a_case(tmp_path, row):
+    path = tmp_path / "cases.jsonl"
+    path.write_text(_lines(2) + row + "\n" + _lines(1))
+    before = path.read_bytes()
+    with pytest.raises(RcakitError, match=rf"^{path}:3: not a case") as err:
+        CaseStore(path)
+    assert "\n" not in str(err.value) and path.read_bytes() == before
+
+
+@pytest.mark.parametrize("tail", [b'{"key": "3", "va', b"\0" * 4096, b"\0" * 100 + b"\n" + b"\0" * 50])
+def test_store_torn_or_nul_tail_is_cut_only_by_the_next_append(tmp_path, tail, capsys):
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(_lines(3).encode() + tail)
+    store = CaseStore(path)
+    assert len(store) == 3 and path.read_bytes().endswith(tail)  # not rewritten on open
+    store.run([(str(i), i) for i in range(5)], _square)
+    assert path.read_text() == _lines(5) and capsys.readouterr().err == ""
+
+
+def test_store_warning_inside_a_runner_kernel_goes_to_the_warnings_file(tmp_path, monkeypatch, capsys):
+    from rcakit.progress import WARNINGS_ENV
+
+    log = tmp_path / "warnings.log"
+    monkeypatch.setenv(WARNINGS_ENV, str(log))
+    path = tmp_path / "cases.jsonl"
+    path.write_text(_lines(1) + "not json\n" + _lines(2)[len(_lines(1)):])
+    CaseStore(path)
+    assert capsys.readouterr().err == ""  # nothing on the kernel's stderr, so nothing in the notebook
+    assert log.read_text() == f"rcakit: warning: {path}:2: corrupt line skipped (not JSON); the case is recomputed\n"
+
+
+def test_load_all_refuses_a_results_path_that_is_a_file_or_bad_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "r.json"))
+    (tmp_path / "r.json").write_text("{}")
+    with pytest.raises(RcakitError, match="is a file, not a folder"):
+        results.load_all()
+    with pytest.raises(RcakitError, match="is a file, not a folder"):
+        results.record("demo", {}, {})
+    folder = tmp_path / "res"
+    folder.mkdir()
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(folder))
+    (folder / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(RcakitError, match=r"deep.json: not a results file") as err:
+        results.load_all()
+    assert "\n" not in str(err.value)
+    (folder / "deep.json").write_text("null")
+    with pytest.raises(RcakitError, match="expected a JSON object"):
+        results.load_all()
+
+
+def _toy_chapter(params: str, meta: str = "") -> chapters.Chapter:
+    nb_meta = {"title": "toy", **(__import__("yaml").safe_load(meta) or {})}
+    return chapters.Chapter("toy", "toy.md", "toy", chapters.parse_parameters(params),
+                            bounds=dict(nb_meta.get("bounds", {})), choices=dict(nb_meta.get("choices", {})),
+                            paths=dict(nb_meta.get("paths", {})), requires=dict(nb_meta.get("requires", {})))
+
+
+def test_declarations_refuse_a_numeric_parameter_without_bounds():
+    chapters.check_declarations(_toy_chapter("seed = 0  # s\nname = 'x'  # n\n", "bounds: {seed: [0, null]}"))
+    for params, meta, match in [
+        ("seed = 0  # s\n", "", "numeric parameter 'seed' has no bounds"),
+        ("seed = 0  # s\nrates = [0.1, 0.2]  # r\n", "bounds: {seed: [0, null]}", "numeric parameter 'rates'"),
+        ("seed = 0  # s\nxs = []  # x\n", "bounds: {seed: [0, null]}", "needs a non-empty default"),
+        ("s = 'a'  # s\n", "paths: {s: folder}", "paths: 's'"),
+        ("s = 'a'  # s\n", "requires: {'agent=llm': [s]}", "requires: 'agent=llm'"),
+    ]:
+        with pytest.raises(RcakitError, match=match):
+            chapters.check_declarations(_toy_chapter(params, meta))
+
+
+def test_every_numeric_parameter_of_every_chapter_has_bounds():
+    for chapter in chapters.all_chapters():  # check_declarations runs on load; this names the chapter
+        missing = [n for n, p in chapter.parameters.items() if chapters.is_numeric(p.default) and n not in chapter.bounds]
+        assert missing == [], chapter.id
+        assert chapter.bounds["seed"][0] == 0, chapter.id
+
+
+def test_list_parameters_are_checked_element_by_element():
+    toy = _toy_chapter("r_values = [1, 3]  # r\nnoise = [0.0, 0.1]  # n\n",
+                       "bounds: {r_values: [1, 50], noise: [0.0, 1.0]}")
+    assert chapters.coerce(toy, "r_values", "[2, 9]") == [2, 9]
+    assert chapters.coerce(toy, "noise", "[0, 1]") == [0.0, 1.0] and isinstance(chapters.coerce(toy, "noise", [0])[0], float)
+    for name, value, match in [("r_values", "[1,'a']", "element 1 expects int, got 'a'"),
+                               ("r_values", "[]", "non-empty list of int"), ("r_values", "[5.0]", "element 0 expects int"),
+                               ("r_values", "[1, 51]", "element 1 = 51 is outside"), ("r_values", "3", "non-empty list"),
+                               ("noise", "[True]", "element 0 expects float"), ("noise", "[1e999]", "not a finite"),
+                               ("r_values", "[" * 60_000 + "]" * 60_000, "expects list of int")]:
+        with pytest.raises(RcakitError, match=match):
+            chapters.coerce(toy, name, value)
+
+
+def test_requires_rule_and_provider_specs_are_checked_without_a_kernel():
+    toy = _toy_chapter("agent = 'rule'  # a\nprovider = 'none'  # p\njudge_provider = 'none'  # j\n",
+                       "requires: {'agent=llm': [provider]}")
+    chapters.check_rules(toy, {"agent": "rule", "provider": "none", "judge_provider": "none"})
+    with pytest.raises(RcakitError, match="'agent' = 'llm' needs 'provider' to be set"):
+        chapters.check_rules(toy, {"agent": "llm", "provider": "none", "judge_provider": "none"})
+    with pytest.raises(RcakitError, match="toy: judge_provider: unknown provider"):
+        chapters.check_rules(toy, {"agent": "rule", "provider": "none", "judge_provider": "gpt-4"})
+
+
+def test_llm_timeout_environment_variable_sets_the_default_but_not_an_explicit_value(monkeypatch):
+    from rcakit import runner
+
+    monkeypatch.setenv("RCAKIT_LLM_TIMEOUT", "7")
+    assert runner.run_parameters("car-shapley")["llm_timeout"] == 7.0
+    assert runner.run_parameters("car-shapley", {"llm_timeout": "3"})["llm_timeout"] == 3.0
+    monkeypatch.setenv("RCAKIT_LLM_TIMEOUT", "soon")
+    with pytest.raises(RcakitError, match="RCAKIT_LLM_TIMEOUT"):
+        runner.run_parameters("car-shapley")

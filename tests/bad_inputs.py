@@ -1,0 +1,356 @@
+"""The bad inputs a new user tries, each run as a real ``rcakit`` command.
+
+Shared by ``tests/test_errors.py`` (one test per case) and by the script
+that tabulates them (``python tests/bad_inputs.py TABLE.md``): the command,
+its exit status, the one line it prints, and whether anything changed on disk.
+Every case runs in a scratch folder that holds a good executed notebook, a
+good results file and a case store, so "nothing changed" is checked byte for byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+GOOD_NOTEBOOK = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n'
+GOOD_RESULTS = b'{"params": {"seed": 0}, "rcakit_version": "0.1.0"}\n'
+GOOD_STORE = b'{"key": "a", "value": {"x": 1}}\n'
+
+
+@dataclass
+class Case:
+    """One bad input: ``args`` after ``rcakit`` (``{tmp}`` is the scratch folder)."""
+
+    name: str
+    args: list[str]
+    expect: str  # a substring of the one line printed
+    status: int = 2
+    setup: Callable[[Path, list], dict] | None = None  # makes files; returns env overrides
+    mount: bool = False  # needs a tmpfs mount (root): skipped elsewhere
+    interrupt: bool = False  # Ctrl-C once the chapter's kernel is running
+    as_nobody: bool = False  # run as an unprivileged user (root reads every file)
+
+
+def scratch(tmp: Path) -> dict:
+    """The scratch folders with one good file each; the environment that points at them."""
+    (tmp / "book" / "chapters").mkdir(parents=True)
+    (tmp / "book" / "chapters" / "car_shapley.ipynb").write_bytes(GOOD_NOTEBOOK)
+    (tmp / "results").mkdir()
+    (tmp / "results" / "car-shapley.json").write_bytes(GOOD_RESULTS)
+    (tmp / "store").mkdir()
+    (tmp / "store" / "cases.jsonl").write_bytes(GOOD_STORE)
+    return {"RCAKIT_BOOK_DIR": str(tmp / "book"), "RCAKIT_RESULTS_DIR": str(tmp / "results"),
+            "RCAKIT_PROGRESS": "0"}
+
+
+def snapshot(tmp: Path) -> dict[str, bytes]:
+    """Every regular file under ``tmp`` and its bytes."""
+    out = {}
+    for path in sorted(tmp.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            out[str(path.relative_to(tmp))] = path.read_bytes()
+    return out
+
+
+def _file_as_results(tmp, cleanup):
+    (tmp / "results.json").write_text("{}\n")
+    return {"RCAKIT_RESULTS_DIR": str(tmp / "results.json")}
+
+
+def _file_as_book(tmp, cleanup):
+    (tmp / "bookfile").write_text("not a folder\n")
+    return {"RCAKIT_BOOK_DIR": str(tmp / "bookfile" / "book")}
+
+
+def _mount_tmpfs(folder: Path, cleanup: list, size: str = "1m", readonly: bool = False) -> None:
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True,
+                   capture_output=True)
+    cleanup.append(lambda: subprocess.run(["umount", "-l", str(folder)], capture_output=True))
+    if readonly:
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True, capture_output=True)
+
+
+def _readonly_results(tmp, cleanup):
+    _mount_tmpfs(tmp / "ro", cleanup, readonly=True)
+    return {"RCAKIT_RESULTS_DIR": str(tmp / "ro")}
+
+
+def _readonly_book(tmp, cleanup):
+    _mount_tmpfs(tmp / "robook", cleanup, readonly=True)
+    return {"RCAKIT_BOOK_DIR": str(tmp / "robook")}
+
+
+def _full_results(tmp, cleanup):
+    _mount_tmpfs(tmp / "full", cleanup, size="256k")
+    with contextlib.suppress(OSError), open(tmp / "full" / "filler", "wb") as fh:
+        while True:
+            fh.write(b"\0" * 4096)
+            fh.flush()
+    return {"RCAKIT_RESULTS_DIR": str(tmp / "full")}
+
+
+def _fifo(tmp, cleanup):
+    os.mkfifo(tmp / "logs.json")
+    return {}
+
+
+def _closed_port(tmp, cleanup):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return {"OLLAMA_HOST": f"http://127.0.0.1:{port}"}
+
+
+def _silent_server(tmp, cleanup):
+    """A server that accepts connections (the kernel's backlog) and never answers."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    cleanup.append(s.close)
+    return {"OLLAMA_HOST": f"http://127.0.0.1:{s.getsockname()[1]}"}
+
+
+def _deep_json(tmp, cleanup):
+    (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    return {}
+
+
+def _unreadable(tmp, cleanup):
+    """A file nobody may read, in a folder everyone may enter (the command runs as nobody when root)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="rcakit-unreadable-"))
+    folder.chmod(0o755)
+    cleanup.append(lambda: shutil.rmtree(folder, ignore_errors=True))
+    (folder / "log.json").write_text("{}\n")
+    (folder / "log.json").chmod(0)
+    (tmp / "where").write_text(str(folder))
+    return {"HOME": str(folder)}
+
+
+TOY_CHAPTER = textwrap.dedent(
+    """\
+    ---
+    kernelspec: {display_name: Python 3, language: python, name: python3}
+    rcakit:
+      title: Toy
+      bounds: {seed: [0, null], nap: [0.0, 600.0]}
+    ---
+    # Toy
+
+    ```{code-cell} ipython3
+    :tags: [parameters]
+
+    seed = 0  # seed
+    nap = 0.0  # seconds to sleep between cases
+    store = "store/toy.jsonl"  # case store
+    marker = ""  # file written once the sweep runs
+    ```
+
+    ```{code-cell} ipython3
+    import time
+    from pathlib import Path
+
+    from rcakit.paths import resolve
+    from rcakit.store import CaseStore
+
+    cases = CaseStore(resolve(store))
+    for i in range(100000 if nap else 3):
+        if i == 1 and marker:
+            Path(marker).write_text("running")
+        cases.put(str(i), {"square": i * i, "seed": seed})
+        time.sleep(nap)
+    print(len(cases), "cases")
+    ```
+    """
+)
+
+
+def _toy_root(tmp, cleanup):
+    (tmp / "root" / "notebooks").mkdir(parents=True)
+    (tmp / "root" / "notebooks" / "car_shapley.md").write_text(TOY_CHAPTER)
+    return {"RCAKIT_ROOT": str(tmp / "root")}
+
+
+PLUS = "+" * 5000
+DIGITS = "1" * 5000
+DEEP = "[" * 60_000 + "]" * 60_000  # one argument may hold at most 128 KiB
+
+CASES = [
+    Case("seed -1", ["run", "car-shapley", "-p", "seed", "-1"], "parameter 'seed' = -1 is outside [0, inf]"),
+    Case("negative value after -p", ["run", "car-shapley", "-p", "q", "-1e-3"], "parameter 'q' = -0.001 is outside"),
+    Case("gcjr list [1,'a']", ["run", "gcjr-ablations", "-p", "r_values", "[1,'a']"],
+         "parameter 'r_values' element 1 expects int, got 'a'"),
+    Case("gcjr list []", ["run", "gcjr-ablations", "-p", "r_values", "[]"], "expects a non-empty list of int"),
+    Case("gcjr list [5.0]", ["run", "gcjr-ablations", "-p", "r_values", "[5.0]"], "element 0 expects int, got 5.0"),
+    Case("gcjr list element out of bounds", ["run", "gcjr-ablations", "-p", "noise_levels", "[0.1, 2]"],
+         "element 1 = 2.0 is outside [0.0, 0.99]"),
+    Case("empty provider", ["run", "coverage-collapse", "-p", "provider", ""], "provider: unknown provider ''"),
+    Case("bad provider", ["run", "coverage-collapse", "-p", "provider", "gpt"], "provider: unknown provider 'gpt'"),
+    Case("bad judge provider", ["run", "content-corruption", "-p", "judge_provider", "ollama:"],
+         "judge_provider: unknown provider 'ollama:'"),
+    Case("agent llm without a provider", ["run", "coverage-collapse", "-p", "agent", "llm"],
+         "parameter 'agent' = 'llm' needs 'provider' to be set"),
+    Case("unreachable model server", ["run", "coverage-collapse", "-p", "provider", "ollama:qwen2.5:0.5b"],
+         "provider: ollama at http://127.0.0.1:", setup=_closed_port),
+    Case("server that never answers (2 s timeout)",
+         ["run", "longrca-strata", "-p", "provider", "ollama:qwen2.5:0.5b", "-p", "llm_timeout", "2"],
+         "provider: ollama at http://127.0.0.1:", setup=_silent_server),
+    Case("store path is a file", ["run", "coverage-collapse", "-p", "store", "{tmp}/store/cases.jsonl"],
+         "parameter 'store': {tmp}/store/cases.jsonl is a file, not a folder"),
+    Case("store under a file", ["run", "content-corruption", "-p", "store", "{tmp}/store/cases.jsonl/sub"],
+         "cannot be created: {tmp}/store/cases.jsonl is a file"),
+    Case("misspelled who_and_when_path", ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/who_and_wen"],
+         "parameter 'who_and_when_path': {tmp}/who_and_wen does not exist"),
+    Case("who_and_when_path is a FIFO", ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/logs.json"],
+         "is not a regular file or folder", setup=_fifo),
+    Case("a value of 5,000 + signs", ["run", "car-shapley", "-p", "q", PLUS], "parameter 'q' expects float, got '+++"),
+    Case("a 5,000-digit number", ["run", "car-shapley", "-p", "seed", DIGITS], "is too large (the limit is 2**63)"),
+    Case("a list nested 60k deep after -p", ["run", "gcjr-ablations", "-p", "hidden_fractions", DEEP],
+         "parameter 'hidden_fractions' expects list of float"),
+    Case("JSON nested 100k deep", ["validate", "{tmp}/deep.json"], "rcakit: error: ", setup=_deep_json),
+    Case("an unreadable file", ["validate", "{where}/log.json"], "Permission denied", setup=_unreadable,
+         as_nobody=True),
+    Case("results folder is a file", ["run", "car-shapley"], "results folder (RCAKIT_RESULTS_DIR): {tmp}/results.json "
+         "is a file", setup=_file_as_results),
+    Case("RCAKIT_BOOK_DIR under a file", ["run", "car-shapley"], "book folder (RCAKIT_BOOK_DIR): ", setup=_file_as_book),
+    Case("read-only RCAKIT_BOOK_DIR", ["run", "car-shapley"], "is not writable: Read-only file system",
+         setup=_readonly_book, mount=True),
+    Case("read-only results folder", ["run", "car-shapley"], "is not writable: Read-only file system",
+         setup=_readonly_results, mount=True),
+    Case("full results folder", ["run", "car-shapley"], "results folder (RCAKIT_RESULTS_DIR): ",
+         setup=_full_results, mount=True),
+    Case("missing -p value", ["run", "car-shapley", "-p", "q"], "argument -p/--param: expected 2 arguments"),
+    Case("unknown parameter", ["run", "car-shapley", "-p", "qq", "1"], "unknown parameter 'qq'"),
+    Case("unknown chapter", ["run", "no-such-chapter"], "unknown chapter 'no-such-chapter'"),
+    Case("Ctrl-C during a sweep", ["run", "car-shapley", "-p", "nap", "0.05", "-p", "marker", "{tmp}/running"],
+         "rcakit: interrupted", status=130, setup=_toy_root, interrupt=True),
+]
+
+
+@dataclass
+class Outcome:
+    status: int
+    lines: list[str]
+    stdout: str
+    changed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    env: dict = field(default_factory=dict)  # what the case's setup set, beside the scratch folders
+
+
+def run_case(case: Case, tmp: Path) -> Outcome:
+    """Run ``case`` in the scratch folder ``tmp``; report what it printed and changed."""
+    env = {**os.environ, **scratch(tmp)}
+    env.pop("PYTHONHASHSEED", None)
+    cleanup: list = []
+    try:
+        extra = case.setup(tmp, cleanup) if case.setup else {}
+        env.update(extra)
+        before = snapshot(tmp)
+        args = [_fill(a, tmp) for a in case.args]
+        cmd = [sys.executable, "-m", "rcakit.cli", *args]
+        if case.as_nobody and os.geteuid() == 0:
+            cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
+        start = time.monotonic()
+        if case.interrupt:
+            out, err, status = _interrupted(cmd, env, tmp / "running")
+        else:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+            out, err, status = proc.stdout, proc.stderr, proc.returncode
+        seconds = time.monotonic() - start
+        after = snapshot(tmp)
+    finally:
+        for undo in reversed(cleanup):
+            undo()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    return Outcome(status, err.strip().splitlines(), out, changed, seconds, extra)
+
+
+def _fill(arg: str, tmp: Path) -> str:
+    arg = arg.replace("{tmp}", str(tmp))
+    if "{where}" in arg:
+        arg = arg.replace("{where}", (tmp / "where").read_text())
+    return arg
+
+
+def _interrupted(cmd, env, marker: Path):
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends on Ctrl-C
+    out, err = proc.communicate(timeout=120)
+    return out, err, proc.returncode
+
+
+def expected(case: Case, tmp: Path) -> str:
+    return case.expect.replace("{tmp}", str(tmp))
+
+
+def can_mount() -> bool:
+    """Whether this process may mount a tmpfs (root in a privileged container)."""
+    if os.geteuid() != 0:
+        return False
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", d], capture_output=True).returncode == 0
+        if ok:
+            subprocess.run(["umount", d], capture_output=True)
+        return ok
+
+
+def _shown(args: list[str]) -> str:
+    def one(a: str) -> str:
+        a = a if len(a) <= 40 else f"{a[:12]}…({len(a)} chars)"
+        return a if a and all(c.isalnum() or c in "-_./:{}=" for c in a) else repr(a)
+
+    return "rcakit " + " ".join(one(a) for a in args)
+
+
+def table(path: Path) -> None:
+    """Run every case and write the Markdown table to ``path``."""
+    import tempfile
+
+    mount = can_mount()
+    rows = ["| case | command | exit | the one line printed (stderr) | changed on disk |",
+            "| --- | --- | --- | --- | --- |"]
+    for case in CASES:
+        if case.mount and not mount:
+            rows.append(f"| {case.name} | `{_shown(case.args)}` | skipped | needs a tmpfs mount | |")
+            continue
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            got = run_case(case, tmp)
+            shown = [line.replace(str(tmp), "$TMP") for line in got.lines]
+            env = " ".join(f"{k}={v.replace(str(tmp), '$TMP')}" for k, v in got.env.items() if k != "HOME")
+        line = " / ".join(shown).replace("|", "\\|")
+        line = line if len(line) <= 220 else f"{line[:220]}…"
+        changed = ", ".join(got.changed) if got.changed else "nothing"
+        command = (env + " " if env else "") + _shown(case.args).replace("{tmp}", "$TMP")
+        rows.append(f"| {case.name} | `{command}` | {got.status} | `{line}` | {changed} |")
+        print(case.name, got.status, len(got.lines), f"{got.seconds:.1f}s", file=sys.stderr)
+    env_note = (f"Generated by `python tests/bad_inputs.py` with {sys.executable}; each command ran in a scratch "
+                "folder holding a good notebook, results file and case store ($TMP), and 'changed on disk' "
+                "compares every file there byte for byte before and after. The Ctrl-C row runs a toy chapter "
+                "(RCAKIT_ROOT) whose sweep appends to a case store, and sends SIGINT to the command's process "
+                "group once the sweep runs; the store it leaves is read back by the test, line by line.")
+    path.write_text(env_note + "\n\n" + "\n".join(rows) + "\n")
+
+
+if __name__ == "__main__":
+    table(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("bad-inputs.md"))

@@ -1,0 +1,126 @@
+"""Atomic writes: a full disk, a failing chapter or a kill leaves the last good file, byte for byte."""
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bad_inputs import TOY_CHAPTER
+from rcakit import io as rio
+from rcakit import results, runner
+
+
+def _enospc_after(limit, real=os.write):
+    """An ``os.write`` that writes ``limit`` bytes for real, then fails as a full disk does."""
+    written = [0]
+
+    def write(fd, data):
+        if written[0] >= limit:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        n = real(fd, bytes(data[: limit - written[0]]))
+        written[0] += n
+        return n
+
+    return write
+
+
+def test_atomic_write_replaces_keeps_mode_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "a.txt"
+    rio.atomic_write(target, "old\n")
+    target.chmod(0o640)
+    rio.atomic_write(target, b"new\n")
+    assert target.read_bytes() == b"new\n" and target.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def test_enospc_during_record_keeps_the_previous_results_byte_for_byte(tmp_path, monkeypatch):
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
+    good = results.record("coverage-collapse", {"acc": list(range(2000))}, {"seed": 0}).read_bytes()
+    monkeypatch.setattr(rio.os, "write", _enospc_after(4096))
+    with pytest.raises(OSError) as err:
+        results.record("coverage-collapse", {"acc": list(range(3000))}, {"seed": 1})
+    assert err.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert (tmp_path / "coverage-collapse.json").read_bytes() == good
+    assert [p.name for p in tmp_path.iterdir()] == ["coverage-collapse.json"]  # the torn temp is gone
+
+
+@pytest.fixture()
+def toy(tmp_path, monkeypatch):
+    """A project whose car-shapley chapter is a three-case toy, and a scratch book."""
+    (tmp_path / "root" / "notebooks").mkdir(parents=True)
+    (tmp_path / "root" / "notebooks" / "car_shapley.md").write_text(
+        TOY_CHAPTER.replace('print(len(cases), "cases")', 'assert seed != 13, "planted failure"\nprint(seed)'))
+    monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("RCAKIT_BOOK_DIR", str(tmp_path / "book"))
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
+    return tmp_path
+
+
+def _chapters(toy):
+    return sorted(p.name for p in (toy / "book" / "chapters").iterdir())
+
+
+def test_enospc_during_the_notebook_write_keeps_the_good_notebook(toy, monkeypatch):
+    import papermill.iorw
+
+    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+    real, calls = papermill.iorw.LocalHandler.write, []
+
+    def full_disk(self, buf, path):
+        calls.append(path)
+        if len(calls) > 2:  # the disk fills while the chapter runs
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return real(self, buf, path)
+
+    monkeypatch.setattr(papermill.iorw.LocalHandler, "write", full_disk)
+    with pytest.raises(runner.ChapterFailed, match="No space left on device.*last good car_shapley.ipynb is kept"):
+        runner.run_chapter("car-shapley", {"seed": 2}, progress=False)
+    assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
+    assert _chapters(toy) == ["car_shapley.ipynb"]
+
+
+def test_enospc_when_publishing_the_notebook_keeps_the_good_one(toy, monkeypatch):
+    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+
+    def no_room(src, dst):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+
+    monkeypatch.setattr(runner, "publish", no_room)
+    with pytest.raises(runner.ChapterFailed, match="No space left"):
+        runner.run_chapter("car-shapley", {"seed": 2}, progress=False)
+    assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
+    assert _chapters(toy) == ["car_shapley.ipynb"]
+
+
+def test_a_failed_run_goes_beside_the_good_one_and_the_book_refuses_it(toy):
+    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+    with pytest.raises(runner.ChapterFailed, match=r"planted failure \(see .*car_shapley.failed.ipynb"):
+        runner.run_chapter("car-shapley", {"seed": 13}, progress=False)
+    assert _chapters(toy) == ["car_shapley.failed.ipynb", "car_shapley.ipynb"]
+    assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
+    assert b"planted failure" in (toy / "book" / "chapters" / "car_shapley.failed.ipynb").read_bytes()
+    with pytest.raises(runner.ChapterFailed, match="refusing to build the book.*car_shapley.failed.ipynb"):
+        runner.build_book()
+    runner.run_chapter("car-shapley", {"seed": 2}, progress=False)  # a good rerun clears the failure
+    assert _chapters(toy) == ["car_shapley.ipynb"]
+
+
+def test_a_killed_run_leaves_the_last_good_notebook_and_results(toy):
+    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+    marker = toy / "running"
+    proc = subprocess.Popen([sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05",
+                             "-p", "marker", str(marker)], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
+    published = [n for n in _chapters(toy) if not n.startswith(".")]
+    assert published == ["car_shapley.ipynb"]  # only a hidden temporary notebook may be left
