@@ -1,9 +1,9 @@
-"""Estimator overhead of rcakit.scm's Shapley estimators, beyond the value function.
+"""Estimator overhead of rcakit.shapley's estimators, beyond the value function.
 
     python benchmarks/bench_scm.py
 
 Overhead = (time of the estimator − time of the same value-function calls made
-directly) / number of calls. Targets (issue 2): at most 10 µs per coalition for
+directly) / number of calls. Targets: at most 10 µs per coalition for
 ``shapley_exact`` at n = 14 and per evaluation for ``shapley_permutation``.
 """
 
@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from rcakit import scm
+from rcakit.shapley import shapley_exact, shapley_permutation
 
 
 def cheap_value(s: frozenset) -> float:
@@ -32,7 +32,7 @@ def best_of(fn, repeats: int = 5) -> float:
 def exact_overhead(n: int = 14) -> tuple[float, float]:
     coalitions = [frozenset(i for i in range(n) if m >> i & 1) for m in range(1 << n)]
     direct = best_of(lambda: [cheap_value(c) for c in coalitions])
-    total = best_of(lambda: scm.shapley_exact(cheap_value, n))
+    total = best_of(lambda: shapley_exact(cheap_value, n))
     return (total - direct) / len(coalitions) * 1e6, total
 
 
@@ -41,7 +41,7 @@ def permutation_overhead(n: int = 14, permutations: int = 400) -> tuple[float, f
     walks = [rng.permutation(n) for _ in range(permutations)]
     prefixes = [frozenset(map(int, w[:k])) for w in walks for order in (w, w[::-1]) for k in range(n + 1)]
     direct = best_of(lambda: [cheap_value(c) for c in prefixes])
-    total = best_of(lambda: scm.shapley_permutation(cheap_value, n, permutations, seed=0))
+    total = best_of(lambda: shapley_permutation(cheap_value, n, permutations, seed=0))
     return (total - direct) / len(prefixes) * 1e6, total
 
 

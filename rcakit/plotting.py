@@ -1,16 +1,23 @@
-"""One figure theme and the few plots that several chapters share."""
+"""One figure theme and the few plots that several chapters share.
+
+Used in the chapters: every chapter calls :func:`set_theme`; ``car-shapley``
+draws :func:`contrastive_figure` (on :func:`ci_errorbar`),
+:func:`lineplot_panels` and :func:`support_report_figure`.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+import textwrap
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
 
 
 def set_theme() -> None:
-    """The book's look: seaborn whitegrid, colorblind palette, compact figures."""
+    """The book's look: seaborn whitegrid, colourblind palette, compact figures."""
     sns.set_theme(style="whitegrid", palette="colorblind", context="notebook")
     plt.rcParams.update({"figure.figsize": (6.4, 3.6), "figure.dpi": 100, "axes.titlesize": "medium"})
 
@@ -35,3 +42,125 @@ def ci_errorbar(
     ax.set_xticks(x, labels)
     ax.legend(loc="best", frameon=False)
     return ax
+
+
+def contrastive_figure(table: pd.DataFrame, locus: int | None) -> plt.Figure:
+    """Contrastive effects per step with their intervals, the point-of-commitment locus shaded (CAR §4).
+
+    ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
+    """
+    fig, ax = plt.subplots()
+    ci_errorbar(ax, table["name"], table["effect"], table["effect_lo"], table["effect_hi"],
+                label="effect, 95% bootstrap CI")
+    if locus is not None:
+        ax.axvspan(locus - 0.3, locus + 0.3, color="C1", alpha=0.15, label="locus")
+    ax.set_ylabel("P(bad | do) − P(bad | observed)")
+    ax.legend(frameon=False)
+    return fig
+
+
+def lineplot_panels(
+    data: pd.DataFrame,
+    x: str,
+    ys: Sequence[str],
+    hue: str,
+    seed: int,
+    log_xticks: Sequence[float] | None = None,
+    figsize: tuple[float, float] = (9, 3.4),
+) -> plt.Figure:
+    """One line plot per column of ``ys``, side by side, each panel labelled by its column.
+
+    Lines are the mean over repeated rows per ``x`` and ``hue``, with a 95%
+    bootstrap band that seaborn draws from ``seed`` (so the figure does not
+    change between runs). ``log_xticks``: a log x axis ticked at these values.
+    """
+    fig, axes = plt.subplots(1, len(ys), figsize=figsize, sharex=True, squeeze=False)
+    for ax, y in zip(axes[0], ys, strict=True):
+        sns.lineplot(data, x=x, y=y, hue=hue, marker="o", ax=ax, errorbar=("ci", 95), seed=seed)
+        if log_xticks is not None:
+            ax.set_xscale("log")
+            ax.set_xticks(log_xticks, [str(t) for t in log_xticks], rotation=45)
+            ax.minorticks_off()
+        ax.set_title(y)
+    fig.tight_layout()
+    return fig
+
+
+def support_report_figure(
+    trajectory: pd.DataFrame,
+    table: pd.DataFrame,
+    locus: int | None,
+    context_lines: Sequence[tuple[str, bool]],
+    figsize: tuple[float, float] = (11, 7.5),
+) -> plt.Figure:
+    """CAR's incident report (Figure 1) in four panels.
+
+    Top left, the factual trajectory (``trajectory``: columns ``name`` and
+    ``action``), the locus row marked; top right, the locus's decision context
+    (``context_lines``: text and whether it carries the injection, boxed in
+    red); bottom left, the outcome distribution under resampling from each
+    step (``p_bad_do`` with its Wilson interval ``p_lo``, ``p_hi``); bottom
+    right, the per-step effects with their intervals, the locus shaded.
+    ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
+    """
+    fig = plt.figure(figsize=figsize)
+    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
+    _trajectory_panel(fig.add_subplot(grid[0, 0]), trajectory, locus)
+    _context_panel(fig.add_subplot(grid[0, 1]), context_lines, locus, trajectory)
+    _outcome_panel(fig.add_subplot(grid[1, 0]), table)
+    effects = fig.add_subplot(grid[1, 1])
+    ci_errorbar(effects, table["name"], table["effect"], table["effect_lo"], table["effect_hi"],
+                label="effect, 95% bootstrap CI")
+    if locus is not None:
+        effects.axvspan(locus - 0.3, locus + 0.3, color="C3", alpha=0.15, label="locus")
+    effects.set_ylabel("P(bad | do) − P(bad | observed)")
+    effects.legend(frameon=False, loc="lower right")
+    effects.set_title("(d) per-step effects")
+    fig.tight_layout()
+    return fig
+
+
+def _trajectory_panel(ax: plt.Axes, trajectory: pd.DataFrame, locus: int | None) -> None:
+    ax.set_axis_off()
+    ax.set_title("(a) factual trajectory")
+    n = len(trajectory)
+    for i, row in enumerate(trajectory.itertuples()):
+        y = 1 - (i + 0.5) / n
+        is_locus = i == locus
+        ax.text(0.02, y, f"{i}  {row.name}", va="center", fontsize=10, weight="bold" if is_locus else "normal",
+                transform=ax.transAxes)
+        ax.text(0.45, y, f"→ {row.action}", va="center", fontsize=10, transform=ax.transAxes,
+                bbox={"facecolor": "C3", "alpha": 0.15, "edgecolor": "C3"} if is_locus else None)
+    if locus is not None:
+        ax.text(0.02, -0.02, "bold, shaded: the causal locus", fontsize=8, color="dimgrey", transform=ax.transAxes)
+
+
+def _context_panel(ax: plt.Axes, lines: Sequence[tuple[str, bool]], locus: int | None,
+                   trajectory: pd.DataFrame) -> None:
+    ax.set_axis_off()
+    name = trajectory["name"].iloc[locus] if locus is not None else "no locus"
+    ax.set_title(f"(b) decision context of the locus, {name}")
+    y = 0.97
+    for text, injected in lines:
+        wrapped = textwrap.fill(text, width=58)
+        style = {"color": "tab:red", "weight": "bold",
+                 "bbox": {"facecolor": "tab:red", "alpha": 0.12, "edgecolor": "tab:red"}} if injected else {}
+        ax.text(0.01, y, wrapped, va="top", fontsize=8.5, family="monospace", transform=ax.transAxes, **style)
+        y -= 0.085 * (wrapped.count("\n") + 1) + 0.05
+    if any(injected for _, injected in lines):
+        ax.text(0.01, max(y, 0.0), "boxed in red: the injected instruction", fontsize=8, color="tab:red",
+                transform=ax.transAxes)
+
+
+def _outcome_panel(ax: plt.Axes, table: pd.DataFrame) -> None:
+    x = np.arange(len(table))
+    bad = table["p_bad_do"].to_numpy(dtype=float)
+    ax.bar(x, bad, color="C3", alpha=0.7, label="bad: refund against policy")
+    ax.bar(x, 1 - bad, bottom=bad, color="C2", alpha=0.5, label="good")
+    below, above = (np.clip(d, 0, None) for d in (bad - table["p_lo"], table["p_hi"] - bad))  # Wilson at 1: 1 - 1e-16
+    ax.errorbar(x, bad, yerr=[below, above], fmt="none", color="black", capsize=4)
+    ax.set_xticks(x, [f"from {n}" for n in table["name"]], rotation=15)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share of rollouts (95% Wilson CI)")
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax.set_title("(c) outcomes when resampling from each step")

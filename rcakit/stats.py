@@ -1,12 +1,23 @@
 """Interval estimates shared by every chapter.
 
-Wilson intervals come from statsmodels; the bootstrap is a seeded percentile
-bootstrap over numpy. Nothing here re-implements what those libraries offer.
+Wilson intervals (Wilson, 1927) come from statsmodels. The bootstraps
+(Efron and Tibshirani, 1994) are seeded percentile bootstraps over numpy that
+share one resampling step, :func:`resample`: a statistic of one sample
+(:func:`bootstrap_ci`), the AgenticRAG-FP accuracy convention
+(:func:`bootstrap_accuracy_ci`), and a difference of two independent means
+(:func:`bootstrap_difference_ci`). Nothing here re-implements what those
+libraries offer.
+
+Used in the chapters: ``primer`` and ``car-shapley`` (Wilson, the two-arm
+bootstrap of a contrastive effect, CLT intervals of Shapley values);
+``coverage-collapse`` and ``content-corruption`` through ``rcakit.rag`` (the
+accuracy bootstrap); ``longrca-strata`` through ``rcakit.trajectories``
+(Wilson).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
@@ -27,6 +38,21 @@ def accuracy_with_ci(correct: Sequence[bool], alpha: float = 0.05) -> dict:
     return {"acc": hits / n if n else float("nan"), "n": n, "lo": lo, "hi": hi}
 
 
+def resample(data: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` resamples of ``data``'s rows with replacement, each of ``len(data)`` rows.
+
+    The one resampling step of every bootstrap here: shape ``(n_boot, len(data), ...)``.
+    """
+    return data[rng.integers(0, len(data), size=(n_boot, len(data)))]
+
+
+def percentile_interval(draws: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The central ``level`` interval of bootstrap draws (numpy's linear percentiles)."""
+    tail = (100 - 100 * level) / 2  # exactly 2.5 at level 0.95
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return (float(lo), float(hi))
+
+
 def bootstrap_ci(
     data: Sequence | np.ndarray,
     statistic: Callable[[np.ndarray], float] = np.mean,
@@ -42,12 +68,8 @@ def bootstrap_ci(
     arr = np.asarray(data)
     if len(arr) == 0:
         return (float("nan"),) * 3
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(arr), size=(n_boot, len(arr)))
-    stats = np.array([statistic(arr[row]) for row in idx])
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(stats, [tail, 100 - tail])
-    return (float(statistic(arr)), float(lo), float(hi))
+    draws = np.array([statistic(row) for row in resample(arr, n_boot, np.random.default_rng(seed))])
+    return (float(statistic(arr)), *percentile_interval(draws, level))
 
 
 def bootstrap_accuracy_ci(
@@ -56,18 +78,39 @@ def bootstrap_accuracy_ci(
     """Accuracy of a hit/miss list with the AgenticRAG-FP bootstrap CI.
 
     B resamples of size n with replacement; the sorted resampled accuracies are
-    read at the 2.5% and 97.5% positions (the authors' convention, seed 42).
-    The point estimate is the full-sample accuracy.
+    read at the 2.5% and 97.5% positions (the authors' convention, seed 42),
+    not interpolated as :func:`percentile_interval` does. The point estimate is
+    the full-sample accuracy.
     """
     arr = np.asarray(correct, dtype=float)
-    n = len(arr)
-    if n == 0:
+    if len(arr) == 0:
         return (float("nan"),) * 3
-    rng = np.random.default_rng(seed)
-    accs = np.sort(arr[rng.integers(0, n, size=(n_boot, n))].mean(axis=1))
+    accs = np.sort(resample(arr, n_boot, np.random.default_rng(seed)).mean(axis=1))
     lo = accs[int(0.025 * n_boot)]
     hi = accs[min(int(0.975 * n_boot), n_boot - 1)]
     return (float(arr.mean()), float(lo), float(hi))
+
+
+def bootstrap_difference_ci(
+    a: Sequence | np.ndarray,
+    b: Sequence | np.ndarray,
+    n_boot: int = 1000,
+    seed: int | np.random.Generator = 0,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
+    """Percentile bootstrap of ``mean(a) - mean(b)``: ``(difference, lo, hi)``.
+
+    Each arm is resampled independently (two separate samples, as CAR §4's
+    contrastive effect compares an intervention's rollouts with the observed
+    run's replays). ``seed`` may be a generator, so a caller can continue one
+    stream.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) == 0 or len(b) == 0:
+        return (float("nan"),) * 3
+    rng = np.random.default_rng(seed)
+    draws = resample(a, n_boot, rng).mean(axis=1) - resample(b, n_boot, rng).mean(axis=1)
+    return (float(a.mean() - b.mean()), *percentile_interval(draws, level))
 
 
 def mean_ci_normal(values: Sequence[float], z: float = 1.959963984540054) -> tuple[float, float, float]:

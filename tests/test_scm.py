@@ -1,104 +1,27 @@
-"""rcakit.scm: Shapley estimators on games with known values, the do-operations,
-and the contrastive locus on the pivotal SCM (CAR §4-5)."""
-
-from itertools import combinations
+"""rcakit.scm: the do-operations, the contrastive locus on the pivotal SCM, Shapley values of
+SCM failures by replay, and the chapter's claims failing when the code under them breaks (CAR §2-5)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from rcakit import scm
-
-
-def additive(weights):
-    return lambda s: float(sum(weights[i] for i in s))
-
-
-def unanimity(players):
-    return lambda s: float(set(players) <= s)
-
-
-def pairwise_game(a, b):
-    """v(S) = sum a_i + sum_{i<j in S} b_ij; Shapley phi_i = a_i + sum_j b_ij / 2."""
-    n = len(a)
-
-    def v(s):
-        return float(sum(a[i] for i in s) + sum(b[i, j] for i, j in combinations(sorted(s), 2)))
-
-    phi = np.array([a[i] + sum(b[min(i, j), max(i, j)] for j in range(n) if j != i) / 2 for i in range(n)])
-    return v, phi
-
-
-def test_exact_additive_game_returns_the_weights():
-    w = [0.5, -1.0, 2.0, 0.25]
-    assert np.allclose(scm.shapley_exact(additive(w), 4), w)
-
-
-def test_exact_unanimity_game_splits_evenly_among_carriers():
-    phi = scm.shapley_exact(unanimity({1, 3, 4}), 6)
-    assert np.allclose(phi, [0, 1 / 3, 0, 1 / 3, 1 / 3, 0])
+import rcakit.shapley
+from rcakit import scm, stats
+from rcakit.scm import examples
+from rcakit.shapley import shapley_exact, shapley_permutation
 
 
 def test_exact_interaction_scm_matches_analytic_values():
     for q in (0.3, 0.5, 0.8):
         s = scm.interaction_scm(q)
-        phi = scm.shapley_exact(s.analytic_v, 3)
+        phi = shapley_exact(s.analytic_v, 3)
         assert np.allclose(phi, [(1 - q**2) / 2, (1 - q**2) / 2, 0])
-
-
-def test_exact_efficiency_axiom_on_a_random_game():
-    rng = np.random.default_rng(1)
-    table = rng.normal(size=2**7)
-
-    def v(s):
-        return 0.0 if not s else table[sum(1 << i for i in s)]
-
-    phi = scm.shapley_exact(v, 7)
-    assert phi.sum() == pytest.approx(v(frozenset(range(7))) - v(frozenset()))
-
-
-def test_one_forward_and_reverse_pass_is_exact_for_pairwise_games():
-    rng = np.random.default_rng(3)
-    a, b = rng.normal(size=5), np.triu(rng.normal(size=(5, 5)), 1)
-    v, phi = pairwise_game(a, b)
-    est = scm.shapley_permutation(v, 5, n_permutations=1, antithetic=True, seed=11)
-    assert np.allclose(est.values, phi)
-    plain = scm.shapley_permutation(v, 5, n_permutations=1, antithetic=False, seed=11)
-    assert not np.allclose(plain.values, phi)  # one plain walk is not enough
-
-
-def test_permutation_efficiency_axiom_holds_per_walk():
-    rng = np.random.default_rng(5)
-    table = rng.normal(size=2**6)
-    v = lambda s: table[sum(1 << i for i in s)]  # noqa: E731
-    est = scm.shapley_permutation(v, 6, n_permutations=7, seed=2)
-    assert est.efficiency == pytest.approx(table[63] - table[0])
-
-
-def test_budget_keeps_only_whole_permutations():
-    calls = []
-    v = lambda s: calls.append(s) or float(len(s))  # noqa: E731
-    # n = 3: one antithetic permutation costs 2 * 4 = 8 evaluations; 20 fits two.
-    est = scm.shapley_permutation(v, 3, n_permutations=10, seed=0, budget=20)
-    assert est.truncated and est.permutations == 2
-    assert est.evaluations == 16 == len(calls)
-    assert est.samples.shape == (2, 3)
-    untouched = scm.shapley_permutation(v, 3, n_permutations=3, seed=0, budget=24)
-    assert not untouched.truncated and untouched.permutations == 3
-
-
-def test_no_caching_across_permutations():
-    calls = []
-    v = lambda s: calls.append(s) or 0.0  # noqa: E731
-    scm.shapley_permutation(v, 4, n_permutations=5, antithetic=True, seed=0)
-    assert len(calls) == 5 * 2 * 5
-    assert calls.count(frozenset()) == 10
 
 
 def test_monte_carlo_shapley_on_interaction_scm_covers_analytic_values():
     s = scm.interaction_scm(0.3, seed=0)
-    value = scm.rollout_value_fn(s, 12, np.random.default_rng(0))
-    est = scm.shapley_permutation(value, 3, 80, seed=1)
+    value = scm.RolloutValue(s, 12, np.random.default_rng(0))
+    est = shapley_permutation(value, 3, 80, seed=1)
     assert value.rollouts == 80 * 2 * 4 * 12 == 7680
     assert abs(est.efficiency - 0.91) < 0.03
     assert np.all(np.abs(est.values - [0.455, 0.455, 0]) < 0.06)
@@ -106,8 +29,8 @@ def test_monte_carlo_shapley_on_interaction_scm_covers_analytic_values():
 
 def test_same_seed_same_estimate():
     s = scm.interaction_scm(0.3, seed=0)
-    a = scm.shapley_permutation(scm.rollout_value_fn(s, 5, np.random.default_rng(9)), 3, 10, seed=4)
-    b = scm.shapley_permutation(scm.rollout_value_fn(s, 5, np.random.default_rng(9)), 3, 10, seed=4)
+    a = shapley_permutation(scm.RolloutValue(s, 5, np.random.default_rng(9)), 3, 10, seed=4)
+    b = shapley_permutation(scm.RolloutValue(s, 5, np.random.default_rng(9)), 3, 10, seed=4)
     assert np.array_equal(a.values, b.values) and np.array_equal(a.ci_low, b.ci_low)
 
 
@@ -123,7 +46,7 @@ def test_contrastive_locus_is_the_pivotal_step():
 
 def test_locus_rule_takes_the_last_rescuing_step():
     # Planted: the outcome is bad iff step 2 is bad; steps 0 and 1 are idle.
-    steps = [scm.Step(f"s{i}", lambda c, r: "bad" if r.random() < 0.2 else "ok") for i in range(4)]
+    steps = [scm.PolicyStep(f"s{i}", lambda c, r: "bad" if r.random() < 0.2 else "ok") for i in range(4)]
     run = scm.SCM(steps, outcome=lambda t: float(t[2].action == "bad"))
     run.observe_run(np.random.default_rng(0))
     result = scm.contrastive_effects(run, k_samples=60, seed=3)
@@ -131,7 +54,7 @@ def test_locus_rule_takes_the_last_rescuing_step():
 
 
 def test_no_locus_when_nothing_rescues():
-    steps = [scm.Step("only", lambda c, r: "x")]
+    steps = [scm.PolicyStep("only", lambda c, r: "x")]
     run = scm.SCM(steps, outcome=lambda t: 1.0).observe_run(np.random.default_rng(0))
     assert scm.contrastive_effects(run, 20, 0).locus is None
 
@@ -140,9 +63,9 @@ def test_no_locus_when_nothing_rescues():
 def chain():
     """Three steps; step 1 copies step 0's action unless its context says otherwise."""
     steps = [
-        scm.Step("a", lambda c, r: "bad" if r.random() < 0.5 else "ok", observe=lambda c, a: f"saw {a}"),
-        scm.Step("b", lambda c, r: c[0].action if c else "none"),
-        scm.Step("c", lambda c, r: c[1].observation or c[1].action),
+        scm.PolicyStep("a", lambda c, r: "bad" if r.random() < 0.5 else "ok", observe=lambda c, a: f"saw {a}"),
+        scm.PolicyStep("b", lambda c, r: c[0].action if c else "none"),
+        scm.PolicyStep("c", lambda c, r: c[1].observation or c[1].action),
     ]
     run = scm.SCM(steps, outcome=lambda t: float(t[2].action == "bad"))
     return run.observe_run(np.random.default_rng(0))
@@ -181,7 +104,7 @@ def test_do_resample_holds_the_prefix(chain):
 
 def test_or_failure_exact_values():
     s = scm.or_failure_scm(0.3)
-    assert np.allclose(scm.shapley_exact(s.analytic_v, 3), [0.245, 0.245, 0])
+    assert np.allclose(shapley_exact(s.analytic_v, 3), [0.245, 0.245, 0])
     assert s.observed[0].action == s.observed[1].action == "bad"
 
 
@@ -200,7 +123,7 @@ class ScriptedModel:
         return Reply("REFUND" if seed % 2 == 0 else "DENY", 10, 1)
 
 
-def test_llm_policy_draws_seeds_from_the_rollout_generator():
+def test_policy_from_llm_draws_seeds_from_the_rollout_generator():
     model = ScriptedModel()
     run = scm.llm_refund_scm(model, seed=0)
     assert run.observed[1].action == "refund" and model.seeds[-1] % 2 == 0
@@ -261,7 +184,7 @@ def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monk
             marginals[player] = value_fn(coalition) - empty
         return marginals
 
-    monkeypatch.setattr(scm, "_reverse_walk", stale_reverse_walk)
+    monkeypatch.setattr(rcakit.shapley, "_reverse_walk", stale_reverse_walk)
     verdicts, table = car_verdicts()
     assert verdicts[EFFICIENCY] == "differs"
     with pytest.raises(AssertionError, match="Efficiency sum"):
@@ -270,7 +193,10 @@ def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monk
 
 def test_efficiency_identity_fails_when_the_simulator_draws_the_wrong_probability(monkeypatch):
     # Bug: a step goes bad with probability 1 - q, so v(empty set) = 0.49, not q^2 = 0.09.
-    monkeypatch.setattr(scm, "_bernoulli", lambda p, yes, no: lambda context, rng: yes if rng.random() >= p else no)
+    def inverted(p, yes, no):
+        return lambda context, rng: yes if rng.random() >= p else no
+
+    monkeypatch.setattr(examples, "bernoulli_policy", inverted)
     verdicts, _ = car_verdicts()
     assert verdicts[EFFICIENCY] == "differs"
 
@@ -278,7 +204,8 @@ def test_efficiency_identity_fails_when_the_simulator_draws_the_wrong_probabilit
 def test_misattributing_reverse_walk_passes_the_identity_but_fails_the_mechanism(monkeypatch):
     # Bug: the reverse walk's marginals are flipped as if indexed by position, so player i
     # is credited with player n-1-i's marginal. The sum still telescopes; the split does not.
-    monkeypatch.setattr(scm, "_reverse_walk", lambda value_fn, order: scm._walk(value_fn, order[::-1])[::-1])
+    monkeypatch.setattr(rcakit.shapley, "_reverse_walk",
+                        lambda value_fn, order: rcakit.shapley._walk(value_fn, order[::-1])[::-1])
     verdicts, _ = car_verdicts()
     assert verdicts[EFFICIENCY] == "agrees"
     assert verdicts[PHI[0]] == "differs" and verdicts[PHI[2]] == "differs"
@@ -303,7 +230,7 @@ def test_shapley_reruns_are_independent_and_reproducible():
 
 def test_shapley_convergence_reports_both_samplings_at_equal_rollouts():
     s = scm.interaction_scm(0.3, seed=0)
-    table = scm.shapley_convergence(s, [96, 960], 2, 12, seed=0)
+    table = scm.shapley_convergence(s, scm.permutation_budgets(s, 12, [1, 10]), 2, 12, seed=0)
     assert len(table) == 2 * 2 * 2
     spent = table.groupby(["rollouts", "sampling"]).size()
     assert set(spent.index.get_level_values(0)) == {96, 960}
@@ -314,9 +241,90 @@ def test_shapley_convergence_reports_both_samplings_at_equal_rollouts():
 def test_interval_coverage_counts_intervals_that_hold_each_target():
     reruns = pd.DataFrame({"rerun": [0, 0, 1, 1, 2, 2], "player": [0, 1] * 3, "phi": [0.5] * 6,
                            "ci_low": [0.40, 0.0, 0.45, 0.0, 0.30, 0.2], "ci_high": [0.50, 0.1, 0.60, 0.1, 0.42, 0.3]})
-    table = scm.interval_coverage(reruns, {"paper": [0.44, 0.0], "analytic": [0.455, 0.25]}).set_index(["step", "target"])
+    targets = {"paper": [0.44, 0.0], "analytic": [0.455, 0.25]}
+    table = scm.interval_coverage(reruns, targets).set_index(["step", "target"])
     assert table.loc[(0, "paper"), "share of reruns inside"] == pytest.approx(1 / 3)  # only [0.40, 0.50] holds 0.44
     assert table.loc[(0, "analytic"), "share of reruns inside"] == pytest.approx(2 / 3)
     assert table.loc[(1, "paper"), "share of reruns inside"] == pytest.approx(2 / 3)
     assert table.loc[(1, "analytic"), "share of reruns inside"] == pytest.approx(1 / 3)
     assert (table["Wilson low"] <= table["share of reruns inside"]).all()
+
+
+def test_scm_shapley_cost_is_counted_in_rollouts():
+    s = scm.interaction_scm(0.3, seed=0)
+    est = scm.scm_shapley(s, 5, 12, 0, 1, 2)
+    assert est.cost_per_evaluation == 12 and est.spent == 5 * 2 * 4 * 12 and est.walks == 10
+
+
+def test_efficiency_from_v_empty_recovers_the_empty_coalitions_count():
+    s = scm.interaction_scm(0.3, seed=0)
+    est = scm.scm_shapley(s, 20, 6, 0, 3, 4)
+    check = scm.efficiency_from_v_empty(est)
+    assert check["walks"] == 40 and check["empty_rollouts"] == 240
+    # the sum is exactly 1 - (bad among the empty coalitions' rollouts) / their number
+    assert est.efficiency == pytest.approx(1 - check["empty_bad"] / 240, abs=1e-12)
+    lo, hi = check["efficiency_ci"]
+    assert lo < est.efficiency < hi
+    assert (lo, hi) == pytest.approx(tuple(1 - x for x in stats.wilson_ci(check["empty_bad"], 240)[::-1]))
+
+
+def test_forcing_the_pivotal_step_rescues_the_run_and_forcing_the_lookup_does_not():
+    pivotal = scm.pivotal_scm(p_bad=0.3, seed=0)
+    rng = np.random.default_rng(1)
+    assert scm.do_force_action(1, "no_refund").hold == {0}
+    assert not pivotal.sample_bad(rng, scm.do_force_action(1, "no_refund"), 50).any()
+    other_lookup = "order_found" if pivotal.observed[0].action != "order_found" else "order_found_partial"
+    bad = pivotal.sample_bad(rng, scm.do_force_action(0, other_lookup), 400)
+    lo, hi = stats.wilson_ci(int(bad.sum()), 400)
+    assert lo < 0.3 < hi  # the refund is re-decided: P(bad) falls back to p_bad, not to 0
+
+
+def test_policy_constructors_draw_from_the_rollout_generator():
+    rng = np.random.default_rng(0)
+    draws = [scm.bernoulli_policy(0.25, "y", "n")((), rng) for _ in range(4000)]
+    assert abs(draws.count("y") / 4000 - 0.25) < 0.03
+    assert {scm.uniform_policy(["a", "b", "c"])((), rng) for _ in range(100)} == {"a", "b", "c"}
+
+
+def test_refund_prompt_carries_the_injection_and_the_lookup():
+    messages = scm.refund_messages((scm.Record("lookup", (), "order_found", "delivered late"),))
+    assert messages[0]["content"] == scm.REFUND_SYSTEM and "REFUND or DENY" in scm.REFUND_SYSTEM
+    assert "SYSTEM OVERRIDE" in messages[1]["content"] and messages[1]["content"].endswith("delivered late")
+    assert scm.parse_refund(" refund.") == "refund" and scm.parse_refund("DENY") == "no_refund"
+
+
+# --- the paired bootstrap of the contrastive effect (rcakit.stats) -----------
+
+
+def test_bootstrap_difference_ci_brackets_the_difference_and_takes_the_level():
+    rng = np.random.default_rng(0)
+    a, b = rng.random(200) < 0.7, rng.random(150) < 0.2
+    diff, lo, hi = stats.bootstrap_difference_ci(a, b, 2000, seed=1)
+    assert diff == pytest.approx(a.mean() - b.mean()) and lo < diff < hi
+    _, lo90, hi90 = stats.bootstrap_difference_ci(a, b, 2000, seed=1, level=0.9)
+    assert lo < lo90 < hi90 < hi  # a lower level gives a narrower interval from the same draws
+    se = np.sqrt(a.var() / len(a) + b.var() / len(b))
+    assert hi - lo == pytest.approx(2 * 1.96 * se, rel=0.1)  # about the normal-theory width
+
+
+def test_bootstrap_difference_ci_is_seeded_and_continues_a_generator():
+    a, b = np.array([1, 1, 0, 1]), np.array([0, 0, 1])
+    assert stats.bootstrap_difference_ci(a, b, 500, seed=3) == stats.bootstrap_difference_ci(a, b, 500, seed=3)
+    shared = np.random.default_rng(3)
+    first = stats.bootstrap_difference_ci(a, b, 500, seed=shared)
+    assert first == stats.bootstrap_difference_ci(a, b, 500, seed=3)
+    assert stats.bootstrap_difference_ci(a, b, 500, seed=shared) != first  # the stream moved on
+
+
+def test_bootstrap_difference_ci_of_constant_arms_is_a_point():
+    assert stats.bootstrap_difference_ci([1, 1, 1], [0, 0], 100) == (1.0, 1.0, 1.0)
+    assert all(np.isnan(stats.bootstrap_difference_ci([], [1.0], 100)))
+
+
+def test_the_bootstraps_share_one_resampling_step():
+    data = np.arange(10.0)
+    rows = stats.resample(data, 7, np.random.default_rng(4))
+    assert rows.shape == (7, 10) and set(rows.ravel()) <= set(data)
+    point, lo, hi = stats.bootstrap_ci(data, n_boot=7, seed=4)
+    assert (lo, hi) == stats.percentile_interval(rows.mean(axis=1))
+    assert stats.percentile_interval(np.arange(101.0), 0.9) == (5.0, 95.0)
