@@ -14,30 +14,19 @@ r(1+n+C(n,2)) for exhaustive search.
 from __future__ import annotations
 
 import functools
-import os
 import sys
-import tempfile
 import time
-from pathlib import Path
+
+from timing import chapter_seconds
 
 from rcakit import repair
 from rcakit.repair import experiments
 
 
-def chapter_time() -> float:
-    from rcakit import runner
-
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["RCAKIT_RESULTS_DIR"] = tmp
-        start = time.perf_counter()
-        runner.run_chapter("gcjr-ablations", output_dir=Path(tmp), progress=False)
-        return time.perf_counter() - start
-
-
 def method_costs() -> list[tuple[str, float, float]]:
     cases = repair.controlled_dag_benchmark()
-    gcjr_frame = repair.evaluate(cases, repair.gcjr, schedules=(0,))
-    budgets = dict(zip(gcjr_frame["case_id"], gcjr_frame["replays"]))
+    gcjr_frame = repair.evaluate_method(cases, repair.gcjr, schedules=(0,))
+    budgets = dict(zip(gcjr_frame["case_id"], gcjr_frame["replays"], strict=True))
     methods = {"gcjr": repair.gcjr, "exhaustive": repair.exhaustive,
                **{f"gcjr/{n}": functools.partial(repair.gcjr, config=c)
                   for n, c in repair.ABLATIONS.items() if n != "gcjr"},
@@ -46,22 +35,22 @@ def method_costs() -> list[tuple[str, float, float]]:
     for name, method in methods.items():
         fresh = repair.controlled_dag_benchmark()  # empty replay caches, so every method pays its own way
         start = time.perf_counter()
-        frame = repair.evaluate(fresh, method, schedules=(0,))
+        frame = repair.evaluate_method(fresh, method, schedules=(0,))
         rows.append((name, frame["replays"].mean(), (time.perf_counter() - start) / len(fresh) * 1e3))
     return rows
 
 
 def cost_shares() -> tuple[float, float]:
     cases = repair.controlled_dag_benchmark()
-    g = repair.evaluate(cases, repair.gcjr, schedules=(0,))
-    e = repair.evaluate(cases, repair.exhaustive, schedules=(0,))
+    g = repair.evaluate_method(cases, repair.gcjr, schedules=(0,))
+    e = repair.evaluate_method(cases, repair.exhaustive, schedules=(0,))
     check = experiments.cost_check(cases, g, e, r=3)
     return float(check["gcjr_match"].mean()), float(check["exhaustive_match"].mean())
 
 
 def main() -> None:
     start = time.perf_counter()
-    cases = repair.controlled_dag_benchmark()
+    repair.controlled_dag_benchmark()
     print(f"generate 120 Controlled-DAG cases: {time.perf_counter() - start:.2f} s")
     print(f"{'method':<24}{'oracle calls / case':>20}{'ms / case':>12}")
     for name, calls, ms in method_costs():
@@ -69,7 +58,7 @@ def main() -> None:
     gcjr_share, exhaustive_share = cost_shares()
     print(f"cost check: counted == r(1+m+p) on {gcjr_share:.3f} of cases; == r(1+n+C(n,2)) on {exhaustive_share:.3f}")
     if "--skip-chapter" not in sys.argv:
-        print(f"chapter gcjr-ablations, default parameters: {chapter_time():.1f} s (target < 60 s)")
+        print(f"chapter gcjr-ablations, default parameters: {chapter_seconds('gcjr-ablations'):.1f} s (target < 60 s)")
 
 
 if __name__ == "__main__":

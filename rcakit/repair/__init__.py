@@ -5,15 +5,21 @@ Repair Families via Counterfactual Replay*. Submodules, by concept:
 
 - ``graph``: execution DAGs (``Case``), the failure slice, pair admission,
   hidden-edge views and schedules;
-- ``benchmark``: the seeded Controlled-DAG generator;
+- ``benchmark``: the seeded Controlled-DAG generator and hand-built cases;
 - ``oracle``: counterfactual replay with r shared seeds, θ = 2/3 and noise;
   the oracle counts its own calls;
 - ``search``: GCJR, exhaustive search and the ablation switches;
 - ``baselines``: singleton, execution-window, Shapley top-2, centrality,
   random pairs at a matched budget;
-- ``metrics``: FEM, macro FEM, AJ, RS@1, SC, MV, replays;
-- ``experiments``: the chapter's hidden-edge, noise and cost sweeps;
-- ``figures``: a hash-order-free drawing of an execution DAG.
+- ``metrics``: FEM, macro FEM, AJ, RS@1, SC, MV, replays, per-type means;
+- ``experiments``: the chapter's comparisons, ablations, baselines, and its
+  hidden-edge, noise and cost sweeps with the tables derived from them;
+- ``figures``: a hash-order-free drawing of an execution DAG and the sweep figures;
+- ``workflow``: the four-agent DualSolve-style workflow (planner, two solvers,
+  aggregator) whose messages are replayed, its scripted and LLM policies, and
+  the pilot run by GCJR and exhaustive search on it.
+
+Used in the chapters: `primer`, `gcjr-ablations`.
 """
 
 from rcakit.repair.baselines import (
@@ -24,10 +30,22 @@ from rcakit.repair.baselines import (
     shapley_top2,
     singleton_replay,
 )
-from rcakit.repair.benchmark import controlled_dag_benchmark, execution_graph, make_case
-from rcakit.repair.figures import draw_case, layered_layout
+from rcakit.repair.benchmark import (
+    benchmark_table,
+    controlled_dag_benchmark,
+    execution_graph,
+    hand_built_case,
+    make_case,
+)
+from rcakit.repair.figures import (
+    draw_case,
+    hidden_edge_figure,
+    layered_layout,
+    noise_figure,
+)
 from rcakit.repair.graph import (
     IN_SCOPE_KINDS,
+    KIND_LABELS,
     KINDS,
     Case,
     Structure,
@@ -37,8 +55,25 @@ from rcakit.repair.graph import (
     is_schedule,
     random_topological_order,
 )
-from rcakit.repair.metrics import counted_run, describe, evaluate, family_scores, summarize
-from rcakit.repair.oracle import THETA, Replay, ReplayOracle, clean_success, replay, threshold, true_family
+from rcakit.repair.metrics import (
+    counted_run,
+    evaluate_method,
+    family_scores,
+    format_family,
+    per_kind,
+    scoped,
+    summarise,
+    summary_table,
+)
+from rcakit.repair.oracle import (
+    THETA,
+    Replay,
+    ReplayOracle,
+    clean_success,
+    replay,
+    threshold,
+    true_family,
+)
 from rcakit.repair.search import (
     ABLATIONS,
     EXHAUSTIVE,
@@ -52,6 +87,16 @@ from rcakit.repair.search import (
     minimal_sets,
     replay_search,
 )
+from rcakit.repair.workflow import (
+    LLMPolicy,
+    ScriptedPolicy,
+    WorkflowCase,
+    WorkflowOracle,
+    evaluate_pilot,
+    make_policy,
+    pilot_cases,
+    run_pilot,
+)
 
 __all__ = [
     "ABLATIONS",
@@ -60,41 +105,57 @@ __all__ = [
     "GCJR",
     "IN_SCOPE_KINDS",
     "KINDS",
+    "KIND_LABELS",
+    "LLMPolicy",
     "RepairResult",
     "Replay",
     "ReplayOracle",
+    "ScriptedPolicy",
     "SearchConfig",
     "Structure",
     "THETA",
+    "WorkflowCase",
+    "WorkflowOracle",
     "ablation_configs",
     "baseline_methods",
+    "benchmark_table",
     "centrality",
     "clean_success",
     "controlled_dag_benchmark",
     "counted_run",
-    "describe",
     "distinct_schedules",
     "draw_case",
-    "evaluate",
+    "evaluate_method",
+    "evaluate_pilot",
     "execution_graph",
     "execution_window",
     "exhaustive",
     "failure_slice",
     "family_scores",
+    "format_family",
     "gcjr",
+    "hand_built_case",
+    "hidden_edge_figure",
     "hide_edges",
     "in_domain",
     "is_schedule",
     "layered_layout",
     "make_case",
+    "make_policy",
     "minimal_sets",
+    "noise_figure",
+    "per_kind",
+    "pilot_cases",
     "random_pairs",
     "random_topological_order",
     "replay",
     "replay_search",
+    "run_pilot",
+    "scoped",
     "shapley_top2",
     "singleton_replay",
-    "summarize",
+    "summarise",
+    "summary_table",
     "threshold",
     "true_family",
 ]

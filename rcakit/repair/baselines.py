@@ -15,6 +15,8 @@ The paper names them but not their details; the choices are:
   (the paper's "random pairs": no singleton is replayed), as many pairs as
   GCJR's replay count on the case pays for after ∅, then the minimality
   filter. It can therefore never return a singleton repair.
+
+Used in the chapters: `gcjr-ablations`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rcakit import RcakitError
 from rcakit.repair.graph import Case, failure_slice
 from rcakit.repair.oracle import ReplayOracle
 from rcakit.repair.search import EXHAUSTIVE, RepairResult, minimal_sets, ranked, replay_search
+from rcakit.shapley import shapley_exact
 
 
 def singleton_replay(case: Case, oracle: ReplayOracle) -> RepairResult:
@@ -41,16 +44,12 @@ def execution_window(case: Case, oracle: ReplayOracle, w: int = 4, q: int = 2) -
     """Exhaustive search over the last ``w`` candidates logged before the sink."""
     if not (isinstance(w, (int, np.integer)) and w >= 1):
         raise RcakitError(f"execution_window: w = {w!r} must be an integer >= 1")
-    schedule = case.schedules[oracle.schedule]
-    before = schedule[: schedule.index(case.sink)]
-    window = [v for v in before if v in case.index][-w:]
+    window = case.order(oracle.schedule, before=case.sink)[-w:]
     return replay_search(case, oracle, window, replace(EXHAUSTIVE, q=q))
 
 
 def shapley_top2(case: Case, oracle: ReplayOracle) -> RepairResult:
     """The top-2 events by exact Shapley value of h_θ, returned as one joint set."""
-    from rcakit.scm import shapley_exact
-
     table = oracle.replay_every_subset().astype(float)
     n = len(case.candidates)
     phi = shapley_exact(lambda c: table[sum(1 << i for i in c)], n)

@@ -26,17 +26,26 @@ apart. Each case carries three *distinct* topological orders (GCJR
 §Experiments: "three valid topological schedules"); a graph with fewer than
 three orders is never accepted, and another graph is drawn from the same
 generator, so the benchmark stays seeded and deterministic.
+
+``hand_built_case`` makes a case from an edge list, for small examples worked
+by hand.
+
+Used in the chapters: `gcjr-ablations`.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 
 from rcakit import RcakitError
-from rcakit.repair.graph import KINDS, Case, Structure, distinct_schedules, failure_slice
+from rcakit.repair.graph import KINDS, Case, Structure, distinct_schedules, failure_slice, is_schedule
 from rcakit.repair.oracle import true_family
 
 SINK = "out"
@@ -67,7 +76,7 @@ def execution_graph(rng: np.random.Generator) -> tuple[nx.DiGraph, dict[str, lis
     n_off = int(rng.integers(0, 3))
     counts = 1 + rng.multinomial(n - n_off - 4, [0.2, 0.3, 0.3, 0.2])
     g = nx.DiGraph()
-    chains = {a: _add_chain(g, a, int(k), rng, p_tool=0.2) for a, k in zip("ABCD", counts)}
+    chains = {a: _add_chain(g, a, int(k), rng, p_tool=0.2) for a, k in zip("ABCD", counts, strict=True)}
     a, b, c, d = (chains[x] for x in "ABCD")
     g.add_edges_from([(a[-1], b[0]), (a[-1], c[0]), (b[-1], d[0]), (c[-1], d[0])])
     for ev in a[:-1]:
@@ -150,3 +159,44 @@ def controlled_dag_benchmark(cases_per_type: int = 30, seed: int = 0) -> list[Ca
         for k, kind in enumerate(KINDS)
         for i in range(cases_per_type)
     ]
+
+
+def benchmark_table(cases: list[Case]) -> pd.DataFrame:
+    """Per type: cases, mean candidates, mean edges, and how many cases have three distinct schedules."""
+    frame = pd.DataFrame({
+        "kind": [case.kind for case in cases],
+        "candidates (mean)": [len(case.candidates) for case in cases],
+        "edges (mean)": [case.graph.number_of_edges() for case in cases],
+        "distinct schedules": [len(set(case.schedules)) == N_SCHEDULES for case in cases],
+    })
+    table = frame.groupby("kind").agg({"kind": "size", "candidates (mean)": "mean", "edges (mean)": "mean",
+                                       "distinct schedules": "sum"})
+    return table.rename(columns={"kind": "cases"}).reindex([k for k in KINDS if k in table.index])
+
+
+def hand_built_case(edges: Iterable[tuple[str, str]], faults: Iterable[str], *, redundant: Iterable[str] = (),
+                    schedules: Iterable[tuple[str, ...]] | None = None, sink: str = SINK, case_id: str = "hand",
+                    seed: int = 0) -> Case:
+    """A case from an edge list; an event's agent is its name without the trailing digits (``B1`` -> ``B``).
+
+    Every event but the sink is intervenable; ``faults`` carry injected
+    errors, ``redundant`` joins recover when any input is clean. The family
+    is the noiseless one (``true_family``), kind ``"hand"``. ``schedules``
+    default to three distinct topological orders drawn with ``seed``.
+    """
+    g = nx.DiGraph(list(edges))
+    if sink not in g:
+        raise RcakitError(f"hand_built_case: sink {sink!r} is not an endpoint of any edge")
+    for v in g:
+        g.add_node(v, agent=re.sub(r"\d+$", "", v), intervenable=v != sink, fault=False, gate="any")
+    for v, attr, value in [*((f, "fault", True) for f in faults), *((j, "gate", "all") for j in redundant)]:
+        if v not in g:
+            raise RcakitError(f"hand_built_case: event {v!r} is not in the graph")
+        g.nodes[v][attr] = value
+    if schedules is None:
+        schedules = distinct_schedules(g, np.random.default_rng(seed), N_SCHEDULES)
+    schedules = tuple(map(tuple, schedules))
+    if not all(is_schedule(g, order) for order in schedules):
+        raise RcakitError("hand_built_case: a schedule is not a topological order of the graph")
+    case = Case(case_id, "hand", g, sink, frozenset(), schedules, seed)
+    return replace(case, family=true_family(case))

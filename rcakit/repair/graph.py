@@ -8,14 +8,16 @@ the failed run) and ``gate`` (``"any"``: corrupted when any input is;
 the failure sink. GCJR §Methodology: the failure slice B(o) = Anc(o) ∪ {o};
 pair admission needs different agents, incomparable events and a downstream
 join (in-degree >= 2) that both reach.
+
+Used in the chapters: `primer`, `gcjr-ablations`.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable
 
 import networkx as nx
 import numpy as np
@@ -24,6 +26,8 @@ from rcakit import RcakitError
 
 KINDS = ("single", "joint_and", "alt_or", "sequential_joint")
 IN_SCOPE_KINDS = KINDS[:3]  # Sequential-Joint lies outside GCJR's declared domain
+KIND_LABELS = {"single": "Single", "joint_and": "Joint-AND", "alt_or": "Alternative-OR",
+               "sequential_joint": "Sequential-Joint"}  # the paper's names of the four types, for tables
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,7 +45,6 @@ class Case:
     family: frozenset
     schedules: tuple
     seed: int
-    cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def candidates(self) -> tuple[str, ...]:
@@ -50,11 +53,15 @@ class Case:
 
     @cached_property
     def index(self) -> dict[str, int]:
+        """Candidate -> its bit in a set bitmask."""
         return {v: i for i, v in enumerate(self.candidates)}
 
-    def order(self, schedule: int = 0) -> list[str]:
-        """The candidates in the order schedule ``schedule`` logged them."""
-        return [v for v in self.schedules[schedule] if v in self.index]
+    def order(self, schedule: int = 0, before: str | None = None) -> list[str]:
+        """The candidates in the order schedule ``schedule`` logged them, only those logged before ``before``."""
+        logged = self.schedules[schedule]
+        if before is not None:
+            logged = logged[: logged.index(before)]
+        return [v for v in logged if v in self.index]
 
     def mask(self, events: Iterable[str]) -> int:
         """The bitmask of a candidate set; a non-candidate is a one-line error."""
@@ -107,7 +114,7 @@ class Structure:
 
 
 def hide_edges(graph: nx.DiGraph, fraction: float, rng: np.random.Generator) -> nx.DiGraph:
-    """A copy of ``graph`` with round(fraction·|E|) edges removed at random.
+    """A copy of ``graph`` with ``round(fraction · |E|)`` edges removed at random.
 
     The edges are removed in the order of one random permutation, so with the
     same ``rng`` seed a larger fraction hides a superset of a smaller one

@@ -4,8 +4,8 @@ Per case, with predicted family P (ranked) and true family T = F_{q,θ}
 under noiseless replay:
 
 - FEM: 1 if P == T as sets of sets (Family Exact Match).
-- AJ: |P ∩ T| / |P ∪ T|, sets compared as whole sets; 1 when both are empty.
-- recall: |P ∩ T| / |T|, the share of true minimal repairs recovered.
+- AJ: ``|P ∩ T| / |P ∪ T|``, sets compared as whole sets; 1 when both are empty.
+- recall: ``|P ∩ T| / |T|``, the share of true minimal repairs recovered.
 - RS@1: 1 if the first-ranked set of P is a member of T (0 if P is empty).
 - repair_success1: 1 if the first-ranked set restores success under
   noiseless replay, minimal or not (an alternative reading of RS@1).
@@ -19,20 +19,24 @@ under noiseless replay:
   itself (``ReplayOracle.calls``), never as reported by the method.
 
 Over a group of cases each metric is a mean; macro FEM is the mean over the
-in-scope types of the per-type FEM.
+in-scope types of the per-type FEM. ``per_kind`` gives the per-type means
+once, for every table and result that needs them.
+
+Used in the chapters: `gcjr-ablations`.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import pandas as pd
 
-from rcakit.repair.graph import IN_SCOPE_KINDS, Case
+from rcakit.repair.graph import IN_SCOPE_KINDS, KINDS, Case
 from rcakit.repair.oracle import THETA, ReplayOracle, clean_success, true_family
 from rcakit.repair.search import RepairResult, in_domain
 
 Method = Callable[[Case, ReplayOracle], RepairResult]
+SCORES = ("fem", "aj", "recall", "rs1", "repair_success1", "mv", "sc", "replays")  # per-case metric columns
 
 
 def family_scores(case: Case, result: RepairResult, truth: frozenset) -> dict:
@@ -50,8 +54,8 @@ def family_scores(case: Case, result: RepairResult, truth: frozenset) -> dict:
     }
 
 
-def describe(family: Iterable[frozenset]) -> str:
-    """A stable text form, e.g. ``{B1, C0} | {A0}``; ``∅`` for no set."""
+def format_family(family: Iterable[frozenset]) -> str:
+    """A family as stable text, e.g. ``{B1, C0} | {A0}``; ``∅`` for no set."""
     sets = sorted("{" + ", ".join(sorted(s)) + "}" for s in family)
     return " | ".join(sets) if sets else "∅"
 
@@ -62,8 +66,8 @@ def counted_run(case: Case, method: Method, **oracle_args) -> tuple[RepairResult
     return method(case, oracle), oracle.calls
 
 
-def evaluate(cases: list[Case], method: Method, *, q: int = 2, r: int = 3, theta=THETA,
-             noise: float = 0.0, schedules: Iterable[int] = (0, 1, 2)) -> pd.DataFrame:
+def evaluate_method(cases: list[Case], method: Method, *, q: int = 2, r: int = 3, theta=THETA,
+                    noise: float = 0.0, schedules: Iterable[int] = (0, 1, 2)) -> pd.DataFrame:
     """Run ``method`` on every case under each schedule; one row per case.
 
     Metrics and ``replays`` come from the first schedule listed; ``sc``
@@ -83,13 +87,18 @@ def evaluate(cases: list[Case], method: Method, *, q: int = 2, r: int = 3, theta
             **family_scores(case, first, truth),
             "sc": float(all(res.family == first.family for res, _ in runs)),
             "replays": calls,
-            "family": describe(first.family),
-            "truth": describe(truth),
+            "family": format_family(first.family),
+            "truth": format_family(truth),
         })
     return pd.DataFrame(rows)
 
 
-def summarize(frame: pd.DataFrame) -> dict:
+def scoped(frame: pd.DataFrame) -> pd.DataFrame:
+    """The in-scope rows of an evaluation (true family inside GCJR's domain D_G)."""
+    return frame[frame["in_scope"]]
+
+
+def summarise(frame: pd.DataFrame) -> dict:
     """The mean metrics of a group of cases, with macro FEM over the in-scope types present."""
     by_kind = frame[frame["kind"].isin(IN_SCOPE_KINDS)].groupby("kind")["fem"].mean()
     return {
@@ -103,3 +112,21 @@ def summarize(frame: pd.DataFrame) -> dict:
         "recall": frame["recall"].mean(),
         "repair_success1": frame["repair_success1"].mean(),
     }
+
+
+def summary_table(runs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """``summarise`` of the in-scope cases of each evaluation, one row per method (GCJR §Results table)."""
+    return pd.DataFrame({name: summarise(scoped(frame)) for name, frame in runs.items()}).T
+
+
+def per_kind(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-type means of the metric columns, one row per type present, in the order of ``KINDS``.
+
+    Beside the means: ``in_scope``, the share of the type's cases in GCJR's
+    domain, and ``empty``, how many cases returned the empty family.
+    """
+    groups = frame.groupby("kind")
+    table = groups[list(SCORES)].mean()
+    table["in_scope"] = groups["in_scope"].mean()
+    table["empty"] = groups["family"].apply(lambda f: int((f == "∅").sum()))
+    return table.reindex([k for k in KINDS if k in table.index])

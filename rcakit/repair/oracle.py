@@ -17,20 +17,29 @@ set S is a fixed function of (case, schedule, S, j): every method sees the
 same replay outcome for the same set (common random numbers), raising r keeps
 the first seeds' outcomes, and the schedule the run is replayed under decides
 which seeds a set sees.
+
+Replay outcomes are pure functions of a case, so the module keeps one memo per
+case (``_memo``: the compiled graph, the noiseless outcome of each set and the
+per-seed uniforms), held weakly: it lives as long as the case does and
+never changes what a replay returns.
+
+Used in the chapters: `primer`, `gcjr-ablations`.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable
 
 import networkx as nx
 import numpy as np
 
 from rcakit import RcakitError
 from rcakit.repair.graph import Case
+from rcakit.repair.search import minimal_sets
 
 THETA = Fraction(2, 3)  # GCJR §Methodology: a set succeeds on at least 2/3 of its seeds
 
@@ -77,25 +86,37 @@ class _Plan:
         return ~corrupt[self.sink]
 
 
-def _plan(case: Case) -> _Plan:
-    if "plan" not in case.cache:
+@dataclass
+class _CaseMemo:
+    """What replaying one case has computed so far (see the module docstring)."""
+
+    plan: _Plan
+    outcomes: dict[int, bool] = field(default_factory=dict)  # set bitmask -> Y(S) without noise
+    uniforms: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (schedule, mask) -> draws
+
+
+_MEMOS: weakref.WeakKeyDictionary[Case, _CaseMemo] = weakref.WeakKeyDictionary()
+
+
+def _memo(case: Case) -> _CaseMemo:
+    if case not in _MEMOS:
         if len(case.candidates) > 62:
             raise RcakitError(f"case {case.case_id}: more than 62 candidates do not fit a bitmask")
-        case.cache["plan"] = _Plan(case)
-    return case.cache["plan"]
+        _MEMOS[case] = _CaseMemo(_Plan(case))
+    return _MEMOS[case]
 
 
 def clean_success(case: Case, mask: int) -> bool:
     """Y(S) without noise: does repairing the set with bitmask ``mask`` restore success?"""
-    outcomes = case.cache.setdefault("outcome", {})
-    if mask not in outcomes:
-        outcomes[mask] = bool(_plan(case).success(np.array([mask], dtype=np.int64))[0])
-    return outcomes[mask]
+    memo = _memo(case)
+    if mask not in memo.outcomes:
+        memo.outcomes[mask] = bool(memo.plan.success(np.array([mask], dtype=np.int64))[0])
+    return memo.outcomes[mask]
 
 
 def _uniforms(case: Case, schedule: int, mask: int, r: int) -> np.ndarray:
     """The first r per-seed uniforms of set ``mask`` (prefix-stable in r)."""
-    draws = case.cache.setdefault("uniforms", {})
+    draws = _memo(case).uniforms
     key = (schedule, mask)
     if key not in draws or len(draws[key]) < r:
         draws[key] = np.random.default_rng([case.seed, schedule, mask]).random(max(r, 9))
@@ -123,8 +144,6 @@ def true_family(case: Case, q: int = 2) -> frozenset:
     The reference every method is scored against (MRFR, GCJR §Technical
     contribution); replay here is free and is not counted.
     """
-    from rcakit.repair.search import minimal_sets
-
     return minimal_sets(
         frozenset(s)
         for k in range(1, q + 1)
@@ -185,7 +204,7 @@ class ReplayOracle:
         self.__calls += self.r * len(masks)
         if len(masks) == 1:  # one set: the cached per-set outcome, no vectorised pass
             return np.array([seed_outcomes(self.case, int(masks[0]), self.r, self.noise, self.schedule).sum()])
-        clean = _plan(self.case).success(masks)
+        clean = _memo(self.case).plan.success(masks)
         if self.noise == 0.0:
             return clean.astype(np.int64) * self.r
         flips = np.array([_uniforms(self.case, self.schedule, int(m), self.r) < self.noise for m in masks])

@@ -5,31 +5,38 @@ slices the graph, admits only structurally plausible multi-event sets and
 prunes sets that contain a successful smaller set; exhaustive search does
 none of that and keeps the final inclusion-minimality filter. The paper's
 ablations are further settings of the same switches (``ABLATIONS``).
+``minimal_sets`` is the one inclusion-minimality filter of the package; the
+oracle's reference family uses it too.
+
+Used in the chapters: `primer`, `gcjr-ablations`.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from rcakit import RcakitError
 from rcakit.repair.graph import Case, Structure, failure_slice
-from rcakit.repair.oracle import ReplayOracle
+
+if TYPE_CHECKING:  # the oracle imports ``minimal_sets`` from here; the search only calls the oracle
+    from rcakit.repair.oracle import ReplayOracle
 
 
 @dataclass(frozen=True)
 class SearchConfig:
     """Switches of the replay search.
 
-    q: largest set size (the paper evaluates q = 2).
-    slicing: keep only candidates in the failure slice B(o).
-    admission: admit a set of size >= 2 only if every pair in it has different
-        agents, is incomparable and converges at a join (pairwise for q > 2).
-    prune: skip a set that contains an already successful smaller set
-        (successful-singleton pruning at q = 2).
-    minimality: return only inclusion-minimal successes.
+    - ``q``: largest set size (the paper evaluates q = 2).
+    - ``slicing``: keep only candidates in the failure slice B(o).
+    - ``admission``: admit a set of size >= 2 only if every pair in it has
+      different agents, is incomparable and converges at a join (pairwise for q > 2).
+    - ``prune``: skip a set that contains an already successful smaller set
+      (successful-singleton pruning at q = 2).
+    - ``minimality``: return only inclusion-minimal successes.
     """
 
     q: int = 2
@@ -78,6 +85,7 @@ def minimal_sets(sets) -> frozenset:
 
 
 def ranked(family, means: dict, order: list[str]) -> tuple:
+    """``family`` best first: smaller sets, then higher mean replay success, then the earliest event in ``order``."""
     pos = {v: i for i, v in enumerate(order)}
     return tuple(sorted(family, key=lambda s: (len(s), -means[s], min(pos[v] for v in s))))
 
