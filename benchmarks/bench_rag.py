@@ -13,8 +13,8 @@ from pathlib import Path
 from rcakit.rag import protocol
 from rcakit.rag.agent import Agent, RuleReader
 from rcakit.rag.retrieval import Retriever
-from rcakit.rag.world import build_world
 from rcakit.rag.text import tokens
+from rcakit.rag.world import build_world
 
 
 def timed(fn) -> float:
@@ -45,7 +45,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         store = protocol.case_store("bench", {"bench": 1}, Path(folder))
-        t_sweep = timed(lambda: protocol.sweep(lab, "structural", [1, 2, 3], store))
+        t_sweep = timed(lambda: protocol.sweep(lab, "structural", [1, 2, 3], store, progress=None))
         print(f"structural sweep ({len(store)} cases, with diagnosers and fsync per case): {t_sweep:.1f} s")
 
 

@@ -5,17 +5,18 @@ import random
 from dataclasses import replace
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from rcakit import RcakitError
-from rcakit.rag import answer_correct, classify_outcome, normalize
+from rcakit.rag import answer_correct, classify_outcome, normalise
 from rcakit.rag import diagnosers as dg
+from rcakit.rag import metrics as M
 from rcakit.rag import protocol as P
-from rcakit.rag.interventions import STRUCTURAL, corrupt_content, inject, _present
 from rcakit.rag.agent import RuleReader, Trace
-from rcakit.rag.world import RELATIONS, Paragraph, build_world
-from rcakit.stats import bootstrap_accuracy_ci
+from rcakit.rag.interventions import STRUCTURAL, corrupt_content, inject, perturb_number, span_present
 from rcakit.rag.text import tokens
+from rcakit.rag.world import RELATIONS, Paragraph, build_world
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +30,9 @@ def _ok(lab, depth=1):
 
 # --- text ---------------------------------------------------------------------------------
 
-def test_normalize_follows_squad_rules():
-    assert normalize("The  12,979 Cats, an Apple!") == "12 979 cats apple"
-    assert normalize("Theatre") == "theatre"  # only whole-word articles go
+def test_normalise_follows_squad_rules():
+    assert normalise("The  12,979 Cats, an Apple!") == "12 979 cats apple"
+    assert normalise("Theatre") == "theatre"  # only whole-word articles go
 
 
 @pytest.mark.parametrize("answer,gold,expected", [
@@ -50,13 +51,6 @@ def test_outcome_classes_on_hand_made_cases():
     assert classify_outcome("New Ostion", "Port Karith", "New Ostion") == "absorbed"
     assert classify_outcome("Ostion", "Port Karith", "New Ostion") == "derailed"  # recall 0.5
     assert classify_outcome("Mara", "Port Karith", "the") == "derailed"  # empty normalised span
-
-
-def test_bootstrap_on_known_data():
-    assert bootstrap_accuracy_ci([True] * 20) == (1.0, 1.0, 1.0)
-    point, lo, hi = bootstrap_accuracy_ci([True, False] * 50)
-    assert point == 0.5 and 0.38 < lo < 0.45 and 0.55 < hi < 0.62
-    assert bootstrap_accuracy_ci([True, False] * 50) == (point, lo, hi)
 
 
 # --- world and agent -------------------------------------------------------------------------
@@ -138,7 +132,7 @@ def test_structural_intervention_semantics(lab, kind):
             true_obj = lab.world.facts[subject][trace.question.relations[hop.relation]]
             assert hop.docs[0].text.startswith("Archived") and true_obj not in hop.docs[0].text
         # suffix regenerated from the new state, not copied
-        for prev, nxt in zip(out.hops[h - 1:], out.hops[h:]):
+        for prev, nxt in zip(out.hops[h - 1:-1], out.hops[h:], strict=True):
             assert nxt.label == ""
             expected = prev.entity if prev.entity else prev.subject
             assert nxt.subject == expected
@@ -181,8 +175,8 @@ def test_content_corruption_is_certified_and_corpus_stays_clean(lab):
                 continue
             corruption, hop = out
             made += 1
-            assert _present(corruption.original, trace.hops[h - 1].docs)
-            assert not _present(corruption.original, hop.docs) and _present(corruption.replacement, hop.docs)
+            assert span_present(corruption.original, trace.hops[h - 1].docs)
+            assert not span_present(corruption.original, hop.docs) and span_present(corruption.replacement, hop.docs)
             if h == 3:
                 assert corruption.strategy == "answer_fact" and corruption.original == trace.gold
     assert made >= 10 and lab.world.corpus == before
@@ -198,19 +192,18 @@ def test_corruption_without_a_span_is_skipped_and_counted(lab):
     finally:
         del lab.clean["bare"]
     assert case["skipped"] is True
-    cases = P.pd.DataFrame([case, {**case, "skipped": False, "outcome": "derailed", "correct": False}])
-    assert P.outcome_shares(cases)["n"].tolist() == [1]
+    cases = pd.DataFrame([case, {**case, "skipped": False, "outcome": "derailed", "correct": False}])
+    assert M.outcome_shares(cases)["n"].tolist() == [1]
 
 
 def test_number_perturbation_rules():
-    from rcakit.rag.interventions import _perturb_number
     rng = random.Random(0)
     for _ in range(50):
-        kind, new = _perturb_number("1950", rng)
+        kind, new = perturb_number("1950", rng)
         assert kind == "year" and 2 <= abs(int(new) - 1950) <= 5
-        kind, new = _perturb_number("19", rng)
+        kind, new = perturb_number("19", rng)
         assert kind == "small_int" and 1 <= int(new) - 19 <= 3
-        kind, new = _perturb_number("12,000", rng)
+        kind, new = perturb_number("12,000", rng)
         assert kind == "number" and int(new.replace(",", "")) in (6000, 8400, 15600, 18000, 24000)
 
 
@@ -286,19 +279,19 @@ class ScriptedAgent:
     def force_answer(self, q, hops):
         self.forced.append(tuple(hops))
         flipped = any(h.docs and h.docs[0].title == "Repaired" and h.index in self.flips for h in hops)
-        return Trace(q, tuple(hops), self._answer(q, flipped), terminated=True, extra_cost=7)
+        return Trace(q, tuple(hops), self._answer(q, flipped), terminated=True, extra_words=7)
 
     def resume_from(self, q, prefix, start):
         repaired = bool(prefix) and prefix[-1].mode == "unread"
         flipped = prefix[-1].index in self.flips if repaired else self.resume_correct
-        extra = replace(prefix[-1], index=start, cost=5) if prefix else None
+        extra = replace(prefix[-1], index=start, word_cost=5) if prefix else None
         return Trace(q, tuple(prefix) + ((extra,) if extra else ()), self._answer(q, flipped))
 
 
 def planted(lab, docs_per_hop):
     """A failed two-or-three-hop trace of the fixture world with the given documents per hop."""
     trace = _ok(lab, 3)[0]
-    hops = tuple(replace(h, docs=d, query="one two three") for h, d in zip(trace.hops, docs_per_hop))
+    hops = tuple(replace(h, docs=d, query="one two three") for h, d in zip(trace.hops, docs_per_hop, strict=False))
     return replace(trace, hops=hops, answer="Nobody")
 
 
@@ -397,9 +390,9 @@ def test_attribution_metrics_on_hand_made_cases():
         diag = {} if correct else {"coverage": [stage, cov_hop, 0, "none"]}
         return {"qid": qid, "depth": depth, "kind": "empty_retrieval", "true_stage": "retrieval",
                 "skipped": False, "correct": correct, "diagnoses": diag}
-    cases = P.pd.DataFrame([case("a", 1, False, 1), case("b", 1, False, 2), case("c", 1, True, 0),
+    cases = pd.DataFrame([case("a", 1, False, 1), case("b", 1, False, 2), case("c", 1, True, 0),
                             case("d", 2, False, 1, "answer"), case("e", 2, False, 0)])
-    out = P.attribution(cases, [1, 2])
+    out = M.attribution(cases, [1, 2])
     assert out["failed_n"] == {"1": 2, "2": 2} and out["eligible_n"] == {"1": 3, "2": 2}
     assert out["recovery"]["1"] == pytest.approx(1 / 3) and out["recovery"]["2"] == 0.0
     assert out["accuracy"]["coverage"]["1"]["point"] == 0.5 and out["accuracy"]["coverage"]["2"]["point"] == 0.0
@@ -412,9 +405,9 @@ def test_branch_counts_and_accuracies_on_hand_made_cases():
                 "correct": False, "n_hops": n_hops, "fact_in_trace": qid == "a",
                 "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch],
                               "coverage": ["retrieval", 1, 0, "none"]}}
-    cases = P.pd.DataFrame([case("a", 2, 2, "flip"), case("b", 2, 3, "flip"), case("c", 2, 2, "continue",
+    cases = pd.DataFrame([case("a", 2, 2, "flip"), case("b", 2, 3, "flip"), case("c", 2, 2, "continue",
                             "early_termination", 1), case("d", 2, 2, "fallback"), case("e", 2, 0, "none")])
-    out = P.attribution(cases, [2])
+    out = M.attribution(cases, [2])
     assert out["probe_branch"]["propagation_aware"]["2"] == {"flip": 2, "continue": 1, "fallback": 1, "none": 1}
     assert out["branch_accuracy"]["propagation_aware"]["2"] == {"flip": 0.5, "continue": 1.0, "fallback": 1.0,
                                                                 "none": 0.0}
@@ -424,10 +417,10 @@ def test_branch_counts_and_accuracies_on_hand_made_cases():
     assert out["accuracy"]["propagation_aware"]["2"]["point"] == pytest.approx(0.6)
     assert out["accuracy_without_fallback"]["propagation_aware"]["2"]["point"] == pytest.approx(0.4)
     assert "coverage" not in out["probe_branch"]
-    reach = P.trace_reader_reach(cases, [2])
+    reach = M.trace_reader_reach(cases, [2])
     assert reach == {"2": {"failed": 5, "hop_absent": 1, "named_by_none": 5}}
-    assert P.failed_share(cases, "fact_in_trace", [2]) == {"2": 0.2}
-    table = P.branch_table(out, [2])
+    assert M.failed_share(cases, "fact_in_trace", [2]) == {"2": 0.2}
+    table = M.branch_table(out, [2])
     row = table.loc[("propagation_aware", 2)]
     assert row["n flip"] == 2 and row["without fallback"] == pytest.approx(0.4)
 
@@ -441,7 +434,7 @@ def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
     killed.parent.mkdir()
     killed.write_text("".join(lines[:len(lines) // 2]) + lines[len(lines) // 2][:25])  # torn last line
     resumed = P.sweep(lab, "structural", [1, 2], P.case_store("t", {"k": 1}, tmp_path / "b"))
-    a, b = P.attribution(full, [1, 2]), P.attribution(resumed, [1, 2])
+    a, b = M.attribution(full, [1, 2]), M.attribution(resumed, [1, 2])
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     assert all(r["diagnoses"] == {} for r in full.to_dict("records") if r["correct"])
     assert P.case_store("t", {"k": 1}, tmp_path).path == P.case_store("t", {"k": 1}, tmp_path).path
@@ -472,11 +465,11 @@ def test_coverage_identity_claims_fail_when_coverage_is_broken(tmp_path, monkeyp
 
     arm, checked = COVERAGE_IDENTITIES[chapter]
     small = P.build_lab(3, n_entities=600, n_questions=30, hops=3)
-    params = {"coverage_threshold": 0.05, "hops": 3}
+    params = {"coverage_threshold": 0.05, "hops": 3, "world": "synthetic"}
 
     def verdicts(folder):
         cases = P.sweep(small, arm, [1, 2, 3], P.case_store("t", {"arm": arm}, tmp_path / folder))
-        table = claims.compare(chapter, P.attribution(cases, [1, 2, 3]), params)
+        table = claims.compare(chapter, M.attribution(cases, [1, 2, 3]), params)
         return {c: table[table["claim"].str.startswith(c)]["verdict"].item() for c in checked}
 
     assert set(verdicts("right").values()) == {"agrees"}
@@ -485,3 +478,89 @@ def test_coverage_identity_claims_fail_when_coverage_is_broken(tmp_path, monkeyp
         monkeypatch.setattr(dg, "coverage", mutant)
         failed |= {c for c, v in verdicts(mutant.__name__).items() if v == "differs"}
     assert failed == set(checked)  # each asserted identity fails under some broken coverage
+
+
+# --- lab, store, metrics and the arm runner -----------------------------------------------------
+
+def test_lab_construction_runs_nothing_until_built():
+    lab = P.build_lab(3, n_entities=300, n_questions=8, hops=2)
+    bare = P.Lab(lab.world, lab.agent, lab.seed)
+    assert bare.clean == {} and bare.clean_usage == {}
+    built = P.Lab.build(lab.world, lab.agent, lab.seed)
+    assert [t.answer for t in built.clean.values()] == [t.answer for t in lab.clean.values()]
+    assert built.clean_accuracy == sum(t.correct for t in lab.clean.values()) / len(lab.clean)
+    assert built.eligible_questions([1, 4]) == {"1": sum(t.correct for t in lab.clean.values()), "4": 0}
+
+
+def test_diagnosers_are_the_dispatch_in_table_order():
+    assert P.DIAGNOSERS == tuple(P.OFFLINE) and P.DIAGNOSERS[:3] == P.TRACE_READERS
+    assert set(P.PROBES) < set(P.DIAGNOSERS) and len(set(P.DIAGNOSERS)) == 8
+
+
+def test_case_store_lands_under_the_results_folder(tmp_path, monkeypatch):
+    from rcakit.store import code_digest
+
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "res"))
+    default = P.case_store("coverage-collapse", {"seed": 0})
+    relative = P.case_store("coverage-collapse", {"seed": 0}, "cases")
+    assert default.path.parent == relative.path.parent == tmp_path / "res" / "cases"
+    assert P.case_store("x", {}, tmp_path / "abs").path.parent == tmp_path / "abs"
+    # the store is keyed by the code of every module that can change a case, the LLM layer included
+    assert default.fingerprint["code"] == code_digest(P.CASE_CODE) and "rcakit.llm" in P.CASE_CODE
+    assert not default.path.exists()  # opening a store writes nothing
+
+
+def test_live_and_failed_drop_skipped_and_recovered_cases():
+    cases = pd.DataFrame([{"skipped": True, "correct": False}, {"skipped": False, "correct": True},
+                          {"skipped": False, "correct": False}])
+    assert list(P.live(cases).index) == [1, 2] and list(P.failed(cases).index) == [2]
+
+
+def content_row(qid, depth, strategy, outcome, later=True, contaminated=False, hop=1):
+    return {"qid": qid, "depth": depth, "kind": "content_corruption", "true_stage": "retrieval", "skipped": False,
+            "correct": outcome == "resisted", "strategy": strategy, "outcome": outcome, "same_type": True,
+            "has_later_query": later, "contaminated": contaminated,
+            "diagnoses": {} if outcome == "resisted" else {"suf_regen": ["retrieval", hop, 1, "flip"]}}
+
+
+def test_content_metrics_on_hand_made_cases():
+    cases = pd.DataFrame([content_row("a", 3, "answer_fact", "absorbed", later=False, hop=3),
+                          content_row("b", 3, "answer_fact", "absorbed", later=False, hop=1),
+                          content_row("c", 1, "bridge_entity", "absorbed", contaminated=True),
+                          content_row("d", 1, "bridge_entity", "derailed", hop=2),
+                          content_row("e", 2, "salient_entity", "resisted"),
+                          {**content_row("f", 1, "bridge_entity", "derailed"), "skipped": True}])
+    absorbed = M.absorption(cases)
+    assert absorbed["absorbed_n"] == 3 and absorbed["absorbed_answer_fact_n"] == 2
+    assert absorbed["absorbed_answer_fact_share"] == pytest.approx(2 / 3)
+    assert absorbed["salient_entity_absorbed"] == {"k": 0, "n": 1}
+    assert M.query_contamination(cases) == {"k": 1, "n": 3, "share": 1 / 3}
+    pooled, by_depth = M.bridge_slice(cases)
+    assert pooled["n"] == 2 and pooled["suf_regen"]["point"] == 0.5 and list(by_depth) == ["hop 1"]
+    table = M.bridge_table(pooled, by_depth)
+    assert table.loc["suf_regen", "pooled"] == 0.5 and table.loc["failed n", "hop 1"] == 2
+    record = M.outcome_record(M.outcome_shares(cases))
+    assert record["3"] == {"absorbed": 1.0, "resisted": 0.0, "derailed": 0.0, "n": 2}
+
+
+def test_flatten_joins_nested_keys():
+    from rcakit.prose import flatten
+
+    assert flatten({"acc": {"coverage": {"1": 0.5}}, "n": 3}, "x_") == {"x_acc_coverage_1": 0.5, "x_n": 3}
+
+
+def test_run_arm_matches_the_protocol_and_keeps_its_store_under_the_results_folder(tmp_path, monkeypatch):
+    from rcakit.rag.experiments import run_arm
+
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
+    params = {"seed": 3, "n_questions": 8, "n_entities": 300, "hops": 2, "top_k": 3, "reading_noise": 0.2,
+              "distractor_rate": 0.3, "coverage_threshold": 0.05, "provider": "none", "judge_provider": "none",
+              "agent": "rule", "llm_max_cases": 5, "llm_timeout": 1.0, "store": "cases"}
+    run = run_arm("content", params, progress=None)
+    assert run.depths == [1, 2] and run.judged is None and run.llm_numbers() == {}
+    assert len(list((tmp_path / "cases").glob("content-corruption-*.jsonl"))) == 1
+    lab = P.build_lab(3, n_entities=300, n_questions=8, hops=2)
+    again = P.sweep(lab, "content", [1, 2], P.case_store("other", {}, tmp_path / "other"), progress=None)
+    assert json.dumps(M.attribution(again, [1, 2]), sort_keys=True) == json.dumps(run.result, sort_keys=True)
+    with pytest.raises(RcakitError, match="^arm: expected"):
+        run_arm("meteor", params)

@@ -10,16 +10,18 @@ import random
 import re
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 
 from rcakit import RcakitError
-from rcakit.llm import MethodUsage, ResponseCache, cached
+from rcakit.llm import MethodUsage, ResponseCache, cached, request_seed
+from rcakit.llm.prompts import CUT_MARKER, Budget
 from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from rcakit.rag import diagnosers as dg
-from rcakit.rag import models as M
+from rcakit.rag import llm_methods as M
+from rcakit.rag import metrics
 from rcakit.rag import protocol as P
-from rcakit.llm import request_seed
-from rcakit.rag.agent import TRUNCATION_MARKER, LLMReader, rule_reformulation
+from rcakit.rag.agent import Agent, LLMReader, rule_reformulation
 from rcakit.rag.interventions import inject
 from rcakit.rag.world import RELATIONS
 
@@ -96,17 +98,19 @@ def test_judge_cuts_long_documents_with_a_marker_and_counts_them(failed, tmp_pat
     judge = dg.LLMJudge(chat, seed=0, max_doc_chars=500)  # the world's paragraphs are shorter
     judge(trace, "k")
     prompt = raw.calls[0]["messages"][-1]["content"]
-    assert TRUNCATION_MARKER.format(len(long_doc.text) - 500) in prompt and judge.truncated_docs == 1
+    assert CUT_MARKER.format(len(long_doc.text) - 500) in prompt and judge.truncated_docs == 1
 
 
-def test_judge_halves_the_document_limit_until_the_prompt_fits(failed, tmp_path):
+def test_judge_fits_the_prompt_to_the_context_window_by_the_prompt_budget(failed, tmp_path):
     raw, chat = scripted(lambda m: VERDICT, tmp_path)
     full = raw.count_tokens(dg.judge_messages(failed, 600)[0])
     raw.context_window = chat.context_window = full  # the reply's tokens no longer fit
     judge = dg.LLMJudge(chat, seed=0)
     judge(failed, "k")
-    assert raw.count_tokens(raw.calls[0]["messages"]) + judge.max_tokens <= full
-    assert judge.truncated_docs > 0
+    sent = raw.calls[0]["messages"]
+    assert raw.count_tokens(sent) <= Budget(chat, judge.max_tokens).limit < full
+    assert judge.truncated_docs > 0 and "more characters cut]" in sent[-1]["content"]
+    assert all(f"Hop {h.index}" in sent[-1]["content"] for h in failed.hops)  # every hop is still shown
 
 
 def test_judge_makes_no_call_on_an_empty_trace(failed, tmp_path):
@@ -121,7 +125,8 @@ def oracle(world, search_first=()):
 
     For subjects in ``search_first`` it first asks to search with its own query.
     """
-    phrases = [(re.compile("^" + re.escape(r.phrase).replace(r"\{\}", "(.+)") + "$"), r.name) for r in RELATIONS.values()]
+    phrases = [(re.compile("^" + re.escape(r.phrase).replace(r"\{\}", "(.+)") + "$"), r.name)
+               for r in RELATIONS.values()]
     asked = set()
 
     def respond(messages):
@@ -139,7 +144,7 @@ def oracle(world, search_first=()):
 
 
 def llm_agent(lab, chat):
-    return P.Agent(lab.world, lab.agent.retriever, LLMReader(chat, lab.agent.reader, seed=5), lab.agent.top_k)
+    return Agent(lab.world, lab.agent.retriever, LLMReader(chat, lab.agent.reader, seed=5), lab.agent.top_k)
 
 
 def test_llm_reader_follows_answer_actions(lab, tmp_path):
@@ -228,12 +233,13 @@ def test_cross_family_judge_uses_the_judge_provider(lab, failed, tmp_path, monke
         assert (lm.reader_chat.model, lm.judge.chat.model) == ("agent-model", "judge-model")
         assert lm.judge(failed, "k").hop == 1
         q = lab.world.questions[0]
-        P.Agent(lab.world, lab.agent.retriever, LLMReader(lm.reader_chat, lab.agent.reader, 0)).run(q)
+        Agent(lab.world, lab.agent.retriever, LLMReader(lm.reader_chat, lab.agent.reader, 0)).run(q)
         by_model = {}
         for body in server.requests:
             by_model.setdefault(body["model"], set()).add(body["messages"][0]["content"][:20])
         assert by_model["judge-model"] == {dg.JUDGE_SYSTEM[:20]}
-        assert "judge-model" not in {b["model"] for b in server.requests if "diagnose" not in b["messages"][0]["content"]}
+        readers = {b["model"] for b in server.requests if "diagnose" not in b["messages"][0]["content"]}
+        assert "judge-model" not in readers
         assert lm.accounting["llm_judge"].calls == 1 and lm.accounting["llm_reader"].calls > 0
         own = M.models_from_params("ollama:agent-model", "none", "rule", 0)
         assert own.judge.chat.model == "agent-model" and own.reader_chat is None
@@ -242,7 +248,7 @@ def test_cross_family_judge_uses_the_judge_provider(lab, failed, tmp_path, monke
 def test_judge_sample_caps_failed_cases_per_depth_deterministically():
     rows = [{"qid": f"q{i}", "depth": 1 + i % 2, "kind": "k", "skipped": i == 0, "correct": i % 3 == 0,
              "diagnoses": {}} for i in range(30)]
-    cases = P.pd.DataFrame(rows)
+    cases = pd.DataFrame(rows)
     sample = M.judge_sample(cases, 4, seed=1)
     assert (sample.groupby("depth").size() == 4).all()
     assert not sample["correct"].any() and not sample["skipped"].any()
@@ -273,8 +279,8 @@ def test_judged_cases_join_the_table_and_a_warm_rerun_costs_the_same_without_mod
     def run():
         raw = ScriptedProvider(lambda m: VERDICT)
         judge = dg.LLMJudge(cached(raw, cache=cache, accounting=MethodUsage()), seed=3)
-        judged = M.judge_cases(small, M.judge_sample(cases, 3, seed=3), judge)
-        result = P.attribution(cases, [1, 2, 3])
+        judged, _ = M.judge_cases(small, M.judge_sample(cases, 3, seed=3), judge)
+        result = metrics.attribution(cases, [1, 2, 3])
         same = M.merge_judge(result, judged, [1, 2, 3])
         return raw, judge, judged, result, same
 
@@ -283,7 +289,7 @@ def test_judged_cases_join_the_table_and_a_warm_rerun_costs_the_same_without_mod
     assert result["accuracy"]["llm_judge"]["2"]["point"] == 1.0  # it always says hop 2
     assert result["accuracy"]["llm_judge"]["1"]["point"] == 0.0
     assert result["llm_judged_n"] == {"1": 3, "2": 3, "3": 3}
-    assert "llm_judge n" in P.accuracy_table(result, [1, 2, 3]).index
+    assert "llm_judge n" in metrics.accuracy_table(result, [1, 2, 3]).index
     assert M.hop_counts(judged, [1, 2, 3])[2].tolist() == [3, 3, 3]
     assert M.verdict_summary(judged) == {"judged": 9, "empty_traces": 0, "abstained": 0, "verdicts": 9,
                                          "modal_hop": 2, "modal_count": 9}
@@ -317,3 +323,68 @@ def test_a_sweep_without_eligible_cases_is_a_clear_error(lab, tmp_path):
     small.clean = {qid: replace(t, answer="nobody") for qid, t in list(lab.clean.items())[:3]}
     with pytest.raises(RcakitError, match="^structural sweep: no eligible case at depths \\[1, 2\\]"):
         P.sweep(small, "structural", iter([1, 2]), P.case_store("t", {}, tmp_path))
+
+
+def test_llm_cost_rows_go_through_the_one_cost_table(lab, tmp_path):
+    from rcakit.llm.accounting import cost_table
+
+    raw, chat = scripted(lambda m: VERDICT, tmp_path)
+    models = M.Models(M.Accounting(), None, dg.LLMJudge(chat, seed=0))
+    models.accounting["llm_judge"].add_case()
+    cost = M.llm_cost(models, lab)
+    assert set(cost) == {"llm_judge"} and cost["llm_judge"]["cases"] == 1
+    assert cost_table(cost).loc["llm_judge", "calls_per_case"] == 0.0
+
+
+# --- replay action match (CAR §3 in the RAG agent) ----------------------------------------------
+
+def test_the_rule_reader_replays_every_read_exactly(lab):
+    from rcakit.rag import replay as rp
+
+    match = rp.agent_action_match(lab.agent, lab.world.questions[:10])
+    assert match.n > 10 and match.rate == 1.0
+    record = rp.match_record(match)
+    assert record["matched"] == record["n"] == match.n and record["ci"][1] == 1.0 and record["ci"][0] < 1.0
+
+
+def test_recorded_reads_rebuild_the_trace_and_a_perturbed_input_breaks_the_match(lab):
+    from rcakit.rag import replay as rp
+
+    question = next(q for q in lab.world.questions if lab.clean[q.id].correct)
+    trace, reads = rp.record_reads(lab.agent, question)
+    assert trace == lab.clean[question.id]  # recording changes nothing
+    assert [r.action for r in reads if r.action[0] == "answer"][-1] == ("answer", trace.answer)
+    perturbed = [replace(r, docs=()) if r.action[0] == "answer" else r for r in reads]  # no evidence shown
+    match = rp.replay_reads(lab.agent.reader, perturbed)
+    assert match.recorded == tuple(r.action for r in reads)
+    assert match.rate < 1.0 and not all(match.matches)
+    assert rp.replay_reads(lab.agent.reader, reads).rate == 1.0
+
+
+def test_the_llm_reader_is_replayed_by_the_model_not_by_the_cache(lab, tmp_path):
+    from rcakit.rag import replay as rp
+
+    flip = {"on": False}
+
+    def model(messages):
+        if flip["on"]:  # a non-reproducible server: the replay answers otherwise
+            return json.dumps({"action": "search", "query": "something else"})
+        return oracle(lab.world)(messages)
+
+    raw, chat = scripted(model, tmp_path)
+    agent = llm_agent(lab, chat)
+    questions = lab.world.questions[:4]
+    [agent.run(q) for q in questions]
+    recorded_calls = len(raw.calls)
+    exact = rp.agent_action_match(agent, questions)
+    assert exact.rate == 1.0 and len(raw.calls) == recorded_calls + exact.n  # each replay reached the model
+    assert {c["seed"] for c in raw.calls[recorded_calls:]} <= {c["seed"] for c in raw.calls[:recorded_calls]}
+    again = rp.agent_action_match(agent, questions)
+    assert again.rate == 1.0 and len(raw.calls) == recorded_calls + exact.n  # a rerun reads the replay's cache
+    flip["on"] = True
+    fresh = llm_agent(lab, cached(raw, cache=ResponseCache(tmp_path / "other"), accounting=MethodUsage()))
+    flip["on"] = False
+    [fresh.run(q) for q in questions]
+    flip["on"] = True
+    drifted = rp.agent_action_match(fresh, questions)
+    assert drifted.rate < 1.0

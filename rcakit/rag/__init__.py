@@ -1,20 +1,50 @@
 """Agentic RAG fault lab (AgenticRAG-FP): a certified synthetic world, BM25, a resumable agent,
-interventions, diagnosers and the strict protocol.
+interventions, diagnosers, the strict protocol and its metrics.
 
-Modules: ``text`` (normalisation, correctness, outcomes), ``world``, ``retrieval``,
-``agent``, ``interventions``, ``diagnosers``, ``protocol``, and ``models`` (the LLM reader
-and judge wired from chapter parameters).
+Modules: ``text`` (normalisation, correctness, outcomes), ``world``, ``musique`` (the MuSiQue world), ``retrieval``,
+``agent``, ``interventions``, ``diagnosers``, ``protocol`` (eligibility, cases,
+sweeps, case stores), ``metrics`` (exact-hop accuracy and the tables),
+``llm_methods`` (the LLM reader and judge wired from chapter parameters) and
+``experiments`` (one arm run end to end, as a chapter shows it).
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from rcakit.rag.agent import Agent, Hop, LLMReader, Reader, RuleReader, Trace
 from rcakit.rag.diagnosers import Diagnosis, LLMJudge
+from rcakit.rag.experiments import ArmRun, run_arm
 from rcakit.rag.interventions import CONTENT, STRUCTURAL, Corruption, corrupt_content, inject
-from rcakit.rag.protocol import DIAGNOSERS, Lab, build_lab, eligible
-from rcakit.rag.text import answer_correct, classify_outcome, normalize
+from rcakit.rag.metrics import attribution, predictions
+from rcakit.rag.protocol import DIAGNOSERS, Lab, build_lab, eligible, live
+from rcakit.rag.text import answer_correct, classify_outcome, normalise
 from rcakit.rag.world import World, build_world
 
 __all__ = [
-    "Agent", "Hop", "LLMReader", "Reader", "RuleReader", "Trace", "Diagnosis", "LLMJudge", "CONTENT", "STRUCTURAL",
-    "Corruption", "corrupt_content", "inject", "DIAGNOSERS", "Lab", "build_lab", "eligible",
-    "answer_correct", "classify_outcome", "normalize", "World", "build_world",
+    "Agent",
+    "ArmRun",
+    "CONTENT",
+    "Corruption",
+    "DIAGNOSERS",
+    "Diagnosis",
+    "Hop",
+    "LLMJudge",
+    "LLMReader",
+    "Lab",
+    "Reader",
+    "RuleReader",
+    "STRUCTURAL",
+    "Trace",
+    "World",
+    "answer_correct",
+    "attribution",
+    "build_lab",
+    "build_world",
+    "classify_outcome",
+    "corrupt_content",
+    "eligible",
+    "inject",
+    "live",
+    "normalise",
+    "predictions",
+    "run_arm",
 ]

@@ -15,20 +15,28 @@ run wherever the situation is the same (common random numbers).
 ``LLMReader`` puts a language model behind the same interface: per
 hop it returns a JSON action, answer or search, and keys its seed by the same
 (question, hop, attempt), so a resumed suffix reuses the cached prefix calls.
+
+Costs are counted in whitespace words (query words issued plus document words
+read): ``Hop.word_cost`` and ``Trace.word_cost``.
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from rcakit import RcakitError
 from rcakit.llm.base import request_seed
+from rcakit.llm.prompts import clip, is_clipped
 from rcakit.rag.retrieval import Retriever
 from rcakit.rag.text import answer_correct
-from rcakit.rag.world import RELATIONS, Paragraph, Question, Relation, World
+from rcakit.rag.world import Paragraph, Question, Relation, World
 
 REFORMULATION_WORDS = {
     "directed_by": "film directed by director", "produced_by": "produced by studio production",
@@ -36,14 +44,16 @@ REFORMULATION_WORDS = {
     "founded_by": "founded by founder established", "headquartered_in": "headquartered in offices",
     "located_in": "located in campus", "in_country": "city in country part of",
 }
-MODES = ("read", "reformulated", "guessed", "unresolved", "unread")
+NO_ACTION = ("none", "")  # a read that neither answered nor asked for a search (a miss, an abstention)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z]+")
 
 
 @dataclass(frozen=True)
 class Hop:
-    """One hop of a trace. ``mode == "unread"`` marks evidence set by an intervention, not yet read."""
+    """One hop of a trace. ``mode`` is read, reformulated, guessed or unresolved; ``unread`` marks
+    evidence set by an intervention, not yet read. ``word_cost`` is the query and document words of the hop.
+    """
 
     index: int  # 1-based position in the trace
     relation: int  # index into question.relations this hop tries to resolve
@@ -52,7 +62,7 @@ class Hop:
     docs: tuple[Paragraph, ...]
     entity: str | None
     mode: str
-    cost: int
+    word_cost: int
     queries: tuple[str, ...] = ()
     label: str = ""  # intervention label, empty for a clean hop
 
@@ -63,13 +73,13 @@ class Hop:
 
 @dataclass(frozen=True)
 class Trace:
-    """tau = (q, {(q_h, D_h)}, A, y, c): question, hops, answer, gold and token cost (§3)."""
+    """tau = (q, {(q_h, D_h)}, A, y, c): question, hops, answer, gold and cost (§3), the cost in words."""
 
     question: Question
     hops: tuple[Hop, ...]
     answer: str
     terminated: bool = False
-    extra_cost: int = field(default=0)
+    extra_words: int = field(default=0)  # words read to force an answer from pooled evidence
 
     @property
     def gold(self) -> str:
@@ -80,16 +90,22 @@ class Trace:
         return answer_correct(self.answer, self.gold)
 
     @property
-    def cost(self) -> int:
-        return sum(h.cost for h in self.hops) + self.extra_cost
+    def word_cost(self) -> int:
+        """Whitespace words issued and read over the whole trace (the workbench's token count)."""
+        return sum(h.word_cost for h in self.hops) + self.extra_words
 
 
 class Reader(Protocol):
-    """What the agent asks of a reader: read a hop, say how to search again, guess.
+    """What the agent asks of a reader: read a hop, say how to search again, guess, find mentions.
 
     ``key`` is "question:hop:attempt" (or "question:force:relation" when
-    answering from pooled evidence); ``reformulate`` gets the key of the read
-    that failed.
+    answering from pooled evidence). The agent calls ``reformulate`` only
+    right after ``read`` with the same ``key`` returned ``None``, and passes
+    that key: a reader may base its second query on that failed read (the
+    ``LLMReader`` returns the query its model asked for), so a reader keeps
+    at most the one pending query of the read just made. ``mentions`` finds
+    the entity names in a sentence; the content interventions use it to
+    choose the span they corrupt.
     """
 
     def read(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> str | None: ...
@@ -97,6 +113,8 @@ class Reader(Protocol):
     def reformulate(self, relation: Relation, subject: str, key: str) -> str: ...
 
     def guess(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> str | None: ...
+
+    def mentions(self, sentence: str) -> list[str]: ...
 
 
 def rule_reformulation(relation: Relation, subject: str) -> str:
@@ -146,13 +164,21 @@ class RuleReader:
                 if cue.search(sentence):
                     yield doc, sentence
 
-    def read(self, docs, relation, subject, key):
+    def act(self, docs, relation, subject, key) -> tuple[str, str]:
+        """The read's action, without side effects: ``("answer", name)`` or ``("none", "")`` (a miss)."""
         if random.Random(f"{self.seed}:{key}").random() < self.noise:
-            return None
+            return NO_ACTION
         for doc, sentence in self._statements(docs, relation):
             if doc.title == subject and (obj := self._object(sentence, relation, subject)):
-                return obj
-        return None
+                return "answer", obj
+        return NO_ACTION
+
+    def apply(self, key, action: tuple[str, str]) -> str | None:
+        """What ``read`` returns for ``action``: the answer, or ``None``."""
+        return action[1] if action[0] == "answer" else None
+
+    def read(self, docs, relation, subject, key):
+        return self.apply(key, self.act(docs, relation, subject, key))
 
     def reformulate(self, relation, subject, key):
         return rule_reformulation(relation, subject)
@@ -209,7 +235,12 @@ class LLMReader:
     question, hop, attempt), so the response cache key is stable and a resumed
     suffix meets the same cached calls as the clean run wherever its
     evidence is the same. Documents longer than ``max_doc_chars`` are cut
-    with a marker and counted in ``truncated_docs``.
+    with ``rcakit.llm.prompts.clip``'s marker and counted in ``truncated_docs``.
+
+    Concurrent cases may share one reader: the pending search query lives in
+    the thread that made the read (a case runs in one thread), and the count
+    of cut documents is taken under a lock. A reader pickles without that
+    per-thread state.
     """
 
     def __init__(self, chat, fallback: RuleReader, seed: int, max_doc_chars: int = 600, max_tokens: int = 48):
@@ -218,51 +249,64 @@ class LLMReader:
         self.chat, self.fallback, self.seed = chat, fallback, seed
         self.max_doc_chars, self.max_tokens = max_doc_chars, max_tokens
         self.truncated_docs = 0
-        self._searches: dict[str, str] = {}
+        self._fresh_state()
+
+    def _fresh_state(self) -> None:
+        self._lock = threading.Lock()
+        self._pending = threading.local()
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_pending")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._fresh_state()
+
+    @property
+    def _searches(self) -> dict[str, str]:
+        """This thread's pending search query per read key (at most the read just made)."""
+        return self._pending.__dict__.setdefault("searches", {})
 
     def mentions(self, sentence: str) -> list[str]:
         """Entity mentions, as the interventions need them: the rule reader's."""
         return self.fallback.mentions(sentence)
 
     def messages(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> list[dict]:
-        lines = [f"Sub-question: what is {relation.phrase.format(subject)}?", "Documents:"]
-        for doc in docs:
-            text, cut = clip(doc.text, self.max_doc_chars)
-            self.truncated_docs += cut
-            lines.append(f"[{doc.id}] {doc.title}: {text}")
+        lines = [f"Sub-question: {relation.sub_question(subject)}", "Documents:"]
+        cut = sum(is_clipped(doc.text, self.max_doc_chars) for doc in docs)
+        lines += [f"[{doc.id}] {doc.title}: {clip(doc.text, self.max_doc_chars)}" for doc in docs]
+        if cut:
+            with self._lock:
+                self.truncated_docs += cut
         if not docs:
             lines.append("(no documents were retrieved)")
         return [{"role": "system", "content": READER_SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
 
-    def read(self, docs, relation, subject, key):
+    def act(self, docs, relation, subject, key) -> tuple[str, str]:
+        """The model's action for this read: ``("answer", name)``, ``("search", query)`` or
+        ``("none", "")`` (an abstention); no state changes (the replay check calls it alone)."""
         from rcakit.llm import ask_json
 
-        self._searches.pop(key, None)  # a search query is only ever the reformulation of the read just made
         action = ask_json(self.chat, self.messages(docs, relation, subject), parse_action,
                           seed=request_seed(self.seed, key), max_tokens=self.max_tokens)
-        if action is None:
-            return None
+        return NO_ACTION if action is None else action
+
+    def apply(self, key, action: tuple[str, str]) -> str | None:
+        """What ``read`` returns for ``action``; a search query waits for ``reformulate``."""
+        self._searches.pop(key, None)  # a search query is only ever the reformulation of the read just made
         kind, text = action
         if kind == "search":
             self._searches[key] = text
-            return None
-        return text
+        return text if kind == "answer" else None
+
+    def read(self, docs, relation, subject, key):
+        return self.apply(key, self.act(docs, relation, subject, key))
 
     def reformulate(self, relation, subject, key):
         return self._searches.pop(key, None) or rule_reformulation(relation, subject)
 
     def guess(self, docs, relation, subject):
         return self.fallback.guess(docs, relation, subject)
-
-
-TRUNCATION_MARKER = " [... {} more characters cut]"
-
-
-def clip(text: str, limit: int) -> tuple[str, int]:
-    """``text`` cut to ``limit`` characters with an explicit marker, and 1 if it was cut (else 0)."""
-    if len(text) <= limit:
-        return text, 0
-    return text[:limit] + TRUNCATION_MARKER.format(len(text) - limit), 1
 
 
 def tokens_read(docs: Sequence[Paragraph]) -> int:
@@ -283,12 +327,12 @@ class Agent:
         """Top-k clean paragraphs for ``query``."""
         return tuple(self.world.corpus[i] for i in self.retriever.search(query, self.top_k))
 
-    @staticmethod
-    def query_for(relation: str, subject: str) -> str:
-        return RELATIONS[relation].phrase.format(subject)
+    def query_for(self, relation: str, subject: str) -> str:
+        """The hop's sub-query: the relation's phrase for ``subject``."""
+        return self.world.relations[relation].phrase.format(subject)
 
     def _hop(self, q: Question, index: int, ri: int, subject: str) -> Hop:
-        rel = RELATIONS[q.relations[ri]]
+        rel = self.world.relations[q.relations[ri]]
         query = self.query_for(rel.name, subject)
         docs = self.fetch(query)
         queries, mode = (query,), "read"
@@ -307,13 +351,13 @@ class Agent:
 
     def _read_fixed(self, q: Question, hop: Hop) -> Hop:
         """Read evidence an intervention placed at this hop: no new retrieval, so no reformulation."""
-        rel = RELATIONS[q.relations[hop.relation]]
+        rel = self.world.relations[q.relations[hop.relation]]
         entity, mode = self.reader.read(hop.docs, rel, hop.subject, f"{q.id}:{hop.index}:0"), "read"
         if entity is None:
             entity = self.reader.guess(hop.docs, rel, hop.subject)
             mode = "guessed" if entity else "unresolved"
         cost = len(hop.query.split()) + tokens_read(hop.docs)
-        return replace(hop, entity=entity, mode=mode, cost=cost)
+        return replace(hop, entity=entity, mode=mode, word_cost=cost)
 
     def run(self, q: Question) -> Trace:
         """The clean trace of question ``q``."""
@@ -339,7 +383,7 @@ class Agent:
         if ri == len(q.relations):
             return Trace(q, tuple(hops), subject)
         answer, cost = self._answer_from(q, hops)
-        return Trace(q, tuple(hops), answer, extra_cost=cost)
+        return Trace(q, tuple(hops), answer, extra_words=cost)
 
     def _answer_from(self, q: Question, hops: Sequence[Hop]) -> tuple[str, int]:
         pooled = []
@@ -347,8 +391,9 @@ class Agent:
             pooled += [d for d in hop.docs if d not in pooled]
         subject = q.start
         for ri, name in enumerate(q.relations):
-            rel = RELATIONS[name]
-            found = self.reader.read(pooled, rel, subject, f"{q.id}:force:{ri}") or self.reader.guess(pooled, rel, subject)
+            rel = self.world.relations[name]
+            found = self.reader.read(pooled, rel, subject, f"{q.id}:force:{ri}")
+            found = found or self.reader.guess(pooled, rel, subject)
             if found is None:
                 return "", tokens_read(pooled)
             subject = found
@@ -357,4 +402,4 @@ class Agent:
     def force_answer(self, q: Question, prefix: Sequence[Hop]) -> Trace:
         """Answer from the prefix's pooled evidence, with no further retrieval."""
         answer, cost = self._answer_from(q, prefix)
-        return Trace(q, tuple(prefix), answer, terminated=True, extra_cost=cost)
+        return Trace(q, tuple(prefix), answer, terminated=True, extra_words=cost)

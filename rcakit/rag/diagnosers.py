@@ -16,16 +16,20 @@ when a provider is given.
 The authors attach confidences to the probes' branches (0.85 flip, 0.75
 continue, 0.4 fallback); exact-hop accuracy does not use them, so they are
 not kept here.
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, replace
 
 from rcakit.llm.base import request_seed
-from rcakit.rag.agent import Agent, Hop, Trace, clip, tokens_read
-from rcakit.rag.text import answer_correct, jaccard, normalize, token_recall, tokens
+from rcakit.llm.prompts import Block, Budget, chat_messages, render
+from rcakit.rag.agent import Agent, Hop, Trace, tokens_read
+from rcakit.rag.text import answer_correct, jaccard, normalise, token_recall, tokens
 
 BRANCHES = ("flip", "continue", "fallback", "none")
 UNGROUNDED = 0.05  # the rule-based diagnoser's answer-grounding threshold
@@ -101,7 +105,7 @@ def visible_stage(trace) -> str:
     if not any(hop.query for hop in trace.hops):
         return "tool"
     answer = trace.answer or ""
-    if not normalize(answer) or token_recall(answer, _joined(docs)) < UNGROUNDED:
+    if not normalise(answer) or token_recall(answer, _joined(docs)) < UNGROUNDED:
         return "answer"
     return "none" if answer_correct(answer, trace.gold) else "answer"
 
@@ -149,7 +153,7 @@ def continue_retrieving(agent: Agent, trace: Trace) -> Diagnosis:
     """
     n = len(trace.hops)
     probe = agent.resume_from(trace.question, trace.hops, n + 1)
-    cost = sum(h.cost for h in probe.hops[n:]) + probe.extra_cost
+    cost = sum(h.word_cost for h in probe.hops[n:]) + probe.extra_words
     if probe.correct:
         return Diagnosis("retrieval", n + 1, cost, "continue")
     return replace(NO_HOP, cost=cost)
@@ -179,7 +183,7 @@ def propagation_aware(agent: Agent, trace: Trace) -> Diagnosis:
         hops = list(trace.hops)
         hops[h - 1] = replace(hop, docs=docs)
         probe = agent.force_answer(trace.question, hops)
-        cost += issued + probe.extra_cost
+        cost += issued + probe.extra_words
         if probe.correct:
             return Diagnosis("retrieval", h, cost, "flip")
     return _after_no_flip(agent, trace, cost)
@@ -194,7 +198,7 @@ def suf_regen(agent: Agent, trace: Trace) -> Diagnosis:
         docs, issued = repaired_docs(agent, trace, hop)
         repaired = replace(hop, docs=docs, entity=None, mode="unread")
         probe = agent.resume_from(trace.question, trace.hops[:h - 1] + (repaired,), h + 1)
-        cost += issued + tokens_read(docs) + sum(x.cost for x in probe.hops[h:]) + probe.extra_cost
+        cost += issued + tokens_read(docs) + sum(x.word_cost for x in probe.hops[h:]) + probe.extra_words
         if probe.correct:
             return Diagnosis("retrieval", h, cost, "flip")
     return _after_no_flip(agent, trace, cost)
@@ -211,25 +215,32 @@ JUDGE_SYSTEM = (
 )
 
 
-def judge_messages(trace: Trace, max_doc_chars: int) -> tuple[list[dict], int]:
-    """The complete hop-level trace as the judge sees it (§5), and how many documents were cut.
+def document_blocks(trace: Trace) -> list[Block]:
+    """Each hop's documents as one prompt block of ``("  [id] title", text)`` items."""
+    return [Block(tuple((f"  [{d.id}] {d.title}", d.text) for d in hop.docs)) for hop in trace.hops]
 
-    The judge sees the question, every hop's queries and documents (each cut
-    at ``max_doc_chars`` with an explicit marker), the final and the gold answer.
+
+def judge_prompt(trace: Trace, documents: list[str]) -> list[dict]:
+    """The complete hop-level trace as the judge sees it (§5), with each hop's rendered ``documents``.
+
+    The judge sees the question, every hop's queries and documents, the final
+    and the gold answer.
     """
-    lines, cut = [f"Question: {trace.question.text}", ""], 0
-    for hop in trace.hops:
+    lines = [f"Question: {trace.question.text}", ""]
+    for hop, shown in zip(trace.hops, documents, strict=True):
         lines.append(f"Hop {hop.index}")
         lines += [f"  query: {q}" for q in hop.queries or (hop.query,)]
-        for doc in hop.docs:
-            text, was_cut = clip(doc.text, max_doc_chars)
-            cut += was_cut
-            lines.append(f"  document [{doc.id}] {doc.title}: {text}")
-        if not hop.docs:
-            lines.append("  (no documents retrieved)")
+        lines += ["  documents:", shown] if hop.docs else ["  (no documents retrieved)"]
     lines += ["", f"Final answer: {trace.answer or '(none)'}", f"Gold answer: {trace.gold}",
               f"The final answer is wrong. At which hop (1 to {len(trace.hops)}) and stage did the failure start?"]
-    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n".join(lines)}], cut
+    return chat_messages(JUDGE_SYSTEM, "\n".join(lines))
+
+
+def judge_messages(trace: Trace, max_doc_chars: int | None) -> tuple[list[dict], int]:
+    """The judge's messages with every document cut at ``max_doc_chars``, and how many were cut."""
+    blocks = document_blocks(trace)
+    return judge_prompt(trace, [render(b, max_doc_chars, None) for b in blocks]), sum(
+        b.clipped(max_doc_chars) for b in blocks)
 
 
 class LLMJudge:
@@ -242,41 +253,69 @@ class LLMJudge:
     abstention, scored as stage "none", hop 0 (a miss). A trace with no hops
     (early termination at hop 1) has nothing to read: it gets hop 0 without a
     call. The seed is derived from the chapter seed and the case key, so a
-    rerun hits the response cache. Documents are cut at ``max_doc_chars``
-    (halved until the prompt fits the model's context window) and every cut is
-    counted in ``truncated_docs``. ``cost`` is the tokens the diagnosis spent.
+    rerun hits the response cache. Documents are cut at ``max_doc_chars``;
+    when that prompt does not fit the model's context window,
+    ``rcakit.llm.prompts.Budget.fit`` cuts them further (the one way a prompt
+    is fitted in rcakit). Every cut document is counted in ``truncated_docs``.
+    ``cost`` is the tokens the diagnosis spent.
     """
 
     def __init__(self, chat, seed: int, max_doc_chars: int = 600, max_tokens: int = 32):
         self.chat, self.seed, self.max_doc_chars, self.max_tokens = chat, seed, max_doc_chars, max_tokens
-        self.usage = getattr(chat, "accounting", None)
         self.truncated_docs = 0
+        self._lock = threading.Lock()
 
-    def _fitted(self, trace: Trace) -> list[dict]:
-        limit, window = self.max_doc_chars, self.chat.context_window
-        messages, cut = judge_messages(trace, limit)
-        while window and limit > 50 and self.chat.count_tokens(messages) + self.max_tokens > window:
-            limit //= 2
-            messages, cut = judge_messages(trace, limit)
-        self.truncated_docs += cut
-        return messages
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def usage(self):
+        """The chat's usage (``None`` for a chat without accounting)."""
+        return getattr(self.chat, "accounting", None)
+
+    def _fitted(self, trace: Trace) -> tuple[list[dict], int]:
+        budget = Budget(self.chat, self.max_tokens)
+        messages, cut = judge_messages(trace, self.max_doc_chars)
+        if not budget.fits(messages):
+            blocks = document_blocks(trace)
+            fitted = budget.fit(blocks, lambda shown: judge_prompt(trace, shown))
+            messages, cut = fitted.messages, fitted.clipped(blocks)
+        return messages, cut
 
     def __call__(self, trace: Trace, key: str) -> Diagnosis:
+        found, cut = self.diagnose(trace, key)
+        self.count_truncated(cut)
+        return found
+
+    def count_truncated(self, cut: int) -> None:
+        """Add ``cut`` documents to ``truncated_docs`` (under a lock: concurrent cases share a judge)."""
+        with self._lock:
+            self.truncated_docs += cut
+
+    def diagnose(self, trace: Trace, key: str) -> tuple[Diagnosis, int]:
+        """The diagnosis and the number of documents cut, leaving ``truncated_docs`` alone.
+
+        The cost is the tokens charged within this call alone
+        (``rcakit.llm.cache.case_usage``), whatever runs beside it.
+        """
         from rcakit.llm import Shape, ask_json
+        from rcakit.llm.cache import case_usage
 
-        if self.usage is not None:
-            self.usage.add_case()
+        usage = self.usage
+        if usage is not None:
+            usage.add_case()
         if not trace.hops:
-            return NO_HOP
-        before = self._tokens()
+            return NO_HOP, 0
         shape = Shape(stage=JUDGE_STAGES, hop=range(1, len(trace.hops) + 1))
-        verdict = ask_json(self.chat, self._fitted(trace), shape, seed=request_seed(self.seed, key),
-                           max_tokens=self.max_tokens, accounting=self.usage)
-        cost = self._tokens() - before
-        return Diagnosis("none", 0, cost) if verdict is None else Diagnosis(verdict["stage"], verdict["hop"], cost)
-
-    def _tokens(self) -> int:
-        if self.usage is None:
-            return 0
-        totals = self.usage.totals()
-        return totals["input_tokens"] + totals["output_tokens"]
+        messages, cut = self._fitted(trace)
+        with case_usage() as scope:
+            verdict = ask_json(self.chat, messages, shape, seed=request_seed(self.seed, key),
+                               max_tokens=self.max_tokens, accounting=self.usage)
+        spent = scope.totals(self.chat)
+        cost = spent["input_tokens"] + spent["output_tokens"]
+        found = Diagnosis("none", 0, cost) if verdict is None else Diagnosis(verdict["stage"], verdict["hop"], cost)
+        return found, cut

@@ -10,6 +10,8 @@ Two semantics follow the authors' code. Early termination at hop h forces
 the answer from hops 1..h-1, so hop h is absent from the trace. Query drift
 replaces hop h's query, and the trace records the drifted query, so a repair
 that re-issues "the hop's own query" re-issues the drifted one.
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
 from rcakit.rag.agent import Agent, Hop, Trace
-from rcakit.rag.text import token_recall, tokens
-from rcakit.rag.world import RELATIONS, Paragraph
+from rcakit.rag.text import RECALL_THRESHOLD, token_recall, tokens
+from rcakit.rag.world import Paragraph
 
 STRUCTURAL = ("empty_retrieval", "irrelevant_documents", "query_drift", "false_premise",
               "stale_evidence", "early_termination")
@@ -29,7 +31,6 @@ CONTENT = "content_corruption"
 # Every fault here is scored as a retrieval-stage fault, as in the authors' code: a drifted query
 # retrieves the wrong evidence, and early termination is the stage their continue-retrieving probe names.
 STAGE = {**{k: "retrieval" for k in STRUCTURAL}, CONTENT: "retrieval"}
-STRATEGIES = ("answer_fact", "bridge_entity", "salient_entity", "salient_number")
 _NUMBER = re.compile(r"(?<![\w,])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w,])\d+(?![\w,])")
 _SCALES = (0.5, 0.7, 1.3, 1.5, 2.0)
 
@@ -41,8 +42,13 @@ def _target(trace: Trace, hop: int) -> Hop:
 
 
 def _false_object(agent: Agent, relation: str, true_object: str | None, rng: random.Random) -> str:
-    pool = sorted(n for n in agent.world.names_of(RELATIONS[relation].object_type) if n != true_object)
-    return rng.choice(pool)
+    """Another entity of the relation's object type; with none, a perturbed number or any other entity."""
+    pool = sorted(n for n in agent.world.names_of(agent.world.relations[relation].object_type) if n != true_object)
+    if pool:
+        return rng.choice(pool)
+    if true_object and _NUMBER.fullmatch(true_object):
+        return perturb_number(true_object, rng)[1]
+    return rng.choice(sorted(n for n in agent.world.types if n != true_object))
 
 
 def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random) -> Hop:
@@ -68,7 +74,7 @@ def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Ran
         return replace(target, query=query, queries=(query,), docs=agent.fetch(query), entity=None,
                        mode="unread", label=kind)
     elif kind == "false_premise":
-        claim = RELATIONS[relation].templates[0].format(
+        claim = agent.world.relations[relation].templates[0].format(
             s=target.subject, o=_false_object(agent, relation, true_object, rng), y=rng.randint(1890, 2020),
             p="they", p_cap="They")
         fake = Paragraph(-1, target.subject, f"A widely shared post claims: {claim}")
@@ -81,7 +87,10 @@ def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Ran
 
 
 def _irrelevant(agent: Agent, target: Hop, rng: random.Random) -> tuple[Paragraph, ...]:
-    """top_k random paragraphs that never name the hop's subject."""
+    """top_k random paragraphs that never name the hop's subject (all of them in a corpus with fewer)."""
+    usable = [p for p in agent.world.corpus if target.subject not in p.text and p not in target.docs]
+    if len(usable) <= agent.top_k:
+        return tuple(usable)
     picked: list[Paragraph] = []
     while len(picked) < agent.top_k:
         p = agent.world.corpus[rng.randrange(len(agent.world.corpus))]
@@ -91,9 +100,13 @@ def _irrelevant(agent: Agent, target: Hop, rng: random.Random) -> tuple[Paragrap
 
 
 def _drift(agent: Agent, subject: str, rng: random.Random) -> str:
-    """A same-type entity sharing a name token with ``subject`` (any same-type entity if none does)."""
-    kind, toks = agent.world.types[subject], set(tokens(subject))
-    same = sorted(n for n in agent.world.names_of(kind) if n != subject)
+    """A same-type entity sharing a name token with ``subject`` (any same-type entity if none does).
+
+    A subject the world does not type (a language model's free reading) drifts to any entity.
+    """
+    kind, toks = agent.world.types.get(subject), set(tokens(subject))
+    names = agent.world.names_of(kind) if kind else agent.world.types
+    same = sorted(n for n in names if n != subject)
     sharing = [n for n in same if toks & set(tokens(n))]
     return rng.choice(sharing or same)
 
@@ -102,7 +115,12 @@ def _stale(agent: Agent, target: Hop, relation: str, true_object: str | None, rn
     old = _false_object(agent, relation, true_object, rng)
     year = rng.randint(1950, 1995)
     own = [d for d in target.docs if d.title == target.subject]
-    base = own[0] if own else agent.world.corpus[agent.world.home[target.subject]]
+    home = agent.world.home.get(target.subject)
+    base = own[0] if own else agent.world.corpus[home] if home is not None else None
+    if base is None:  # a subject with no paragraph of its own: the top document goes stale
+        if not target.docs:
+            return ()
+        base = target.docs[0]
     text = base.text.replace(true_object, old) if true_object else base.text
     stale = Paragraph(base.id, base.title, f"Archived entry ({year}). {text}")
     return (stale,) + tuple(d for d in target.docs if d != base)
@@ -132,12 +150,14 @@ def _span_re(span: str) -> re.Pattern:
     return re.compile(r"(?<![\w])" + re.escape(span) + r"(?![\w])")
 
 
-def _present(span: str, docs) -> bool:
+def span_present(span: str, docs) -> bool:
+    """Whether ``span`` occurs as a whole word in a title or text of ``docs``."""
     pattern = _span_re(span)
     return any(pattern.search(d.title) or pattern.search(d.text) for d in docs)
 
 
-def _perturb_number(text: str, rng: random.Random) -> tuple[str, str]:
+def perturb_number(text: str, rng: random.Random) -> tuple[str, str]:
+    """(kind, new text) for a number: years +-2..5, integers below 100 +1..3, others scaled (§4)."""
     value = int(text.replace(",", ""))
     if len(text) == 4 and 1000 <= value <= 2100:
         kind, new = "year", value + rng.choice([-1, 1]) * rng.randint(2, 5)
@@ -151,7 +171,7 @@ def _perturb_number(text: str, rng: random.Random) -> tuple[str, str]:
 def _choose_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None:
     """(strategy, span) by the paper's priority: answer fact, bridge entity, salient entity or number."""
     target, q = trace.hops[hop - 1], trace.question
-    if _present(q.answer, target.docs):
+    if span_present(q.answer, target.docs):
         return "answer_fact", q.answer
     later = " ".join(" ".join(h.queries) for h in trace.hops[hop:])
     mentions = [m for d in target.docs for m in agent.reader.mentions(f"{d.title}. {d.text}")]
@@ -171,7 +191,7 @@ def _choose_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None
 def _replacement(agent: Agent, trace: Trace, span: str, strategy: str, answers: list[str],
                  rng: random.Random) -> tuple[str, str] | None:
     if strategy == "salient_number":
-        return _perturb_number(span, rng)
+        return perturb_number(span, rng)
     pool = sorted({a for a in answers if a != trace.gold and not set(tokens(a)) & set(tokens(span))})
     return ("entity", rng.choice(pool)) if pool else None
 
@@ -197,13 +217,13 @@ def corrupt_content(agent: Agent, trace: Trace, hop: int, answers: list[str],
     kind, new = picked
     pattern = _span_re(span)
     docs = tuple(Paragraph(d.id, pattern.sub(new, d.title), pattern.sub(new, d.text)) for d in target.docs)
-    if _present(span, docs) or not _present(new, docs):
+    if span_present(span, docs) or not span_present(new, docs):
         return None
     corruption = Corruption(hop, strategy, kind, span, new)
     return corruption, replace(target, docs=docs, entity=None, mode="unread", label=CONTENT)
 
 
 def query_contaminated(trace: Trace, corruption: Corruption) -> bool:
-    """Whether the replacement span reaches a later hop's query (token recall >= 0.8)."""
+    """Whether the replacement span reaches a later hop's query (token recall >= ``RECALL_THRESHOLD``)."""
     later = [q for h in trace.hops[corruption.hop:] for q in h.queries]
-    return any(token_recall(corruption.replacement, q) >= 0.8 for q in later)
+    return any(token_recall(corruption.replacement, q) >= RECALL_THRESHOLD for q in later)

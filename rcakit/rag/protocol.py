@@ -1,79 +1,144 @@
-"""The strict experiment protocol of AgenticRAG-FP §6 and its metrics.
+"""The strict experiment protocol of AgenticRAG-FP §6: eligibility, injection, resumption, diagnosis.
 
 A question is eligible at depth d only if its clean trace reaches hop d and
 answers correctly. Each eligible (question, depth, intervention) case is
 injected and resumed; a case that still answers correctly is *recovered* and
-stays out of attribution. Exact-hop accuracy is over failed cases only, with
-the authors' percentile bootstrap (B = 1000, seed 42). Each finished case is
-written to a ``CaseStore``, so a killed sweep resumes.
+stays out of attribution. Each finished case is written to a ``CaseStore``
+under the results folder, so a killed sweep resumes; the store is keyed by
+the parameters and by the code of every module a case's value depends on.
+With an LLM reader, each case records the reader usage it caused (counted
+within the case alone, ``rcakit.llm.cache.case_usage``), so the agent's cost
+is the same whether a case was computed or resumed, and whether the cases ran
+one after another, on threads or on a Dask cluster (``rcakit.parallel``). The scoring
+of the cases is in ``rcakit.rag.metrics``.
 
-The LLM judge runs after the sweep, on a seeded sample of at most
-``llm_max_cases`` failed cases per depth whose traces are rebuilt from their
-seeds; its calls go through the response cache, so its cost reads the same on
-every rerun. With an LLM reader, each case records the reader usage it caused,
-so the agent's cost is the same whether a case was computed or resumed.
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-from pathlib import Path
-from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from rcakit import RcakitError
+from rcakit.llm.accounting import COST
+from rcakit.llm.cache import case_usage
+from rcakit.parallel import Runner
+from rcakit.progress import track
 from rcakit.rag import diagnosers as dg
 from rcakit.rag.agent import Agent, LLMReader, RuleReader, Trace
 from rcakit.rag.interventions import CONTENT, STAGE, STRUCTURAL, corrupt_content, inject, query_contaminated
+from rcakit.rag.musique import SYNTHETIC, build_musique_world, resolve_world
 from rcakit.rag.retrieval import Retriever
-from rcakit.rag.text import OUTCOMES, classify_outcome, jaccard
-from rcakit.rag.world import build_world, World
-from rcakit.results import results_dir
-from rcakit.stats import bootstrap_accuracy_ci
-from rcakit.store import CaseStore
+from rcakit.rag.text import classify_outcome
+from rcakit.rag.world import World, build_world
+from rcakit.store import CaseStore, open_case_store
 
-TRACE_READERS = ("coverage", "rule_based", "fallback_rule")  # see only the final trace
+ARMS = ("structural", "content")
+# The offline diagnosers, in the order the tables show them. Trace readers see only the final trace;
+# continue_retrieving and the probes re-execute the agent; the controls are a constant and an oracle.
+OFFLINE = {
+    "coverage": lambda lab, trace, threshold: dg.coverage(trace, threshold),
+    "rule_based": lambda lab, trace, threshold: dg.rule_based(trace),
+    "fallback_rule": lambda lab, trace, threshold: dg.fallback_rule(trace),
+    "continue_retrieving": lambda lab, trace, threshold: dg.continue_retrieving(lab.agent, trace),
+    "propagation_aware": lambda lab, trace, threshold: dg.propagation_aware(lab.agent, trace),
+    "suf_regen": lambda lab, trace, threshold: dg.suf_regen(lab.agent, trace),
+    "constant_hop1": lambda lab, trace, threshold: dg.constant_hop1(trace),
+    "oracle_gold_hop": lambda lab, trace, threshold: dg.oracle_gold_hop(trace),
+}
+DIAGNOSERS = tuple(OFFLINE)
+TRACE_READERS = DIAGNOSERS[:3]  # see only the final trace
 PROBES = ("propagation_aware", "suf_regen")  # re-execute the agent; three branches each
-CONTROLS = ("constant_hop1", "oracle_gold_hop")  # a constant, and an oracle on the world's certified facts
-DIAGNOSERS = TRACE_READERS + ("continue_retrieving",) + PROBES + CONTROLS
+# Every module whose code can change a stored case: the lab, the LLM reader, the store format, the scorers.
+CASE_CODE = ("rcakit.rag", "rcakit.llm", "rcakit.stats", "rcakit.store")
 
 
 @dataclass
 class Lab:
-    """A world, its retriever-backed agent, and the clean trace of every question."""
+    """A world, its retriever-backed agent, and the clean trace of every question (built by :meth:`build`)."""
 
     world: World
     agent: Agent
     seed: int
     clean: dict[str, Trace] = field(default_factory=dict)
     clean_usage: dict = field(default_factory=dict)
+    selection: dict = field(default_factory=dict)  # a MuSiQue world's selection counts (empty if synthetic)
 
-    def __post_init__(self):
-        self.clean = {q.id: self.agent.run(q) for q in self.world.questions}
-        usage = reader_usage(self)
-        self.clean_usage = usage.totals() if usage is not None else {}
+    @classmethod
+    def build(cls, world: World, agent: Agent, seed: int, runner: Runner | None = None) -> Lab:
+        """The lab with every question's clean trace run, and the LLM reader's usage for them.
+
+        ``runner`` (``rcakit.parallel.Runner``, serial by default) runs the clean runs; their usage
+        is counted per question and summed here, so it is the same for every setting.
+        """
+        lab = cls(world, agent, seed)
+        done = (runner or Runner()).run([(q.id, q) for q in world.questions], CleanRun(agent))
+        lab.clean = {q.id: trace for q, (trace, _) in zip(world.questions, done, strict=True)}
+        if reader_usage(lab) is not None:
+            lab.clean_usage = {k: sum(usage[k] for _, usage in done) for k in COST}
+        return lab
+
+    @property
+    def clean_accuracy(self) -> float:
+        """Share of questions the clean agent answers correctly."""
+        return sum(t.correct for t in self.clean.values()) / len(self.clean)
+
+    def eligible_questions(self, depths: Iterable[int]) -> dict[str, int]:
+        """``{depth: questions eligible at that depth}``."""
+        return {str(d): sum(eligible(t, d) for t in self.clean.values()) for d in depths}
+
+
+@dataclass
+class CleanRun:
+    """``work(question)``: the agent's clean trace of one question and the reader usage it caused."""
+
+    agent: Agent
+
+    def __call__(self, question) -> tuple[Trace, dict]:
+        with case_usage() as scope:
+            trace = self.agent.run(question)
+        return trace, scope.totals(getattr(self.agent.reader, "chat", None))
 
 
 def build_lab(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: int = 3, top_k: int = 3,
               reading_noise: float = 0.2, distractor_rate: float = 0.3, spare_hops: int = 1,
-              reader_chat=None) -> Lab:
+              reader_chat=None, world: str = SYNTHETIC, runner: Runner | None = None) -> Lab:
     """World, BM25 retriever, agent and clean traces, all from ``seed``.
 
-    The reader is the ``RuleReader``, or an ``LLMReader`` over ``reader_chat``
-    (a cached provider) with the rule reader as its fallback.
+    ``world`` is ``synthetic`` (the seeded world of ``rcakit.rag.world``) or a
+    MuSiQue file: a registry name (``musique``) or a path
+    (``rcakit.rag.musique``; ``n_entities`` and ``distractor_rate`` do not apply
+    there, and it needs ``reader_chat``). The reader is the ``RuleReader``, or
+    an ``LLMReader`` over ``reader_chat`` (a cached provider) with the rule
+    reader as its fallback. ``runner`` runs the clean runs (:meth:`Lab.build`).
     """
-    world = build_world(seed, n_entities=n_entities, n_questions=n_questions, hops=hops,
-                        distractor_rate=distractor_rate)
-    reader = RuleReader(world, reading_noise, seed)
+    selection = {}
+    if world == SYNTHETIC:
+        made = build_world(seed, n_entities=n_entities, n_questions=n_questions, hops=hops,
+                           distractor_rate=distractor_rate)
+    else:
+        made, selection = _musique(world, n_questions, hops, reader_chat)
+    reader = RuleReader(made, reading_noise, seed)
     if reader_chat:
         reader = LLMReader(reader_chat, reader, seed)
-    agent = Agent(world, Retriever(world.corpus), reader, top_k, spare_hops)
-    return Lab(world, agent, seed)
+    lab = Lab.build(made, Agent(made, Retriever(made.corpus), reader, top_k, spare_hops), seed, runner)
+    lab.selection = selection
+    return lab
+
+
+def _musique(world: str, n_questions: int, hops: int, reader_chat) -> tuple[World, dict]:
+    if not reader_chat:
+        raise RcakitError(f"world {world!r}: the rule reader cannot read natural text; "
+                          "set agent llm and a provider (e.g. -p agent llm -p provider ollama:MODEL)")
+    path = resolve_world(world)
+    if path is None:
+        raise RcakitError(f"world {world!r}: the data set is not fetched (run 'rcakit data fetch {world}')")
+    made, selection = build_musique_world(path, n_questions, hops)
+    return made, asdict(selection)
 
 
 def reader_usage(lab: Lab):
@@ -86,18 +151,20 @@ def eligible(trace: Trace, depth: int) -> bool:
     return len(trace.hops) >= depth and trace.correct
 
 
+def live(cases: pd.DataFrame) -> pd.DataFrame:
+    """The cases that ran: content cases with no certifiable span are marked skipped and dropped here."""
+    return cases[~cases["skipped"].astype(bool)]
+
+
+def failed(cases: pd.DataFrame) -> pd.DataFrame:
+    """The live cases whose answer the injection made wrong: the denominators of attribution (§6)."""
+    ran = live(cases)
+    return ran[~ran["correct"].astype(bool)]
+
+
 def diagnose(lab: Lab, trace: Trace, threshold: float) -> dict[str, list]:
     """Every offline diagnoser's [stage, hop, cost, branch] on one failed trace."""
-    found = {
-        "coverage": dg.coverage(trace, threshold),
-        "rule_based": dg.rule_based(trace),
-        "fallback_rule": dg.fallback_rule(trace),
-        "continue_retrieving": dg.continue_retrieving(lab.agent, trace),
-        "propagation_aware": dg.propagation_aware(lab.agent, trace),
-        "suf_regen": dg.suf_regen(lab.agent, trace),
-        "constant_hop1": dg.constant_hop1(trace),
-        "oracle_gold_hop": dg.oracle_gold_hop(trace),
-    }
+    found = {name: run(lab, trace, threshold) for name, run in OFFLINE.items()}
     return {name: [d.stage, d.hop, d.cost, d.branch] for name, d in found.items()}
 
 
@@ -124,7 +191,7 @@ def injected_fact_kept(trace: Trace, depth: int, at_hop: bool = False) -> bool:
 
 def _finish(lab, case: dict, injected: Trace, threshold: float) -> dict:
     depth = case["depth"]
-    case.update(correct=injected.correct, answer=injected.answer, cost=injected.cost,
+    case.update(correct=injected.correct, answer=injected.answer, word_cost=injected.word_cost,
                 n_hops=len(injected.hops), downstream_intact=downstream_intact(injected, depth),
                 fact_in_trace=injected_fact_kept(injected, depth),
                 fact_at_hop=injected_fact_kept(injected, depth, at_hop=True))
@@ -182,261 +249,55 @@ def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05) -> dic
     return _finish(lab, case, injected, threshold)
 
 
-def _code_digest() -> str:
-    """Digest of this package's source, so a store written by other code is never reused."""
-    h = hashlib.sha1()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
-
-
 def case_store(chapter_id: str, params: dict, folder=None) -> CaseStore:
-    """The chapter's case store under ``results/cases``, named by a digest of its parameters and of the code."""
-    fingerprint = {**params, "rcakit.rag code": _code_digest()}
-    digest = hashlib.sha1(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:12]
-    base = folder if folder is not None else results_dir() / "cases"
-    return CaseStore(Path(base) / f"{chapter_id}-{digest}.jsonl", fingerprint=fingerprint)
+    """The chapter's case store: ``<results folder>/cases`` unless ``folder`` says otherwise (a relative
+    ``folder`` is taken from the results folder), keyed by the parameters and the code of ``CASE_CODE``.
+    """
+    return open_case_store(chapter_id, params, CASE_CODE, folder)
 
 
-def sweep(lab: Lab, arm: str, depths: Iterable[int], store: CaseStore, threshold: float = 0.05,
-          progress: Callable | None = None) -> pd.DataFrame:
-    """Run (or resume) every eligible case of ``arm`` ("structural" or "content"); one row per case."""
-    if arm not in ("structural", "content"):
-        raise RcakitError(f"arm: expected 'structural' or 'content', got {arm!r}")
-    kinds, depths = (STRUCTURAL if arm == "structural" else (CONTENT,)), list(depths)
+def _case_items(lab: Lab, arm: str, depths: list[int]) -> list[tuple[str, tuple]]:
+    kinds = STRUCTURAL if arm == "structural" else (CONTENT,)
     items = [(f"{arm}:{qid}:{d}:{k}", (qid, d, k)) for d in depths for qid, tr in lab.clean.items()
              if eligible(tr, d) for k in kinds]
     if not items:
-        raise RcakitError(f"{arm} sweep: no eligible case at depths {list(depths)}: the clean agent answered no "
+        raise RcakitError(f"{arm} sweep: no eligible case at depths {depths}: the clean agent answered no "
                           "question correctly (a weak LLM reader?); use more questions or another reader")
+    return items
 
-    def case(item):
+
+@dataclass
+class SweepCase:
+    """``work(item)`` of a sweep: one case of ``arm`` with, for an LLM reader, the usage it caused.
+
+    A plain object (not a closure) so that it pickles to a Dask worker with its lab.
+    """
+
+    lab: Lab
+    arm: str
+    threshold: float
+
+    def __call__(self, item: tuple) -> dict:
         qid, d, k = item
-        if arm == "structural":
-            return structural_case(lab, qid, d, k, threshold)
-        return content_case(lab, qid, d, threshold)
-
-    def work(item):
-        usage = reader_usage(lab)
-        if usage is None:
-            return case(item)
-        before = usage.totals()
-        out = case(item)
-        out["reader_usage"] = {k: v - before[k] for k, v in usage.totals().items() if k != "cases"}
+        chat = getattr(self.lab.agent.reader, "chat", None)
+        with case_usage() as scope:
+            if self.arm == "structural":
+                out = structural_case(self.lab, qid, d, k, self.threshold)
+            else:
+                out = content_case(self.lab, qid, d, self.threshold)
+        if reader_usage(self.lab) is not None:
+            out["reader_usage"] = {k: v for k, v in scope.totals(chat).items() if k != "cases"}
         return out
 
-    return pd.DataFrame(store.run(items, work, progress))
 
+def sweep(lab: Lab, arm: str, depths: Iterable[int], store: CaseStore, threshold: float = 0.05,
+          progress: Callable[[Iterable], Iterable] | None = track, runner: Runner | None = None) -> pd.DataFrame:
+    """Run (or resume) every eligible case of ``arm`` ("structural" or "content"); one row per case.
 
-PREDICTION_COLUMNS = ["qid", "depth", "kind", "strategy", "diagnoser", "pred_hop", "branch", "hit", "stage_hit",
-                      "hop_error", "cost"]
-
-
-def predictions(cases: pd.DataFrame) -> pd.DataFrame:
-    """Long table of failed, non-skipped cases: one row per (case, diagnoser) with hit, branch and errors."""
-    rows = []
-    for case in cases.to_dict("records"):
-        for name, (stage, hop, cost, branch) in (case.get("diagnoses") or {}).items():
-            rows.append({"qid": case["qid"], "depth": case["depth"], "kind": case["kind"],
-                         "strategy": case.get("strategy"), "diagnoser": name, "pred_hop": hop, "branch": branch,
-                         "hit": hop == case["depth"], "stage_hit": stage == case["true_stage"],
-                         "hop_error": abs(hop - case["depth"]), "cost": cost})
-    return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
-
-
-def _ci(hits) -> dict:
-    point, lo, hi = bootstrap_accuracy_ci(list(hits), n_boot=1000, seed=42)
-    return {"point": point, "lo": lo, "hi": hi}
-
-
-def branch_record(grp: pd.DataFrame) -> dict:
-    """One probe's failed cases at one depth, by branch: counts, each branch's accuracy among the cases it
-    decided (``None`` when it decided none), and its share of all the probe's hits.
+    ``progress`` wraps the cases still to run (a terminal bar by default; ``None`` for none);
+    ``runner`` (``rcakit.parallel.Runner``, serial by default) runs them serially, on threads or on a cluster.
     """
-    counts, accuracy, hits = {}, {}, {}
-    for b in dg.BRANCHES:
-        mine = grp[grp["branch"] == b]
-        counts[b] = int(len(mine))
-        accuracy[b] = float(mine["hit"].mean()) if len(mine) else None
-        hits[b] = float(mine["hit"].sum() / len(grp)) if len(grp) else None
-    return {"counts": counts, "accuracy": accuracy, "hit_share": hits}
-
-
-def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
-    """Exact-hop accuracy with bootstrap CI, stage accuracy, MAE, failed n, eligible n and recovery by depth.
-
-    For each probe it adds ``probe_branch`` (failed cases per branch),
-    ``branch_accuracy`` (each branch's accuracy on the cases it decided),
-    ``branch_hit_share`` (the share of all failed cases each branch named
-    correctly; these sum to the probe's accuracy) and
-    ``accuracy_without_fallback`` (flip and continue only, with CI).
-    """
-    live = cases[~cases["skipped"].astype(bool)]
-    preds = predictions(live)
-    out = {k: {} for k in ("accuracy", "stage_accuracy", "mae", "mean_cost", "probe_branch", "branch_accuracy",
-                           "branch_hit_share", "accuracy_without_fallback")}
-    out.update(failed_n={}, eligible_n={}, recovery={})
-    for d in depths:
-        at = live[live["depth"] == d]
-        key = str(d)
-        out["eligible_n"][key] = int(len(at))
-        out["failed_n"][key] = int((~at["correct"].astype(bool)).sum()) if len(at) else 0
-        out["recovery"][key] = float(at["correct"].mean()) if len(at) else float("nan")
-        for name, grp in preds[preds["depth"] == d].groupby("diagnoser"):
-            out["accuracy"].setdefault(name, {})[key] = _ci(grp["hit"])
-            out["stage_accuracy"].setdefault(name, {})[key] = float(grp["stage_hit"].mean())
-            out["mae"].setdefault(name, {})[key] = float(grp["hop_error"].mean())
-            out["mean_cost"].setdefault(name, {})[key] = float(grp["cost"].mean())
-            if name in PROBES:
-                record = branch_record(grp)
-                out["probe_branch"].setdefault(name, {})[key] = record["counts"]
-                out["branch_accuracy"].setdefault(name, {})[key] = record["accuracy"]
-                out["branch_hit_share"].setdefault(name, {})[key] = record["hit_share"]
-                counterfactual = grp["hit"] & (grp["branch"] != "fallback")
-                out["accuracy_without_fallback"].setdefault(name, {})[key] = _ci(counterfactual)
-    return out
-
-
-def pooled_accuracy(preds: pd.DataFrame) -> dict:
-    """Exact-hop accuracy with bootstrap CI per diagnoser over all rows of ``preds`` (a slice), plus its case count."""
-    out = {name: _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}
-    out["n"] = int(len(preds.drop_duplicates(["qid", "depth", "kind"])))
-    return out
-
-
-def interval_pairs(result: dict) -> dict:
-    """``{diagnoser: {depth: [lo, hi]}}`` from ``attribution``'s accuracy cells (for claims' ``ci`` keys)."""
-    return {name: {d: [c["lo"], c["hi"]] for d, c in cells.items()} for name, cells in result["accuracy"].items()}
-
-
-def accuracy_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
-    """The Table-2-style frame: one row per diagnoser, 'point [lo, hi]' per depth, plus failed n."""
-    depths = [str(d) for d in depths]
-    fmt = lambda c: "n/a" if c is None or np.isnan(c["point"]) else f"{c['point']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"  # noqa: E731
-    names = sorted(result["accuracy"], key=lambda n: DIAGNOSERS.index(n) if n in DIAGNOSERS else len(DIAGNOSERS))
-    rows = {name: {f"hop {d}": fmt(result["accuracy"][name].get(d)) for d in depths} for name in names}
-    rows["failed n"] = {f"hop {d}": str(result["failed_n"][d]) for d in depths}
-    if "llm_judged_n" in result:  # the LLM judge reads a sample of the failed cases
-        rows["llm_judge n"] = {f"hop {d}": str(result["llm_judged_n"][d]) for d in depths}
-    rows["recovery"] = {f"hop {d}": f"{result['recovery'][d]:.2f}" for d in depths}
-    return pd.DataFrame(rows).T
-
-
-def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
-    """Per probe and depth: failed cases per branch, each branch's accuracy on its cases, and the probe's
-    accuracy with and without the fallback branch.
-    """
-    rows = {}
-    for probe in PROBES:
-        for d in map(str, depths):
-            if d not in result["probe_branch"].get(probe, {}):
-                continue
-            row = {f"n {b}": result["probe_branch"][probe][d][b] for b in dg.BRANCHES}
-            row.update({f"accuracy {b}": result["branch_accuracy"][probe][d][b] for b in dg.BRANCHES[:3]})
-            row["accuracy"] = result["accuracy"][probe][d]["point"]
-            row["without fallback"] = result["accuracy_without_fallback"][probe][d]["point"]
-            rows[(probe, int(d))] = row
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    frame.index.names = ["probe", "depth"]
-    return frame
-
-
-def branches_by_intervention(cases: pd.DataFrame, probe: str) -> pd.DataFrame:
-    """How often each branch of ``probe`` fired, and how often it named the injected hop, per (intervention, depth)."""
-    preds = predictions(cases[~cases["skipped"].astype(bool)])
-    preds = preds[preds["diagnoser"] == probe]
-    counts = pd.crosstab([preds["kind"], preds["depth"]], preds["branch"]).reindex(columns=list(dg.BRANCHES),
-                                                                                 fill_value=0)
-    named = preds[preds["hit"]]
-    hits = pd.crosstab([named["kind"], named["depth"]], named["branch"]).reindex(
-        index=counts.index, columns=list(dg.BRANCHES[:3]), fill_value=0)
-    return counts.join(hits.add_suffix(" hits")).fillna(0).astype(int)
-
-
-def failed_share(cases: pd.DataFrame, column: str, depths: Iterable[int]) -> dict:
-    """``{depth: share}`` of failed, non-skipped cases whose boolean ``column`` holds."""
-    live = cases[~cases["skipped"].astype(bool)]
-    failed = live[~live["correct"].astype(bool)]
-    out = {}
-    for d in depths:
-        at = failed[failed["depth"] == d]
-        out[str(d)] = float(at[column].astype(bool).mean()) if len(at) else None
-    return out
-
-
-def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers=TRACE_READERS) -> dict:
-    """Per depth: failed cases, those whose injected hop is absent from the trace (an early termination's
-    hop was never run), and those that none of ``readers`` names.
-    """
-    live = cases[~cases["skipped"].astype(bool)]
-    failed = live[~live["correct"].astype(bool)]
-    preds = predictions(failed)
-    named = preds[preds["diagnoser"].isin(list(readers)) & preds["hit"]]
-    named_keys = set(zip(named["qid"], named["depth"], named["kind"]))
-    out = {}
-    for d in depths:
-        at = failed[failed["depth"] == d]
-        keys = list(zip(at["qid"], at["depth"], at["kind"]))
-        out[str(d)] = {"failed": int(len(at)), "hop_absent": int((at["n_hops"] < d).sum()),
-                       "named_by_none": int(sum(k not in named_keys for k in keys))}
-    return out
-
-
-def share_predicting(preds: pd.DataFrame, diagnoser: str, hop: int, depths: Iterable[int],
-                     min_hops: int = 0) -> dict:
-    """``{depth: share}`` of ``diagnoser``'s failed cases in which it predicts ``hop``.
-
-    ``min_hops`` keeps only cases whose trace has at least that many hops
-    (``preds`` must then carry ``n_hops``; see ``predictions_with_hops``).
-    """
-    sub = preds[preds["diagnoser"] == diagnoser]
-    if min_hops:
-        sub = sub[sub["n_hops"] >= min_hops]
-    return {str(d): float((sub[sub["depth"] == d]["pred_hop"] == hop).mean()) if (sub["depth"] == d).any()
-            else None for d in depths}
-
-
-def predictions_with_hops(cases: pd.DataFrame) -> pd.DataFrame:
-    """``predictions`` of the failed, non-skipped cases with each case's trace length joined as ``n_hops``."""
-    live = cases[~cases["skipped"].astype(bool)]
-    lengths = live.set_index(["qid", "depth", "kind"])["n_hops"]
-    preds = predictions(live)
-    return preds.join(lengths, on=["qid", "depth", "kind"])
-
-
-def hop_answer_jaccard(lab: Lab) -> pd.DataFrame:
-    """Coverage's score, Jaccard(gold answer, joined documents), of every non-empty hop of every clean correct trace."""
-    rows = [{"hop": h.index, "jaccard": jaccard(t.gold, " ".join(d.text for d in h.docs))}
-            for t in lab.clean.values() if t.correct for h in t.hops if h.docs]
-    return pd.DataFrame(rows, columns=["hop", "jaccard"])
-
-
-def per_intervention(cases: pd.DataFrame) -> pd.DataFrame:
-    """Injected n, recovery and each diagnoser's exact-hop accuracy per (intervention, depth)."""
-    live = cases[~cases["skipped"].astype(bool)]
-    base = live.groupby(["kind", "depth"]).agg(injected=("correct", "size"), recovery=("correct", "mean"))
-    preds = predictions(live)
-    acc = preds.pivot_table(index=["kind", "depth"], columns="diagnoser", values="hit", aggfunc="mean")
-    return base.join(acc)
-
-
-def outcome_shares(cases: pd.DataFrame, by: str = "depth") -> pd.DataFrame:
-    """Absorbed / resisted / derailed shares and n over all injected, non-skipped content cases."""
-    live = cases[~cases["skipped"].astype(bool)]
-    table = pd.crosstab(live[by], live["outcome"], normalize="index").reindex(columns=list(OUTCOMES), fill_value=0.0)
-    table["n"] = live.groupby(by).size()
-    return table
-
-
-def prediction_histogram(preds: pd.DataFrame, diagnoser: str, depths) -> pd.DataFrame:
-    """Share of failed cases at each injected depth that ``diagnoser`` assigns to each hop."""
-    sub = preds[preds["diagnoser"] == diagnoser]
-    return pd.crosstab(sub["depth"], sub["pred_hop"], normalize="index").reindex(index=list(depths))
-
-
-
-def outcome_counts(cases: pd.DataFrame, by: str) -> dict:
-    """``{group: {absorbed, resisted, derailed, n}}`` counts over injected, non-skipped content cases."""
-    live = cases[~cases["skipped"].astype(bool)]
-    table = pd.crosstab(live[by], live["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
-    return {str(k): {**{o: int(row[o]) for o in OUTCOMES}, "n": int(row.sum())} for k, row in table.iterrows()}
+    if arm not in ARMS:
+        raise RcakitError(f"arm: expected 'structural' or 'content', got {arm!r}")
+    items = _case_items(lab, arm, list(depths))
+    return pd.DataFrame(store.run(items, SweepCase(lab, arm, threshold), progress, runner=runner))

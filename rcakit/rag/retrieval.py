@@ -6,7 +6,11 @@ statistics (idf, term frequencies, lengths, k1, b) are ``BM25Okapi``'s; the
 per-term Okapi weights are laid out once in a sparse term-by-document matrix
 (scipy), so a query costs one sparse row sum instead of rank-bm25's Python
 loop over documents. ``scores`` equals ``BM25Okapi.get_scores`` (tested).
-Results are cached per (query, k): sweeps re-issue the same clean queries.
+Results are cached per (query, k): sweeps re-issue the same clean queries;
+the cache is thread-safe, and a pickled retriever (to a Dask worker) starts
+with an empty one.
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,17 @@ class Retriever:
         self.corpus = corpus
         self.bm25 = BM25Okapi([tokens(f"{p.title} {p.text}") for p in corpus])
         self._vocab, self._weights = self._okapi_matrix()
+        self._cached_search()
+
+    def _cached_search(self) -> None:
         self.search = functools.lru_cache(maxsize=200_000)(self._search)
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "search"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._cached_search()
 
     def _okapi_matrix(self) -> tuple[dict[str, int], sparse.csr_matrix]:
         bm, vocab, rows, cols, vals = self.bm25, {}, [], [], []

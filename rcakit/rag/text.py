@@ -1,8 +1,11 @@
 """Answer normalisation and the outcome rules of AgenticRAG-FP.
 
-The definitions follow the authors' reference implementation as recorded in
-``papers/README.md`` (SQuAD-style normalisation, token recall >= 0.8, outcome
-classes for certified content corruption, Doctor-RAG Jaccard coverage).
+The definitions follow the authors' reference implementation (AgenticRAG-FP
+§5-6): SQuAD-style normalisation, token recall >= 0.8, the outcome classes of
+certified content corruption (§7.3), and the Jaccard score behind Doctor-RAG
+coverage.
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ RECALL_THRESHOLD = 0.8
 OUTCOMES = ("absorbed", "resisted", "derailed")
 
 
-def normalize(text: str) -> str:
+def normalise(text: str) -> str:
     """Lowercase; articles and every ASCII punctuation character become spaces; collapse whitespace."""
     text = _ARTICLES.sub(" ", str(text).lower())
     text = _PUNCT.sub(" ", text)
@@ -26,11 +29,11 @@ def normalize(text: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Normalised whitespace tokens (also the BM25 tokeniser)."""
-    return normalize(text).split()
+    return normalise(text).split()
 
 
 def token_recall(reference: str, prediction: str) -> float:
-    """|set(ref) & set(pred)| / |set(ref)| over normalised tokens; 0 for an empty reference."""
+    """``|set(ref) & set(pred)| / |set(ref)|`` over normalised tokens; 0 for an empty reference."""
     ref = set(tokens(reference))
     return len(ref & set(tokens(prediction))) / len(ref) if ref else 0.0
 
@@ -46,13 +49,14 @@ def answer_correct(answer: str, gold: str) -> bool:
     """Normalised exact match, or token recall of the gold answer in ``answer`` >= 0.8 (§6)."""
     if answer is None:
         return False
-    return normalize(answer) == normalize(gold) or token_recall(gold, answer) >= RECALL_THRESHOLD
+    return normalise(answer) == normalise(gold) or token_recall(gold, answer) >= RECALL_THRESHOLD
 
 
 def classify_outcome(answer: str, gold: str, corrupted_span: str) -> str:
-    """``resisted`` if correct (checked first); ``absorbed`` if the corrupted span is recalled; else ``derailed`` (§7.3)."""
+    """``resisted`` if correct (checked first); ``absorbed`` if the corrupted span is recalled; else
+    ``derailed`` (§7.3)."""
     if answer_correct(answer, gold):
         return "resisted"
-    if normalize(corrupted_span) and token_recall(corrupted_span, answer or "") >= RECALL_THRESHOLD:
+    if normalise(corrupted_span) and token_recall(corrupted_span, answer or "") >= RECALL_THRESHOLD:
         return "absorbed"
     return "derailed"

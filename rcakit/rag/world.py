@@ -1,5 +1,9 @@
 """A seeded synthetic multi-hop world that stands in for MuSiQue / HotpotQA.
 
+The ``World``, ``Question`` and ``HopGold`` objects here are also what
+``rcakit.rag.musique`` builds from MuSiQue's own decompositions, so the agent,
+interventions, diagnosers and scoring run unchanged on either world.
+
 Fictional entities of six types are linked by relations; every entity has one
 paragraph that states its facts in varied templates, next to filler sentences
 with years and numbers, and a share of "mention" paragraphs adds token-sharing
@@ -8,6 +12,8 @@ tokens with others (the distractors that make BM25 imperfect). Questions walk
 2-4 relations from a start entity; each hop's gold fact and supporting
 paragraph are known exactly (the certification the paper gets by construction
 of its injections, AgenticRAG-FP §4).
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ class Relation:
     phrase: str  # "the director of {}"
     cue: str  # regex fragment a sentence stating the relation contains
     templates: tuple[str, ...]  # with {s} subject, {o} object, {p} pronoun, {y} year
+    ask: str = ""  # the sub-question with {} for the subject; empty: "what is <phrase>?"
+
+    def sub_question(self, subject: str) -> str:
+        """The hop's sub-question for ``subject``, as a reader is asked it."""
+        return self.ask.format(subject) if self.ask else f"what is {self.phrase.format(subject)}?"
 
 
 RELATIONS = {
@@ -109,13 +120,20 @@ class Question:
 
 @dataclass
 class World:
-    """Entities (name -> type), their facts, the corpus and the questions."""
+    """Entities (name -> type), their facts, the corpus and the questions.
+
+    ``relations`` maps each relation name a question uses to its ``Relation``
+    (the synthetic world's eight; a MuSiQue world has one per question and hop);
+    ``name`` says which world it is (``synthetic`` or ``musique``).
+    """
 
     types: dict[str, str]
     facts: dict[str, dict[str, str]]
     corpus: list[Paragraph]
     questions: list[Question]
     home: dict[str, int] = field(default_factory=dict)  # entity name -> its own paragraph id
+    relations: dict[str, Relation] = field(default_factory=lambda: dict(RELATIONS))
+    name: str = "synthetic"
 
     def names_of(self, kind: str) -> list[str]:
         return [n for n, t in self.types.items() if t == kind]

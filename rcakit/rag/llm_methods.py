@@ -1,13 +1,17 @@
-"""The language-model side of the fault lab (AgenticRAG-FP §5-6).
+"""The LLM reader and the LLM judge, wired from chapter parameters (AgenticRAG-FP §5-6).
 
 Chapters turn three parameters into models: ``provider`` (the agent's model,
 and the judge's unless ``judge_provider`` names another, for cross-family
 judging), ``agent`` (``rule`` or ``llm``) and ``llm_timeout`` (seconds a model
 server may take per reply). The LLM judge sees a seeded
 sample of at most ``llm_max_cases`` failed cases per depth, their traces
-rebuilt from the cases' seeds; the cost of each LLM method is counted in the
-shared ``rcakit.llm.Accounting`` (cost columns only: calls, tokens,
-abstentions, cases), which reads the same on a cold and a warm run.
+rebuilt from the cases' seeds. The cost of each LLM method (cost columns
+only: calls, tokens, abstentions, cases) is counted per case
+(``rcakit.llm.cache.case_usage``) and summed in the driver, so it reads the
+same on a cold and a warm run, and whether the cases ran one after another,
+on threads or on a Dask cluster (``rcakit.parallel``).
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
@@ -19,8 +23,12 @@ import pandas as pd
 from rcakit import RcakitError
 from rcakit.llm import Accounting, cached, provider_from_spec
 from rcakit.llm.accounting import COST
+from rcakit.llm.cache import case_usage
+from rcakit.parallel import Runner
+from rcakit.progress import track
 from rcakit.rag.diagnosers import LLMJudge
-from rcakit.rag.protocol import Lab, attribution, injected_trace, predictions
+from rcakit.rag.metrics import attribution, predictions
+from rcakit.rag.protocol import Lab, failed, injected_trace
 
 AGENTS = ("rule", "llm")
 JUDGE = "llm_judge"
@@ -59,20 +67,43 @@ def judge_sample(cases: pd.DataFrame, per_depth: int, seed: int) -> pd.DataFrame
     """At most ``per_depth`` failed, non-skipped cases per depth, drawn with ``seed``, in sweep order."""
     if per_depth < 1:
         raise RcakitError(f"llm_max_cases: expected >= 1, got {per_depth}")
-    live = cases[~cases["skipped"].astype(bool)]
-    failed = live[~live["correct"].astype(bool)]
-    parts = [g.sample(n=min(per_depth, len(g)), random_state=seed) for _, g in failed.groupby("depth")]
-    return pd.concat(parts).sort_index() if parts else failed
+    wrong = failed(cases)
+    parts = [g.sample(n=min(per_depth, len(g)), random_state=seed) for _, g in wrong.groupby("depth")]
+    return pd.concat(parts).sort_index() if parts else wrong
 
 
-def judge_cases(lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=None) -> pd.DataFrame:
-    """``sample`` with the judge's ``[stage, hop, cost, branch]`` added to each case's diagnoses (branch ``none``)."""
+@dataclass
+class JudgeCase:
+    """``work(case)`` of the judge's pass: its verdict, the documents it cut and the usage it caused."""
+
+    lab: Lab
+    judge: LLMJudge
+
+    def __call__(self, case: dict) -> dict:
+        with case_usage() as scope:
+            key = f"{case['kind']}:{case['qid']}:{case['depth']}"
+            found, cut = self.judge.diagnose(injected_trace(self.lab, case), key)
+        return {"verdict": [found.stage, found.hop, found.cost, found.branch], "cut": cut,
+                "usage": scope.totals(self.judge.chat)}
+
+
+def judge_cases(lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=track,
+                runner: Runner | None = None) -> tuple[pd.DataFrame, dict]:
+    """``sample`` with the judge's ``[stage, hop, cost, branch]`` added to each case's diagnoses (branch ``none``),
+    and the judge's usage summed over the cases (in the driver, so a cluster's calls count too).
+
+    ``progress`` wraps the cases (a terminal bar by default; ``None`` for none); ``runner``
+    (``rcakit.parallel.Runner``, serial by default) runs them serially, on threads or on a cluster.
+    The documents the judge cut are added to ``judge.truncated_docs``.
+    """
     records = sample.to_dict("records")
-    rows = []
-    for case in progress(records) if progress else records:
-        found = judge(injected_trace(lab, case), f"{case['kind']}:{case['qid']}:{case['depth']}")
-        rows.append({**case, "diagnoses": {**case["diagnoses"], JUDGE: [found.stage, found.hop, found.cost, found.branch]}})
-    return pd.DataFrame(rows, columns=sample.columns)
+    items = [(f"{case['kind']}:{case['qid']}:{case['depth']}", case) for case in records]
+    done = (runner or Runner()).run(items, JudgeCase(lab, judge), progress=progress)
+    judge.count_truncated(sum(d["cut"] for d in done))
+    usage = {k: sum(d["usage"][k] for d in done) for k in COST}
+    rows = [{**case, "diagnoses": {**case["diagnoses"], JUDGE: d["verdict"]}}
+            for case, d in zip(records, done, strict=True)]
+    return pd.DataFrame(rows, columns=sample.columns), usage
 
 
 def merge_judge(result: dict, judged: pd.DataFrame, depths) -> dict:
@@ -128,12 +159,13 @@ def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths) -> d
 
 def describe_judge(record: dict) -> str:
     """What the judge did, in plain lines, including a flag when one hop takes >= 80% of its verdicts."""
+    modal = record["modal_hop"]
     lines = [f"judged cases: {record['judged']} ({record['empty_traces']} with an empty trace, not sent); "
              f"abstentions: {record['abstained']}; documents cut: {record['truncated_docs']}",
-             f"the judge named hop {record['modal_hop']} in {record['modal_count']} of its {record['verdicts']} verdicts"]
+             f"the judge named hop {modal} in {record['modal_count']} of its {record['verdicts']} verdicts"]
     if record["verdicts"] and record["modal_count"] >= 0.8 * record["verdicts"]:
-        lines.append(f"so this judge answers hop {record['modal_hop']} almost whatever the trace says: its accuracy at "
-                     f"depth {record['modal_hop']} is that prior's, and it localises nothing at the other depths")
+        lines.append(f"so this judge answers hop {modal} almost whatever the trace says: its accuracy at "
+                     f"depth {modal} is that prior's, and it localises nothing at the other depths")
     return "\n".join(lines)
 
 
@@ -152,21 +184,16 @@ def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict:
     return total
 
 
-def llm_cost(models: Models, lab: Lab, *case_frames: pd.DataFrame) -> dict:
-    """``{method: {cases, calls, input_tokens, output_tokens, abstentions}}`` for the methods that ran."""
+def llm_cost(models: Models, lab: Lab, *case_frames: pd.DataFrame, judge_usage: dict | None = None) -> dict:
+    """``{method: {cases, calls, input_tokens, output_tokens, abstentions}}`` for the methods that ran.
+
+    ``judge_usage`` is the judge's usage summed over its cases (:func:`judge_cases`); without it, the
+    shared accounting's (which a Dask cluster's calls never reach).
+    """
     out = {}
     if models.reader_chat:
         out[READER] = reader_cost(lab, *case_frames)
     if models.judge is not None:
-        out[JUDGE] = models.accounting[JUDGE].totals()
+        out[JUDGE] = judge_usage if judge_usage is not None else models.accounting[JUDGE].totals()
     return out
 
-
-def cost_table(cost: dict) -> pd.DataFrame:
-    """One row per LLM method: totals, then calls and tokens per case (diagnosis or agent run)."""
-    frame = pd.DataFrame.from_dict(cost, orient="index", columns=list(COST))
-    frame.index.name = "method"
-    cases = frame["cases"].where(frame["cases"] > 0)
-    frame["calls per case"] = frame["calls"] / cases
-    frame["tokens per case"] = (frame["input_tokens"] + frame["output_tokens"]) / cases
-    return frame.round(2)
