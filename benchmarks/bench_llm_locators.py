@@ -1,4 +1,4 @@
-"""Cost and wall time per diagnosis of the LLM locators (rcakit.trajectories.llm_locators).
+"""Cost and wall time per diagnosis of the LLM locators (rcakit.trajectories.llm_locators and .rcta).
 
 Runs the four locators on the chapter's LLM subsets with a fresh response
 cache in a temporary folder (so every call reaches the model) and prints,
@@ -20,7 +20,7 @@ import pandas as pd
 from rcakit import trajectories as tr
 from rcakit.llm import Accounting, provider_from_spec
 from rcakit.paths import resolve
-from rcakit.trajectories import llm_locators as ll
+from rcakit.trajectories import evaluation
 
 
 def main() -> None:
@@ -31,24 +31,25 @@ def main() -> None:
     parser.add_argument("--max-questions", type=int, default=4)
     parser.add_argument("--n-trajectories", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sets", nargs="*", default=None, help="Hand-Crafted Algorithm-Generated synthetic (default: all)")
+    parser.add_argument("--sets", nargs="*", default=None,
+                        help="Hand-Crafted Algorithm-Generated synthetic (default: all)")
     args = parser.parse_args()
     os.environ["RCAKIT_LLM_CACHE"] = tempfile.mkdtemp(prefix="bench-llm-")
     model = provider_from_spec(args.provider)
     loaded = tr.read_who_and_when(resolve("../shared/data/who_and_when"))
-    sets = {s: [t for t in loaded.trajectories if t.source == s] for s in tr.loaders.WHO_AND_WHEN_SUBSETS}
+    sets = loaded.by_source(tr.WHO_AND_WHEN_SUBSETS)
     sets["synthetic"] = list(tr.generate_benchmark(args.seed, tr.GeneratorConfig(n=args.n_trajectories)))
     usage, spreads, rows = Accounting(), {}, {}
     for name, trajectories in sets.items():
         if args.sets and name not in args.sets:
             continue
-        picked = ll.llm_subset(trajectories, args.cases, args.seed)
+        picked = evaluation.llm_subset(trajectories, args.cases, args.seed)
         start = time.perf_counter()
-        cases, cost = ll.evaluate_llm(model, picked, usage, name, seed=args.seed,
-                                      prompt_tokens=args.prompt_tokens, max_questions=args.max_questions)
+        cases, cost = evaluation.evaluate_llm(model, picked, usage, name, seed=args.seed,
+                                              prompt_tokens=args.prompt_tokens, max_questions=args.max_questions)
         print(f"{name}: {len(picked)} trajectories, lengths {[len(t) for t in picked]}, "
               f"{time.perf_counter() - start:.1f} s for all four methods", flush=True)
-        spreads[name] = ll.step_distribution(cases)
+        spreads[name] = evaluation.step_distribution(cases)
         rows[name] = pd.DataFrame.from_dict(cost, orient="index")
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", None)

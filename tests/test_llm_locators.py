@@ -1,4 +1,5 @@
-"""Tests for rcakit.trajectories.llm_locators against an in-process scripted model (no weights)."""
+"""Tests for rcakit.trajectories.llm_locators, .rcta and the LLM part of .evaluation against an
+in-process scripted model (no weights)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,19 @@ import pytest
 
 from rcakit import RcakitError
 from rcakit.llm import Accounting, NullProvider, ResponseCache, cached, request_seed
+from rcakit.llm.prompts import Budget
 from rcakit.llm.testing import ScriptedProvider
 from rcakit.trajectories import Label, Prediction, Step, Trajectory, score_cases
-from rcakit.trajectories.llm_locators import (
-    AllAtOnceLocator,
-    BinarySearchLocator,
-    Budget,
-    RCTALocator,
-    StepByStepLocator,
+from rcakit.trajectories.evaluation import (
+    LLM_LOCATORS,
+    compare_llm,
     cost_row,
+    evaluate_llm,
     llm_subset,
-    speakers,
     step_distribution,
 )
+from rcakit.trajectories.llm_locators import AllAtOnceLocator, BinarySearchLocator, StepByStepLocator
+from rcakit.trajectories.rcta import RCTALocator
 
 ROLES = ("Planner", "Executor", "Verifier")
 
@@ -181,7 +182,7 @@ def test_rcta_splits_a_trajectory_the_window_cannot_hold_and_reports_it():
     locator.locate(traj)
     segs = locator.segments(traj)
     assert len(segs) > 1 and segs[0][0] == 0 and segs[-1][1] == 60
-    assert all(a == b for (_, a), (b, _) in zip(segs, segs[1:]))  # consecutive, covering
+    assert all(a == b for (_, a), (b, _) in zip(segs, segs[1:], strict=False))  # consecutive, covering
     assert all(model.count_tokens(c["messages"]) <= 400 - locator.max_tokens for c in model.calls)
     assert locator.inputs.counts()["segmented"] == 1 and locator.inputs.counts()["truncated"] == 1
 
@@ -194,7 +195,7 @@ def test_seeds_subsets_roles_and_the_none_provider():
     assert picked == llm_subset(many, 4, seed=0) and len(picked) == 4
     assert [many.index(t) for t in picked] == sorted(many.index(t) for t in picked)
     assert llm_subset(many, 50, seed=0) == many
-    assert speakers(trajectory(7)) == ("Executor", "Planner", "User", "Verifier")
+    assert trajectory(7).speakers == ("Executor", "Planner", "User", "Verifier")
     with pytest.raises(RcakitError, match="provider"):
         AllAtOnceLocator(NullProvider())
 
@@ -234,7 +235,6 @@ def universal(messages) -> str:
 
 
 def test_evaluate_llm_charges_each_method_per_set_and_a_warm_rerun_calls_no_model(tmp_path, monkeypatch):
-    from rcakit.trajectories.llm_locators import LLM_LOCATORS, evaluate_llm
 
     monkeypatch.setenv("RCAKIT_LLM_CACHE", str(tmp_path))
     trajs = [trajectory(16, root=r, tid=f"t/{r}") for r in (0, 3)]
@@ -275,6 +275,39 @@ def test_rcta_drops_its_latest_candidates_when_the_final_question_does_not_fit()
     shown = [int(x) for x in seen[-1].split(", ")]
     offered = sorted({int(x) for x in seen[0].split(", ")} | set(shown))
     assert len(seen) == 1 and len(shown) >= 2  # only the question that fitted was asked
-    full = locator.recall(traj, locator.summarise(traj, 0), [set() for _ in traj.steps])
+    full = locator.recall(traj, locator.summarise_segments(traj, 0), [set() for _ in traj.steps])
     assert len(shown) < len(full) and set(full[: len(shown)]) <= set(offered)  # the earliest candidates kept
     assert "many" in locator.inputs.truncated
+
+
+def test_compare_llm_puts_the_offline_locators_beside_and_merges_sets(tmp_path, monkeypatch):
+    from rcakit.trajectories import HandoffTraceLocator, TerminalLocator
+    from rcakit.trajectories.evaluation import merge_comparisons
+
+    monkeypatch.setenv("RCAKIT_LLM_CACHE", str(tmp_path))
+    sets = {"a": [trajectory(16, root=r, tid=f"a/{r}") for r in (0, 3, 5)], "b": [trajectory(12, tid="b/1")]}
+    offline = [TerminalLocator(), HandoffTraceLocator()]
+    run = compare_llm(ScriptedProvider(universal), sets, offline, Accounting(), max_cases=2, seed=1)
+    assert list(run.cases) == ["a", "b"] and all(len(frame) == 2 for frame in run.cases["a"].values())
+    assert list(run.table.loc["a"].index) == ["terminal", "handoff_trace", *LLM_LOCATORS]
+    assert run.numbers["b"]["step_by_step"]["predicted_steps"]["modal_step"] == 0  # "yes" at the first question
+    merged = merge_comparisons([None, run])
+    assert merged.numbers == run.numbers and merged.spread.equals(run.spread)
+
+
+def test_cost_table_is_one_spelling_and_one_rounding_for_every_chapter():
+    from rcakit.llm.accounting import PER_CASE, cost_table
+
+    totals = {"judge": {"cases": 3, "calls": 7, "input_tokens": 100, "output_tokens": 11, "abstentions": 1},
+              "idle": {"cases": 0, "calls": 0, "input_tokens": 0, "output_tokens": 0, "abstentions": 0}}
+    table = cost_table(totals)
+    assert list(table.columns[-len(PER_CASE):]) == list(PER_CASE) and "seconds_per_case" not in table
+    assert table.loc["judge", "calls_per_case"] == 2.333 and table.loc["judge", "tokens_per_case"] == 37.0
+    judge = table.loc["judge"]
+    assert judge["input_tokens_per_case"] == 33.333 and judge["output_tokens_per_case"] == 3.667
+    assert table.loc["idle", PER_CASE].isna().all() and table.loc["idle", "calls"] == 0
+    timed = cost_table({"judge": {**totals["judge"], "model_calls": 2, "cache_hits": 5, "model_seconds": 1.0}})
+    assert timed.loc["judge", "seconds_per_case"] == 0.333
+    acct = Accounting()
+    acct["judge"].add_case()
+    assert acct.table().equals(cost_table(acct.to_dict()))

@@ -39,9 +39,11 @@ from rcakit.trajectories.metrics import official_step_hit, source_weighted_mae, 
 from rcakit.trajectories.strata import STRATA
 
 FIXTURE = Path(__file__).parent / "fixtures" / "longrca_sample.jsonl"
+RELEASE = Path(__file__).parent / "fixtures" / "longrca-bench"  # invented records in the Hugging Face layout
 WHO_AND_WHEN = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "who_and_when"
 needs_who_and_when = pytest.mark.skipif(
-    not WHO_AND_WHEN.is_dir(), reason="Who&When data not found at ../shared/data/who_and_when (not shipped with the project)"
+    not WHO_AND_WHEN.is_dir(),
+    reason="Who&When data not found at ../shared/data/who_and_when (not shipped with the project)",
 )
 
 
@@ -325,13 +327,15 @@ def test_handoff_trace_finds_a_planted_handoff_root_that_terminal_misses():
         ("Verifier", "Error: booked fare is the most expensive; `sort_key=price_desc` was used."),
         ("Verifier", "Final evaluation: task failed."),
     ]
-    traj = Trajectory("t", "hand", "task", tuple(Step(i, n, None, c) for i, (n, c) in enumerate(steps)), Label("Planner", 1))
+    rows = tuple(Step(i, n, None, c) for i, (n, c) in enumerate(steps))
+    traj = Trajectory("t", "hand", "task", rows, Label("Planner", 1))
     assert HandoffTraceLocator().locate(traj) == Prediction("Planner", 1)
     assert TerminalLocator().locate(traj).step == 8
 
 
 def test_handoff_trace_beats_terminal_on_clean_planted_handoff_roots():
-    bench = generate_benchmark(3, GeneratorConfig(n=300, decoy_rate=0.0, distractor_rate=0.0, handoff_share=1.0, signal_clarity=1.0))
+    clean = GeneratorConfig(n=300, decoy_rate=0.0, distractor_rate=0.0, handoff_share=1.0, signal_clarity=1.0)
+    bench = generate_benchmark(3, clean)
     far = [t for t in bench if t.meta["kind"] == "handoff" and t.root_to_end > 10]
     trace = summarise(score_cases(far, HandoffTraceLocator().locate_all(far)))
     terminal = summarise(score_cases(far, TerminalLocator().locate_all(far)))
@@ -428,21 +432,22 @@ def test_a_fifo_or_dangling_link_given_directly_is_one_error_not_a_hang(tmp_path
         validate_path(dangling)
 
 
-def test_missing_data_paths_are_one_line_errors_naming_them(tmp_path):
-    from rcakit.trajectories import who_and_when_root
+def test_missing_data_paths_are_one_line_errors_naming_them(tmp_path, monkeypatch):
+    from rcakit import data
 
+    monkeypatch.setenv("RCAKIT_DATA_DIR", str(tmp_path / "empty-home"))
     missing = tmp_path / "who_and_wen"
-    for call in (lambda: validate_path(missing), lambda: read_who_and_when(missing), lambda: who_and_when_root(missing)):
+    calls = (lambda: validate_path(missing), lambda: read_who_and_when(missing),
+             lambda: data.locate(str(missing), "who_and_when_path"))
+    for call in calls:
         with pytest.raises(RcakitError) as info:
             call()
         assert str(missing) in str(info.value) and "\n" not in str(info.value)
-    # only the documented default may be absent: then there is nothing to load, and no error
-    assert who_and_when_root(missing, default=missing) is None
-    with pytest.raises(RcakitError, match="who_and_wen"):
-        who_and_when_root(missing, default=tmp_path / "who_and_when")
+    # only a data set name may be absent: then there is nothing to load, and no error
+    assert data.locate("who-and-when", "who_and_when_path") is None
     (tmp_path / "file").write_text("x", encoding="utf-8")
     with pytest.raises(RcakitError, match="is not a folder"):
-        who_and_when_root(tmp_path / "file")
+        read_who_and_when(data.locate(str(tmp_path / "file"), "who_and_when_path"))
 
 
 def test_a_valid_log_without_any_error_word_is_located_by_every_offline_locator(tmp_path):
@@ -514,7 +519,7 @@ def test_official_columns_divide_by_the_official_count():
         overall_table(cases, official=True, official_n=1)
 
 
-# ---------------------------------------------------------------- asserted and identity claims fail when the code breaks
+# ------------------------------------------------------------ asserted and identity claims fail when the code breaks
 
 
 def _bins_numbers() -> dict:
@@ -566,3 +571,300 @@ def test_every_log_scored_claims_fail_when_annotations_name_other_agents(monkeyp
 
     monkeypatch.setattr(loaders, "normalise_role", handoff_only)
     assert _verdicts(numbers(), "Who&When") == ["differs", "agrees"]  # log 24 is rejected: 57, not 58
+
+
+# ---------------------------------------------------------------- shared definitions and the chapter's loops
+
+
+def test_speakers_are_one_first_spelling_per_normalised_role_sorted_and_never_empty():
+    names = ("user", "Planner (-> Executor)", "planner (thought)", "Executor", "")
+    steps = tuple(Step(i, name, None, "") for i, name in enumerate(names))
+    traj = Trajectory("t", "s", "task", steps, Label("Planner", 1))
+    assert traj.speakers == ("Executor", "Planner", "user")
+    assert {normalise_role(s) for s in traj.speakers} == traj.roles
+
+
+def test_official_step_and_agent_checks_are_one_substring_rule():
+    from rcakit.trajectories import official_agent_hit, official_hit
+
+    assert official_step_hit is official_hit and official_agent_hit is official_hit
+    assert official_agent_hit("WebSurfer 2", "WebSurfer") and not official_agent_hit("Web", "WebSurfer")
+    assert official_step_hit(21, 1) and not official_step_hit(20, 1) and not official_agent_hit(None, "x")
+
+
+def test_generator_and_locators_read_the_same_signals():
+    from rcakit.trajectories import locators, signals, synthetic
+
+    assert synthetic.ERROR_SIGNAL is signals.ERROR_SIGNAL is locators.ERROR_SIGNAL
+    traj = _trajectory([("User", "Use `a_1`."), ("Executor", "Error: `a_1` and `b` failed"), ("Executor", "`x`")])
+    assert signals.evidence_tokens(traj) == [{"a_1"}, {"a_1"}, set()]  # `b` and `x`: shorter than two characters
+
+
+def test_knob_sweep_changes_one_knob_per_row_on_the_same_draw():
+    from rcakit.trajectories import evaluation, offline_locators
+
+    base = GeneratorConfig(n=1140, decoy_rate=0.5)
+    sweep = evaluation.knob_sweep(offline_locators(0), base, 40, 7, knobs=[("decoy_rate", 0.0), ("length_scale", 0.3)])
+    assert list(sweep.index) == ["chapter values", "decoy_rate = 0", "length_scale = 0.3"]
+    direct = evaluation.evaluate(offline_locators(0), generate_benchmark(7, GeneratorConfig(n=40, decoy_rate=0.0)))
+    assert sweep.loc["decoy_rate = 0"].to_dict() == evaluation.overall_table(direct)["exact"].to_dict()
+    chapter = evaluation.evaluate(offline_locators(0), generate_benchmark(7, GeneratorConfig(n=40, decoy_rate=0.5)))
+    assert sweep.loc["chapter values"].to_dict() == evaluation.overall_table(chapter)["exact"].to_dict()
+    with pytest.raises(RcakitError, match="'n' is not a generator knob"):
+        evaluation.knob_sweep(offline_locators(0), base, 10, 0, knobs=[("n", 5)])
+
+
+def test_generator_from_params_takes_the_chapter_knobs():
+    from rcakit.trajectories import evaluation
+
+    params = {"n_trajectories": 12, "signal_clarity": 0.2, "seed": 3, "provider": "none"}
+    assert evaluation.generator_from_params(params) == GeneratorConfig(n=12, signal_clarity=0.2)
+
+
+def test_published_figure6_recovers_whole_cases_and_table4():
+    from rcakit import claims
+    from rcakit.trajectories import evaluation
+
+    tables = [claims.published("longrca-strata", t) for t in ("table4", "table7", "table8")]
+    published = evaluation.published_figure6(*tables)
+    assert (published.totals["length bins"] - published.totals["Table 4 exact"]).abs().max() < 0.0006
+    assert published.numbers["bins_total"]["distance"]["RCTA"] == pytest.approx(275 / 1140)
+    facts = evaluation.rcta_length_facts(published.length)
+    assert (facts["rcta_gt400_k"], facts["rcta_gt400_n"]) == (13, 42) and facts["rcta_gt400_holds_others"]
+    lo, hi = proportion_confint(13, 42, method="wilson")
+    assert facts["rcta_gt400_width"] == pytest.approx(100 * (hi - lo))
+
+
+def test_real_log_scoring_merges_the_analytic_random_baseline_and_the_margins():
+    from rcakit.trajectories import evaluation, offline_locators
+
+    trajs = [_traj("a", "A", 4, "Executor", 2), _traj("b", "A", 10, "Executor", 9)]
+    scored = evaluation.score_real_logs(offline_locators(0), trajs, official_n=3)
+    random = scored.numbers["random"]
+    assert random["expected_exact"] == pytest.approx((1 / 4 + 1 / 10) / 2) and random["n_official"] == 3
+    assert random["expected_within5"] == pytest.approx((4 / 4 + 6 / 10) / 2)
+    assert random["expected_role"] == pytest.approx(1 / 4)  # User, Planner, Executor, Verifier
+    assert scored.numbers["terminal"]["exact_official"] == pytest.approx(1 / 3)  # "9" in "9"; "3" lacks "2"
+    assert set(scored.numbers) >= {"handoff_trace_gain", "handoff_trace_role_gap"}
+
+
+def test_who_and_when_facts_without_the_logs_are_all_missing():
+    from rcakit.trajectories import evaluation
+
+    facts = evaluation.who_and_when_facts(None)
+    assert {"who_n_hand", "gain_algo", "hand_bin_min", "hand_min_width", "algo_root1"} <= set(facts)
+    assert all(np.isnan(v) for v in facts.values())
+
+
+@needs_who_and_when
+def test_who_and_when_facts_name_the_same_numbers_as_without_the_logs():
+    from rcakit.trajectories import WHO_AND_WHEN_SUBSETS, evaluation, offline_locators
+
+    loaded = read_who_and_when(WHO_AND_WHEN)
+    subsets = loaded.by_source(WHO_AND_WHEN_SUBSETS)
+    assert [len(ts) for ts in subsets.values()] == [58, 126]
+    scored = evaluation.score_subsets(offline_locators(0), subsets, evaluation.official_denominators(subsets, True))
+    facts = evaluation.who_and_when_facts(scored)
+    assert set(facts) == set(evaluation.who_and_when_facts(None))
+    assert (facts["who_n_hand"], facts["who_official_algo"]) == (58, 126)
+    beside = evaluation.beside_published(claims_block(), scored)
+    assert beside.loc["n (strict)"].tolist() == [58, 126] and "terminal (official)" in beside.index
+
+
+def claims_block() -> dict:
+    from rcakit import claims
+
+    return claims.published("longrca-strata", "who_and_when_step_accuracy")
+
+
+def test_load_report_names_every_rejected_record(tmp_path):
+    from rcakit.trajectories import LoadResult
+
+    result = LoadResult([_traj("a", "A", 4, "Executor", 2)], [f"{tmp_path}/x.json: history: missing"])
+    text = result.report(str(tmp_path), shown_as="data")
+    assert text.splitlines() == ["data: 1 good records, 1 bad", "rejected: data/x.json: history: missing"]
+    assert result.by_source(["A", "B"]) == {"A": result.trajectories, "B": []}
+
+
+# ---------------------------------------------------------------- the LongRCA Bench release layout
+
+
+def test_release_layout_loads_from_the_root_the_records_folder_and_the_registry(tmp_path, monkeypatch):
+    import hashlib
+    import shutil
+
+    from rcakit import data
+    from rcakit.trajectories import paper_source, read_longrca, release_folder
+
+    assert release_folder(RELEASE) == RELEASE / "data" / "full"
+    assert release_folder(RELEASE / "data" / "full") == RELEASE / "data" / "full"
+    loaded = read_longrca(release_folder(RELEASE))
+    assert loaded.errors == [] and len(loaded.trajectories) == 7
+    assert [len(t) for t in loaded.trajectories] == [12, 60, 130, 150, 240, 410, 90]
+    assert [paper_source(t) for t in loaded.trajectories] == [
+        "SWE-bench Pro", "Terminal Bench 2", "TravelPlanner", "TravelPlanner", "VitaBench",
+        "WebArena Verified", "WebArena Verified"]
+    assert all(t.label.role in {"DiagnostAgent", "Orchestrator", "Planner"} for t in loaded.trajectories)
+    # a fetched copy: the registry's root is the layout the fixture has, found through its lock file
+    home = tmp_path / "home"
+    monkeypatch.setenv("RCAKIT_DATA_DIR", str(home))
+    ds = data.get("longrca-bench")
+    assert data.locate("longrca-bench", "longrca") is None
+    shutil.copytree(RELEASE, home / ds.name)
+    files = sorted(p.relative_to(home / ds.name).as_posix() for p in (home / ds.name).rglob("*") if p.is_file())
+    digests = {f: {"sha256": hashlib.sha256((home / ds.name / f).read_bytes()).hexdigest(),
+                   "size": (home / ds.name / f).stat().st_size} for f in files}
+    lock = {"name": ds.name, "revision": ds.revision, "listing": files, "files": digests}
+    data.lock_path(ds).write_text(json.dumps(lock), encoding="utf-8")
+    located = data.locate("longrca-bench", "longrca")
+    assert located == home / ds.name / "data" / "full"
+    assert [t.id for t in read_longrca(release_folder(located)).trajectories] == [t.id for t in loaded.trajectories]
+
+
+def paper_description() -> dict:
+    from rcakit import claims
+
+    return claims.published("longrca-strata", "release")
+
+
+def paper_shaped_frame() -> pd.DataFrame:
+    """1,140 rows with exactly the counts, steps, lengths, distances and bin sizes the paper gives."""
+    paper = paper_description()
+    sources = [s for s, n in paper["sources"].items() for _ in range(n)]
+    first = np.full(393, 50)
+    lengths = np.concatenate([first, np.full(467, 145), np.full(238, 300), np.full(41, 500), [728]])
+    deficit = int(lengths.sum()) - paper["total_steps"]
+    first[: deficit // 5] -= 5
+    first[0] -= deficit % 5
+    lengths = np.concatenate([first, lengths[393:]])
+    distance = np.concatenate([np.full(256, 5), np.full(325, 48), np.full(235, 70), np.full(323, 183), [605]])
+    return pd.DataFrame({"source": sources, "length": lengths, "root_to_end": distance})
+
+
+def test_release_checks_match_a_release_shaped_as_the_paper_says_and_report_every_difference():
+    from rcakit.trajectories import release_checks, release_shape
+    from rcakit.trajectories.release import differences
+
+    paper = paper_description()
+    assert sum(paper["sources"].values()) == paper["trajectories"] == 1140
+    assert sum(paper["length_bins"]) == sum(paper["distance_bins"]) == 1140
+    exact = release_checks(paper_shaped_frame(), paper)
+    assert exact.loc["total steps", "release"] == 178137 and exact.loc["median length", "release"] == 145
+    assert exact.loc["mean length", "release"] == pytest.approx(178137 / 1140)
+    assert differences(exact) == [] and exact["difference"].abs().max() < 0.05
+    # one trajectory moved to a source the paper does not list, one step fewer
+    shifted = paper_shaped_frame()
+    shifted.loc[0, "source"], shifted.loc[1, "length"] = "mystery", shifted.loc[1, "length"] - 1
+    changed = release_checks(shifted, paper)
+    assert differences(changed) == ["trajectories from SWE-bench Pro", "trajectories from mystery", "total steps"]
+    assert changed.loc["trajectories from mystery", "release"] == 1
+    assert np.isnan(changed.loc["trajectories from mystery", "paper"])
+    assert changed.loc["total steps", "difference"] == -1
+    # the invented fixture differs everywhere, and the table says by how much
+    checks = release_checks(release_shape(load_longrca(RELEASE / "data" / "full")), paper)
+    assert checks["matches"].sum() == 0 and len(checks) == 21
+    assert checks.loc["trajectories", "release"] == 7 and checks.loc["total steps", "release"] == 1092
+    assert (checks.loc["maximum length", "release"], checks.loc["median length", "release"]) == (410, 130)
+    assert checks.loc["trajectories from TravelPlanner", "release"] == 2
+    assert checks.loc["length bin >400", "release"] == 1 and checks.loc["root-to-end bin >100", "release"] == 2
+    assert checks.loc["maximum root-to-end", "release"] == 309
+
+
+def test_the_release_section_is_skipped_with_one_line_and_scores_the_records_it_is_given(tmp_path, monkeypatch):
+    from rcakit import data
+    from rcakit.trajectories import evaluation, offline_locators
+
+    monkeypatch.setenv("RCAKIT_DATA_DIR", str(tmp_path / "empty-home"))
+    locators = offline_locators(0)
+    skipped = evaluation.longrca_release("none", locators, paper_description())
+    assert skipped.scored is None and "\n" not in skipped.report and "longrca = none" in skipped.report
+    unfetched = evaluation.longrca_release("longrca-bench", locators, paper_description())
+    assert unfetched.scored is None and unfetched.report == data.fetch_hint("longrca-bench", "longrca")
+    with pytest.raises(RcakitError, match="^parameter 'longrca': 'nowhere' is neither a data set"):
+        evaluation.longrca_release("nowhere", locators, paper_description())
+    run = evaluation.longrca_release(str(RELEASE), locators, paper_description())
+    assert run.report.splitlines() == [f"{RELEASE}: 7 good records, 0 bad",
+                                       f"{RELEASE}: differs from the paper's description on 21 of 21 checks"]
+    assert run.numbers["n"] == 7 and run.numbers["checks"]["trajectories"]["release"] == 7
+    assert run.scored.table.loc["handoff_trace", "n"] == 7
+    # the MAE is weighted by the paper's source names, not the id prefixes
+    assert set(run.scored.cases["terminal"]["source"]) == {"SWE-bench Pro", "Terminal Bench 2", "TravelPlanner",
+                                                           "VitaBench", "WebArena Verified"}
+    assert sum(b["n"] for b in run.numbers["terminal"]["length_bins"].values()) == 7
+    assert run.compare_llm(None, locators, None, 1) is None
+
+
+def test_preflight_accepts_a_data_set_name_fetched_or_not_and_refuses_a_missing_path(tmp_path, monkeypatch):
+    from rcakit import runner
+
+    monkeypatch.setenv("RCAKIT_DATA_DIR", str(tmp_path / "empty-home"))
+    monkeypatch.setenv("RCAKIT_BOOK_DIR", str(tmp_path / "book"))
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
+    for value in ("longrca-bench", str(RELEASE)):
+        runner.preflight("longrca-strata", runner.run_parameters("longrca-strata", {"longrca": value}, quick=True))
+    params = runner.run_parameters("longrca-strata", {"longrca": str(tmp_path / "nowhere")}, quick=True)
+    with pytest.raises(RcakitError, match=r"^longrca-strata: parameter 'longrca': .*/nowhere does not exist$"):
+        runner.preflight("longrca-strata", params)
+
+
+def test_run_with_the_release_fixture_draws_the_workbench_strata_figure(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from rcakit import chapters
+    from rcakit.paths import project_root
+
+    env = {**os.environ, "RCAKIT_BOOK_DIR": str(tmp_path / "book"), "RCAKIT_RESULTS_DIR": str(tmp_path / "results"),
+           "RCAKIT_DATA_DIR": str(tmp_path / "empty-home"), "RCAKIT_PROGRESS": "0"}
+    fixture = RELEASE.relative_to(project_root()).as_posix()  # a project-relative path, as a user types it
+    (tmp_path / "cwd").mkdir()
+    done = subprocess.run([sys.executable, "-m", "rcakit.cli", "run", "longrca-strata", "--quick", "-p", "longrca",
+                           fixture], cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    notebook = tmp_path / "book" / "chapters" / (chapters.get("longrca-strata").notebook.stem + ".ipynb")
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    named = [c for c in cells if c["metadata"].get("mystnb", {}).get("figure", {}).get("name")
+             == "fig-longrca-strata-release"]
+    assert len(named) == 1
+    assert any("image/png" in out.get("data", {}) for out in named[0]["outputs"])
+    report = "".join(t for c in cells for out in c.get("outputs", []) for t in out.get("text", []))
+    assert f"{fixture}: 7 good records, 0 bad" in report and "Who&When (MIT) is not fetched" in report
+    recorded = json.loads((tmp_path / "results" / "longrca-strata.json").read_text(encoding="utf-8"))
+    assert recorded["params"]["longrca"] == fixture and recorded["longrca"]["n"] == 7
+    assert recorded["longrca"]["checks"]["total steps"]["release"] == 1092
+
+
+def test_the_llm_locators_run_on_a_seeded_sample_of_the_release_records(tmp_path, monkeypatch):
+    import re
+
+    from rcakit.llm import Accounting
+    from rcakit.llm.testing import ScriptedProvider
+    from rcakit.trajectories import evaluation, offline_locators
+    from rcakit.trajectories.llm_locators import LLM_LOCATORS
+
+    def first_option(messages) -> str:  # every question answered with its first option
+        text = messages[-1]["content"]
+        if '"half"' in text:
+            return '{"half": "first"}'
+        if '"error"' in text:
+            return '{"error": "yes"}'
+        segment = re.search(r"Segment \(steps (\d+)-", text)
+        if segment:
+            return json.dumps({"purpose": "executing", "candidate": int(segment.group(1))})
+        allowed = re.search(r"Steps you may choose: (\d+)", text)
+        return json.dumps({"role": "Planner", "step": int(allowed.group(1)) if allowed else 0})
+
+    monkeypatch.setenv("RCAKIT_LLM_CACHE", str(tmp_path / "cache"))
+    locators = offline_locators(0)
+    run = evaluation.longrca_release(str(RELEASE), locators, paper_description())
+    usage = Accounting()
+    compared = run.compare_llm(ScriptedProvider(first_option), locators, usage, 2, seed=0, prompt_tokens=512,
+                               max_questions=4)
+    assert list(compared.cases) == ["LongRCA Bench"]
+    assert all(len(frame) == 2 for frame in compared.cases["LongRCA Bench"].values())
+    assert list(compared.table.loc["LongRCA Bench"].index) == [loc.name for loc in locators] + list(LLM_LOCATORS)
+    assert sorted(usage) == sorted(f"LongRCA Bench.{name}" for name in LLM_LOCATORS)
+    assert all(usage[key].cases == 2 and usage[key].calls >= 1 for key in usage)
+    picked = evaluation.llm_subset(run.scored.trajectories, 2, 0)
+    assert list(compared.cases["LongRCA Bench"]["rcta"]["id"]) == [t.id for t in picked]

@@ -15,6 +15,8 @@ dropped silently: the ``read_*`` functions return the good trajectories
 together with every error line, and the ``load_*`` functions raise
 :class:`rcakit.RcakitError` on the first bad record. A path that does not
 exist is always an ``RcakitError`` naming it.
+
+Used in the chapters: `longrca-strata`.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.trajectories.schema import Label, Step, Trajectory, normalise_role
@@ -47,9 +50,20 @@ class LoadResult:
     trajectories: list[Trajectory] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
-    def extend(self, other: "LoadResult") -> None:
+    def extend(self, other: LoadResult) -> None:
+        """Add ``other``'s trajectories and errors to these."""
         self.trajectories.extend(other.trajectories)
         self.errors.extend(other.errors)
+
+    def by_source(self, sources: Sequence[str]) -> dict[str, list[Trajectory]]:
+        """The trajectories of each of ``sources`` (a Who&When subset, say), in their order."""
+        return {s: [t for t in self.trajectories if t.source == s] for s in sources}
+
+    def report(self, where: str, shown_as: str | None = None) -> str:
+        """:meth:`summary` and one ``rejected:`` line per error, with ``where`` written ``shown_as``."""
+        lines = [self.summary(where)] + [f"rejected: {e}" for e in self.errors]
+        text = "\n".join(lines)
+        return text if shown_as is None else text.replace(str(where), shown_as)
 
     def summary(self, where: str | Path) -> str:
         """One line: how many records under ``where`` were good and how many bad."""
@@ -72,7 +86,8 @@ _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a so
 
 def _short(value: Any, limit: int = 40) -> str:
     """``repr(value)`` cut to ``limit`` characters, so a huge field never floods an error line."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else f"<a {len(str(abs(value)))}-digit number>"
+    huge = isinstance(value, int) and abs(value) >= 10**limit
+    text = f"<a {len(str(abs(value)))}-digit number>" if huge else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -92,7 +107,8 @@ def _parse(text: str, where: str) -> Any:
     except RecursionError:
         raise RecordError(f"{where}: invalid JSON: nested too deeply to read") from None
     except ValueError:  # an integer literal past the interpreter's digit limit
-        raise RecordError(f"{where}: invalid JSON: a number with more than {sys.get_int_max_str_digits()} digits") from None
+        digits = sys.get_int_max_str_digits()
+        raise RecordError(f"{where}: invalid JSON: a number with more than {digits} digits") from None
 
 
 def entry_problem(path: Path) -> str | None:
@@ -180,10 +196,10 @@ def _file_records(path: Path) -> Iterator[tuple[str, Any]]:
         for lineno, line in enumerate(raw.split(b"\n"), start=1):
             where = f"{path}:{lineno}"
             if line.strip():
-                yield where, _guarded(lambda: _parse(_decode(line, where), where))
+                yield where, _guarded(_decoded, line, where)
         return
     where = str(path)
-    data = _guarded(lambda: _parse(_decode(raw, where), where))
+    data = _guarded(_decoded, raw, where)
     if isinstance(data, list):
         for i, record in enumerate(data):
             yield f"{path}[{i}]", record
@@ -191,15 +207,21 @@ def _file_records(path: Path) -> Iterator[tuple[str, Any]]:
         yield where, data
 
 
-def _guarded(fn: Callable[[], Any]) -> Any:
+def _guarded(fn: Callable[..., Any], *args) -> Any:
+    """``fn(*args)``, or the :class:`RecordError` it raised."""
     try:
-        return fn()
+        return fn(*args)
     except RecordError as exc:
         return exc
 
 
+def _decoded(data: bytes, where: str) -> Any:
+    return _parse(_decode(data, where), where)
+
+
 def _natural_key(path: Path) -> tuple:
-    return (0, int(path.stem), "") if path.stem.isascii() and path.stem.isdigit() and len(path.stem) < 30 else (1, 0, path.stem)
+    numeric = path.stem.isascii() and path.stem.isdigit() and len(path.stem) < 30
+    return (0, int(path.stem), "") if numeric else (1, 0, path.stem)
 
 
 # ---------------------------------------------------------------- field checks
@@ -291,7 +313,9 @@ def parse_longrca(record: Any, where: str) -> Trajectory:
         entry = _entry(history, i, where)
         index = _field(entry, "step", f"{where}: history[{i}]", int)
         if index != i:
-            raise RecordError(f"{where}: history[{i}].step: {_short(index)}, expected {i} (steps must be contiguous from 0)")
+            raise RecordError(
+                f"{where}: history[{i}].step: {_short(index)}, expected {i} (steps must be contiguous from 0)"
+            )
         name, role, content = (_field(entry, k, f"{where}: history[{i}]") for k in ("name", "role", "content"))
         steps.append(Step(i, name, role, content))
     steps = tuple(steps)
@@ -370,22 +394,6 @@ def who_and_when_folders(path: str | Path, subset: str | None = None) -> list[tu
 
 
 WHO_AND_WHEN_SIZES = {"Hand-Crafted": 58, "Algorithm-Generated": 126}  # logs per subset; the official denominators
-
-
-def who_and_when_root(path: str | Path, default: str | Path | None = None) -> Path | None:
-    """The Who&When folder a chapter parameter names, resolved against the project root.
-
-    ``None`` only when ``path`` is the documented ``default`` and nothing is
-    there (the logs are not shipped); any other missing path is an
-    ``RcakitError`` naming it, so a misspelled path never skips silently.
-    """
-    from rcakit.paths import resolve
-
-    folder = resolve(path)
-    if default is not None and str(path) == str(default) and not os.path.lexists(folder):
-        return None
-    who_and_when_folders(folder)
-    return folder
 
 
 def read_who_and_when(path: str | Path, subset: str | None = None) -> LoadResult:

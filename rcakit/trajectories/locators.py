@@ -3,24 +3,23 @@
 A :class:`Locator` returns a :class:`Prediction` whose role and step are
 separate outputs (LongRCA §3.1); either may be ``None`` (an abstention, scored
 as wrong). The offline locators here need no language model; the LLM-backed
-ones (all-at-once, step-by-step, binary search, an RCTA-style pipeline)
-implement the same interface in :mod:`rcakit.trajectories.llm_locators`.
+ones implement the same interface: Who&When's all-at-once, step-by-step and
+binary search in :mod:`rcakit.trajectories.llm_locators`, an RCTA-style
+pipeline in :mod:`rcakit.trajectories.rcta`.
+
+Used in the chapters: `longrca-strata`.
 """
 
 from __future__ import annotations
 
-import re
 import zlib
 from abc import ABC, abstractmethod
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
 from rcakit.trajectories.schema import Prediction, Step, Trajectory, normalise_role
-
-ERROR_SIGNAL = re.compile(r"\b(error|errors|fail|fails|failed|failure|exception|traceback|incorrect|mismatch)\b", re.I)
-REPAIR_SIGNAL = re.compile(r"\b(fixed|corrected|resolved|replaced|retry succeeded)\b", re.I)
-EVIDENCE_TOKEN = re.compile(r"`([^`\n]{2,80})`")
+from rcakit.trajectories.signals import ERROR_SIGNAL, REPAIR_SIGNAL, evidence_tokens
 
 
 class Locator(ABC):
@@ -50,10 +49,7 @@ class RandomLocator(Locator):
 
     def locate(self, trajectory: Trajectory) -> Prediction:
         rng = np.random.default_rng([self.seed, zlib.crc32(trajectory.id.encode("utf-8"))])
-        speakers = {}
-        for s in trajectory.steps:
-            speakers.setdefault(normalise_role(s.speaker), s.speaker)
-        roles = [speakers[k] for k in sorted(speakers)]
+        roles = trajectory.speakers
         return Prediction(role=roles[int(rng.integers(len(roles)))], step=int(rng.integers(len(trajectory))))
 
 
@@ -62,14 +58,13 @@ def expected_random_accuracy(trajectories: Iterable[Trajectory], k: int = 0) -> 
 
     Step within ``k``: mean over trajectories of ``|[r-k, r+k] ∩ [0, T-1]| / T``
     (``k = 0`` gives the exact rate ``mean 1/T``). Role: mean of
-    ``1 / |distinct speakers|`` when the label is one of them, else 0.
+    ``1 / |recorded roles|`` when the label is one of them, else 0.
     """
     step, role = [], []
     for t in trajectories:
         T, r = len(t), t.label.step
         step.append((min(T - 1, r + k) - max(0, r - k) + 1) / T)
-        speakers = {normalise_role(s.speaker) for s in t.steps}
-        role.append(1 / len(speakers) if normalise_role(t.label.role) in speakers else 0.0)
+        role.append(1 / len(t.roles) if normalise_role(t.label.role) in t.roles else 0.0)
     return {"step": float(np.mean(step)), "role": float(np.mean(role))}
 
 
@@ -116,10 +111,10 @@ class HandoffTraceLocator(Locator):
        ``max_segment`` (80) steps.
     2. **Candidate recall.** In each segment keep the first ``per_segment``
        steps (after the task) with an explicit error signal
-       (:data:`ERROR_SIGNAL`); at most ``max_candidates`` (80) in all. The
+       (``ERROR_SIGNAL``); at most ``max_candidates`` (80) in all. The
        evidence of a candidate is its backquoted tokens. A candidate is
        *repaired*, and dropped, when a later step carries a repair signal
-       (:data:`REPAIR_SIGNAL`) and quotes one of its tokens, or, for a
+       (``REPAIR_SIGNAL``) and quotes one of its tokens, or, for a
        candidate without tokens, when a repair signal follows within
        ``repair_window`` (3) steps.
     3. **Tracing.** The *introduction* of a candidate is the earliest step,
@@ -214,7 +209,10 @@ class HandoffTraceLocator(Locator):
                 return handoff, trajectory.steps[handoff].speaker
             return first, trajectory.steps[first].speaker
         handoff = self.nearest_handoff(trajectory, candidate)
-        if handoff is not None and normalise_role(trajectory.steps[handoff].recipient) == normalise_role(candidate.speaker):
+        addressed = handoff is not None and normalise_role(trajectory.steps[handoff].recipient) == normalise_role(
+            candidate.speaker
+        )
+        if addressed:
             return handoff, trajectory.steps[handoff].speaker
         return candidate.index, candidate.speaker
 
@@ -232,7 +230,7 @@ class HandoffTraceLocator(Locator):
         return max(tally.values(), key=lambda e: (e[0], -e[1]))[2]
 
     def locate(self, trajectory: Trajectory) -> Prediction:
-        tokens = [set(EVIDENCE_TOKEN.findall(s.content)) for s in trajectory.steps]
+        tokens = evidence_tokens(trajectory)
         candidates = self.candidates(trajectory, tokens)
         traced = [self.trace(trajectory, c, tokens) for c in candidates]
         introductions = [i for i in traced if i is not None]
@@ -242,7 +240,7 @@ class HandoffTraceLocator(Locator):
             step = candidates[0]
         else:
             step = trajectory.steps[-1]
-        votes = [self.vote(trajectory, c, t) for c, t in zip(candidates, traced)]
+        votes = [self.vote(trajectory, c, t) for c, t in zip(candidates, traced, strict=True)]
         return Prediction(role=self.role(trajectory, votes), step=step.index)
 
 
@@ -252,9 +250,4 @@ OFFLINE_LOCATORS = ("random", "terminal", "first_error_signal", "handoff_trace")
 def offline_locators(seed: int = 0) -> list[Locator]:
     """One instance of every offline locator, in :data:`OFFLINE_LOCATORS` order."""
     return [RandomLocator(seed), TerminalLocator(), FirstErrorSignalLocator(), HandoffTraceLocator()]
-
-
-def run_locators(locators: Iterable[Locator], trajectories: list[Trajectory]) -> dict[str, list[Prediction]]:
-    """``{locator name: predictions}`` over the same trajectories."""
-    return {loc.name: loc.locate_all(trajectories) for loc in locators}
 

@@ -1,19 +1,22 @@
 """LongRCA scoring (§6.1) and the Who&When official scorer.
 
 Role and step are scored independently. A role is right when its normalised
-form (:func:`~rcakit.trajectories.schema.normalise_role`) is non-empty, in
+form (:func:`~rcakit.trajectories.normalise_role`) is non-empty, in
 the trajectory's recorded role set and equal to the normalised reference; a
 step is valid when it is an integer (or a string of digits) inside
 ``0..T-1``. Every accuracy divides by all N trajectories, so an invalid or
 missing output counts as wrong. MAE is source-weighted over valid outputs:
 ``sum_b N_b * MAE_b / N``; a source without any valid output has no MAE term
 and its weight is left out of both sums (the paper leaves that case open).
+
+Used in the chapters: `longrca-strata`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,7 +52,7 @@ def score_cases(trajectories: Sequence[Trajectory], predictions: Sequence[Predic
     if len(trajectories) != len(predictions):
         raise RcakitError(f"predictions: {len(predictions)} for {len(trajectories)} trajectories")
     rows = []
-    for traj, pred in zip(trajectories, predictions):
+    for traj, pred in zip(trajectories, predictions, strict=True):
         if traj.label is None:
             raise RcakitError(f"trajectory {traj.id}: has no label to score against")
         step = valid_step(pred.step, len(traj))
@@ -100,23 +103,25 @@ def summarise(cases: pd.DataFrame) -> dict:
     }
 
 
-def official_step_hit(predicted: Any, reference: Any) -> bool:
-    """Who&When's official step check: the reference string occurs in the predicted string.
+def official_hit(predicted: Any, reference: Any) -> bool:
+    """Who&When's official check, for step and agent alike: the reference string occurs in the predicted one.
 
-    So a prediction of ``"12"`` counts for a reference of ``"1"`` (the
-    substring quirk, papers README); ``None`` is a miss.
+    So a predicted step ``"12"`` counts for a reference step ``1``, and a
+    predicted agent ``"WebSurfer 2"`` for ``"WebSurfer"`` (the substring
+    quirk of the Who&When evaluation script, Zhang et al. 2025 §4); ``None``
+    is a miss.
     """
     return predicted is not None and str(reference) in str(predicted)
 
 
-def official_agent_hit(predicted: Any, reference: Any) -> bool:
-    """Who&When's official agent check: the reference name occurs in the predicted name."""
-    return predicted is not None and str(reference) in str(predicted)
+official_step_hit = official_hit  # the step column of the official scorer
+official_agent_hit = official_hit  # the agent column of the official scorer
 
 
 def who_and_when_official(trajectories: Sequence[Trajectory], predictions: Sequence[Prediction]) -> dict:
     """The official scorer's agent and step accuracy, each over all N logs."""
     n = len(trajectories)
-    agent = sum(official_agent_hit(p.role, t.label.role) for t, p in zip(trajectories, predictions))
-    step = sum(official_step_hit(p.step, t.label.step) for t, p in zip(trajectories, predictions))
+    pairs = list(zip(trajectories, predictions, strict=True))
+    agent = sum(official_agent_hit(p.role, t.label.role) for t, p in pairs)
+    step = sum(official_step_hit(p.step, t.label.step) for t, p in pairs)
     return {"agent": agent / n, "step": step / n, "n": n}

@@ -10,6 +10,8 @@ Magentic-One logs (Who&When) record one agent's turns as ``Orchestrator
 (thought)``, ``Orchestrator (termination condition)`` and ``Orchestrator (->
 WebSurfer)``, and a label ``Orchestrator`` names all of them. An annotation
 never makes a speaker another agent.
+
+Used in the chapters: `longrca-strata`.
 """
 
 from __future__ import annotations
@@ -120,6 +122,18 @@ class Trajectory:
     def roles(self) -> frozenset[str]:
         """The recorded role set: every step name, normalised."""
         return frozenset(normalise_role(s.name) for s in self.steps) - {""}
+
+    @cached_property
+    def speakers(self) -> tuple[str, ...]:
+        """The distinct speakers, one per normalised role: first spelling, sorted by normal form.
+
+        These are the roles a locator may name; a speaker whose name
+        normalises to ``""`` is left out (it never scores).
+        """
+        first: dict[str, str] = {}
+        for s in self.steps:
+            first.setdefault(normalise_role(s.speaker), s.speaker)
+        return tuple(first[k] for k in sorted(first) if k)
 
     @cached_property
     def handoffs(self) -> tuple[Handoff, ...]:

@@ -4,11 +4,13 @@ Length bins: <=100, 101-200, 201-400, >400 steps. Root-to-end bins (distance
 ``(T - 1) - r``): <=10, 11-50, 51-100, >100. Bins are right-closed, so 100
 falls in ``<=100`` and 101 in ``101-200``. Intervals come from
 :func:`rcakit.stats.wilson_ci`.
+
+Used in the chapters: `longrca-strata`.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,13 +60,15 @@ def successes_from_percent(acc_percent: float, n: int) -> int:
     return k
 
 
-def published_strata(table: Mapping[str, Sequence[float]], counts: Sequence[int], labels: Sequence[str]) -> pd.DataFrame:
+def published_strata(
+    table: Mapping[str, Sequence[float]], counts: Sequence[int], labels: Sequence[str]
+) -> pd.DataFrame:
     """A typed-in per-bin accuracy table (percent) as rows ``method, bin, acc, n, k, lo, hi``."""
     rows = []
     for method, accs in table.items():
         if len(accs) != len(counts):
             raise RcakitError(f"published table: {method} has {len(accs)} bins, expected {len(counts)}")
-        for label, acc, n in zip(labels, accs, counts):
+        for label, acc, n in zip(labels, accs, counts, strict=True):
             k = successes_from_percent(acc, n)
             lo, hi = wilson_ci(k, n)
             rows.append({"method": method, "bin": label, "acc": k / n, "n": n, "k": k, "lo": lo, "hi": hi})

@@ -28,6 +28,10 @@ trajectory, independent of length; this arcsine law was picked by a grid
 search of Beta(a, b) against the published root-step median (55) and the
 root-to-end median, P90 and bin shares (48, 183; Table 8 counts), once, before
 any locator was run. :func:`calibration_table` shows what a sample achieves.
+The error, repair and evidence markup it writes is defined once, in
+:mod:`rcakit.trajectories.signals`, for the generator and the locators alike.
+
+Used in the chapters: `longrca-strata`.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import pandas as pd
 
 from rcakit import RcakitError
 from rcakit.trajectories.schema import Label, Step, Trajectory
+from rcakit.trajectories.signals import ERROR_SIGNAL
 
 # (cumulative share, length) points of the published length distribution.
 LENGTH_QUANTILES = (
@@ -83,7 +88,8 @@ class GeneratorConfig:
     length_scale: float = 1.0
 
     def __post_init__(self):
-        for name in ("handoff_share", "decoy_rate", "distractor_rate", "signal_clarity", "noise_rate", "group_chat_share"):
+        shares = ("handoff_share", "decoy_rate", "distractor_rate", "signal_clarity", "noise_rate", "group_chat_share")
+        for name in shares:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise RcakitError(f"generator: {name} = {value!r} is outside [0, 1]")
@@ -95,10 +101,24 @@ class GeneratorConfig:
 
 def sample_shape(rng: np.random.Generator, length_scale: float = 1.0) -> tuple[int, int]:
     """One ``(length T, root step r)`` from the calibrated distribution."""
-    shares, lengths = zip(*LENGTH_QUANTILES)
+    shares, lengths = zip(*LENGTH_QUANTILES, strict=True)
     T = max(5, int(round(np.interp(rng.random(), shares, lengths) * length_scale)))
     r = MIN_ROOT + int(np.floor(rng.beta(*ROOT_FRACTION_BETA) * (T - MIN_ROOT)))
     return T, min(r, T - 1)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What an ordinary step's text depends on: its position, the current executor and
+    subgoal token, the run's verifier, the noun drawn for it, and the decoy and distractor tokens."""
+
+    j: int
+    executor: str
+    verifier: str
+    token: str
+    noun: str
+    decoy: str
+    distractor: str
 
 
 class _Builder:
@@ -112,7 +132,8 @@ class _Builder:
         self.tokens = (f"{_ARTIFACTS[int(rng.integers(len(_ARTIFACTS)))]}_{k}" for k in itertools.count(1))
         self.bad = next(self.tokens)
         self.layout: list[str] = ["task"]
-        self.meta: dict = {"kind": self.kind, "style": "group" if self.crew is _GROUP else "pipeline", "artifact": self.bad}
+        style = "group" if self.crew is _GROUP else "pipeline"
+        self.meta: dict = {"kind": self.kind, "style": style, "artifact": self.bad}
 
     def clear(self) -> bool:
         return bool(self.rng.random() < self.cfg.signal_clarity)
@@ -153,7 +174,8 @@ class _Builder:
     def _decoy(self) -> None:
         if self.rng.random() >= self.cfg.decoy_rate:
             return
-        starts = [e for e in self._free(2, self.r - 3) if all(self.layout[e + i] in ("act", "obs", "verify") for i in (1, 2))]
+        ordinary = ("act", "obs", "verify")
+        starts = [e for e in self._free(2, self.r - 3) if all(self.layout[e + i] in ordinary for i in (1, 2))]
         if starts:
             e = int(self.rng.choice(starts))
             self.layout[e : e + 3] = ["decoy", "decoy_fail", "decoy_fix"]
@@ -170,7 +192,8 @@ class _Builder:
 
     def _noise(self) -> None:
         for j in self._free(2, self.T - 3):
-            if self.layout[j] == "act" and self.layout[j + 1] in ("act", "obs") and self.rng.random() < self.cfg.noise_rate:
+            pair = self.layout[j] == "act" and self.layout[j + 1] in ("act", "obs")
+            if pair and self.rng.random() < self.cfg.noise_rate:
                 self.layout[j], self.layout[j + 1] = "noise", "retry_ok"
 
     # -- text
@@ -187,21 +210,30 @@ class _Builder:
                 token = self.bad if kind == "root" else next(self.tokens)
                 goal += 1
                 verb = _VERBS[int(rng.integers(len(_VERBS)))]
-                name, text = f"{planner} (-> {executor})", f"Subgoal {goal}: {verb} the {noun} with `{token}` and report back."
+                name = f"{planner} (-> {executor})"
+                text = f"Subgoal {goal}: {verb} the {noun} with `{token}` and report back."
             elif kind == "root":
                 token = self.bad
                 alarm = " The tool returned an error; ignoring it." if self.clear() else ""
                 name, text = executor, f"Proceeding with `{self.bad}` for the {noun}.{alarm}"
             else:
-                name, text = self._ordinary(kind, j, executor, verifier, token, noun, decoy, distractor)
+                name, text = self._ordinary(kind, _Context(j, executor, verifier, token, noun, decoy, distractor))
             out.append(Step(j, name, "user" if j == 0 else "assistant", text))
         role = planner if self.kind == "handoff" else out[self.r].name
         reason = f"{self.kind} error introduces `{self.bad}` at step {self.r}"
         return out, Label(role=role, step=self.r, reason=reason)
 
-    def _ordinary(self, kind, j, executor, verifier, token, noun, decoy, distractor) -> tuple[str, str]:
-        quote = lambda tok, plain: f"`{tok}`" if self.clear() else plain  # noqa: E731
-        carried = self.bad if (j > self.r and self.rng.random() < 0.15) else token
+    def _quote(self, token: str, plain: str) -> str:
+        """The backquoted token with probability ``signal_clarity``, else the plain words."""
+        return f"`{token}`" if self.clear() else plain
+
+    def _repair(self, token: str) -> str:
+        """A repair that names the token with probability ``signal_clarity``."""
+        return f"replaced `{token}` and reran" if self.clear() else "reran the previous step"
+
+    def _ordinary(self, kind: str, c: _Context) -> tuple[str, str]:
+        quote, noun, decoy, distractor = self._quote, c.noun, c.decoy, c.distractor
+        carried = self.bad if (c.j > self.r and self.rng.random() < 0.15) else c.token
         text = {
             "task": lambda: f"Task {self.index}: find and report the best {noun} for the user.",
             "act": lambda: f"Calling `{carried}` on the {noun}.",
@@ -211,14 +243,14 @@ class _Builder:
             "final": lambda: f"Final evaluation: task failed; last output used {quote(self.bad, 'the current plan')}.",
             "decoy": lambda: f"Applying `{decoy}` to the {noun}.",
             "decoy_fail": lambda: f"FAIL: {quote(decoy, 'that step')} produced wrong {noun}.",
-            "decoy_fix": lambda: f"Fixed: {'replaced `' + decoy + '` and reran' if self.clear() else 'reran the previous step'}.",
+            "decoy_fix": lambda: f"Fixed: {self._repair(decoy)}.",
             "distract_set": lambda: f"Loaded `{distractor}` from the cache.",
             "distract_err": lambda: f"Error: `{distractor}` is deprecated; continuing anyway.",
             "noise": lambda: "Error: request timed out; retrying.",
             "retry_ok": lambda: "Retry succeeded.",
         }[kind]()
-        name = {"task": "User", "obs": "Tool", "verify": f"{verifier} (-> {self.crew['planner']})",
-                "decoy_fail": verifier, "final": verifier}.get(kind, executor)
+        name = {"task": "User", "obs": "Tool", "verify": f"{c.verifier} (-> {self.crew['planner']})",
+                "decoy_fail": c.verifier, "final": c.verifier}.get(kind, c.executor)
         return name, text
 
 
@@ -249,8 +281,6 @@ def planted_features(trajectories: list[Trajectory]) -> pd.DataFrame:
     quotes the planted artifact (the evidence a tracing rule needs);
     ``trap_before_root``: a decoy or a distractor was planted before the root.
     """
-    from rcakit.trajectories.locators import ERROR_SIGNAL
-
     rows = []
     for t in trajectories:
         quote = f"`{t.meta['artifact']}`"

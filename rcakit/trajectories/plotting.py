@@ -1,4 +1,7 @@
-"""The two-panel strata figure in the layout of LongRCA Figure 6."""
+"""The two-panel strata figure in the layout of LongRCA Figure 6.
+
+Used in the chapters: `longrca-strata`.
+"""
 
 from __future__ import annotations
 
@@ -24,16 +27,18 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, title: str) -> None:
     ax.set_xlabel("difficulty bin")
 
 
-def strata_figure(length: pd.DataFrame, distance: pd.DataFrame, suptitle: str) -> plt.Figure:
+def strata_figure(length: pd.DataFrame, distance: pd.DataFrame, suptitle: str | None = None) -> plt.Figure:
     """Exact accuracy (%) per bin and method with 95% Wilson bars: (a) length, (b) root-to-end.
 
     Both frames are long: one row per ``method, bin`` with ``acc, lo, hi, n``.
+    The panels are labelled; a book figure carries its caption instead of a ``suptitle``.
     """
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     _panel(axes[0], length, "(a) trajectory length")
     _panel(axes[1], distance, "(b) root-to-end distance")
     axes[0].set_ylabel("root-cause exact accuracy (%)")
     axes[1].legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle(suptitle)
+    if suptitle:
+        fig.suptitle(suptitle)
     fig.tight_layout()
     return fig
