@@ -1,0 +1,52 @@
+"""One attribution interface over three testbeds with certified ground truth.
+
+- ``oracle``: the ``Attribution`` answer type, the ``FailedCase`` a method reads,
+  the counting replay ``Oracle`` and the shared ``ReplayMemo``;
+- ``adapters``: the existing methods of CAR, GCJR and AgenticRAG-FP behind one
+  signature ``method(case, oracle, budget=None)``, and loading a user's method
+  by import path;
+- ``testbeds``: RAG hops, Controlled-DAG events and support-agent steps;
+- ``experiments``: scoring, the summary tables and the cost frontier;
+- ``plotting``: accuracy against replay cost per testbed.
+
+Used in the chapters: `attribution-families`.
+"""
+
+from rcakit.attribution.adapters import BUILT_IN, FAMILY_OF, load_method, load_methods
+from rcakit.attribution.experiments import (
+    accuracy_table,
+    correct,
+    cost_frontier,
+    families_table,
+    results_tree,
+    run_method,
+    score_methods,
+    summary,
+)
+from rcakit.attribution.oracle import Attribution, Cost, FailedCase, NotApplicable, Oracle, ReplayMemo
+from rcakit.attribution.testbeds import FAULT_TYPES, TESTBEDS, TestbedCase, build_testbeds
+
+__all__ = [
+    "Attribution",
+    "BUILT_IN",
+    "Cost",
+    "FAMILY_OF",
+    "FAULT_TYPES",
+    "FailedCase",
+    "NotApplicable",
+    "Oracle",
+    "ReplayMemo",
+    "TESTBEDS",
+    "TestbedCase",
+    "accuracy_table",
+    "build_testbeds",
+    "correct",
+    "cost_frontier",
+    "families_table",
+    "load_method",
+    "load_methods",
+    "results_tree",
+    "run_method",
+    "score_methods",
+    "summary",
+]

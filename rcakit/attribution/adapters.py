@@ -1,0 +1,239 @@
+"""Adapters: the existing attribution methods behind one signature, ``method(case, oracle, budget=None)``.
+
+Each adapter calls the method it wraps and only translates its answer into an
+:class:`~rcakit.attribution.oracle.Attribution`; the cost is what the oracle
+counted while the method ran. Families of methods:
+
+- post-hoc readers (no replay): AgenticRAG-FP's ``coverage`` and
+  ``rule_based`` diagnosers (§5), GCJR's ``centrality`` baseline, and the
+  LLM judge when a provider is given (:func:`llm_judge`);
+- single-intervention probes: Propagation-Aware and Suf-Regen (§5) re-running
+  the agent, and GCJR's singleton replay;
+- CAR's contrastive resampling with its point-of-commitment locus (CAR §4);
+- Shapley values of the repair game v(S) = mean replay success of repairing S,
+  exact (2^n replayed sets) and Monte-Carlo under a replay budget (CAR §4,
+  Castro et al.), both rankings, and GCJR's Shapley top-2 baseline (a family);
+- GCJR and exhaustive search (GCJR §Methodology), both families.
+
+A user's own method plugs in the same way, as a Python object or by import
+path (:func:`load_methods`). A ten-line example, a method that replays each
+player alone and blames the first one whose repair restores success::
+
+    from rcakit.attribution import Attribution
+
+    def first_singleton(case, oracle, budget=None):
+        for player in case.players:
+            if budget is not None and oracle.calls + oracle.r > budget:
+                break
+            if oracle.h([player]):
+                return Attribution("point", player)
+        return Attribution("point", None)
+
+Run it in the chapter with ``rcakit run attribution-families -p methods
+"mypackage.mymodule:first_singleton"``.
+
+Used in the chapters: `attribution-families`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+
+import numpy as np
+
+from rcakit import RcakitError
+from rcakit.attribution.oracle import Attribution, FailedCase, NotApplicable, Oracle
+from rcakit.rag import diagnosers as dg
+from rcakit.repair import baselines
+from rcakit.repair import search as repair_search
+from rcakit.scm.contrastive import contrastive_effects
+from rcakit.shapley import shapley_exact, shapley_permutation
+
+Method = Callable[..., Attribution]
+
+
+def _hop_player(case: FailedCase, hop: int):
+    """The player a diagnoser's hop names (hop 0 or a hop past the players: no answer)."""
+    return case.players[hop - 1] if 1 <= hop <= len(case.players) else None
+
+
+def _need_trace(case: FailedCase):
+    if case.trace is None:
+        raise NotApplicable(f"{case.testbed}: the method reads a RAG trace, which this testbed has not")
+    return case.trace
+
+
+def coverage(case: FailedCase, oracle: Oracle, budget=None, threshold: float = 0.05) -> Attribution:
+    """AgenticRAG-FP's coverage diagnoser (a post-hoc reader)."""
+    return Attribution("point", _hop_player(case, dg.coverage(_need_trace(case), threshold).hop))
+
+
+def rule_based(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """AgenticRAG-FP's rule-based diagnoser (a post-hoc reader)."""
+    return Attribution("point", _hop_player(case, dg.rule_based(_need_trace(case)).hop))
+
+
+def _probe(diagnoser, case: FailedCase, oracle: Oracle) -> Attribution:
+    trace = _need_trace(case)
+    found = diagnoser(oracle.agent, trace)
+    oracle.charge(tokens=found.cost)
+    return Attribution("point", _hop_player(case, found.hop))
+
+
+def propagation_aware(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """Propagation-Aware (frozen-hop repair), on the oracle's counting agent."""
+    return _probe(dg.propagation_aware, case, oracle)
+
+
+def suf_regen(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """Suf-Regen (repair hop h, regenerate the suffix), on the oracle's counting agent."""
+    return _probe(dg.suf_regen, case, oracle)
+
+
+def llm_judge(judge) -> Method:
+    """The LLM judge (an ``rcakit.rag.LLMJudge`` over a provider) as a method; it counts model tokens."""
+    def method(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+        found = judge(_need_trace(case), case.case_id)
+        oracle.charge(tokens=found.cost)
+        return Attribution("point", _hop_player(case, found.hop))
+
+    return method
+
+
+def centrality(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """GCJR's centrality baseline: the most between-central slice player, no replay."""
+    result = baselines.centrality(case.dag, oracle)
+    return Attribution("point", next(iter(result.ranking[0])) if result.ranking else None)
+
+
+def singleton_replay(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """GCJR's singleton baseline: every player replayed alone; the successes are the family."""
+    return Attribution("family", baselines.singleton_replay(case.dag, oracle).family)
+
+
+def gcjr(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """Graph-Constrained Joint Replay on the case's dependency graph."""
+    return Attribution("family", repair_search.gcjr(case.dag, oracle).family)
+
+
+def exhaustive(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """Exhaustive search over every set of size <= 2, then the minimality filter."""
+    return Attribution("family", repair_search.exhaustive(case.dag, oracle).family)
+
+
+def shapley_top2(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """GCJR's Shapley baseline: the two highest exact Shapley values, returned as one joint set."""
+    return Attribution("family", baselines.shapley_top2(case.dag, oracle).family)
+
+
+def _ranking(case: FailedCase, phi: np.ndarray) -> tuple:
+    """Players by value, highest first; ties to the earlier player."""
+    order = list(case.dag.candidates)
+    return tuple(sorted(order, key=lambda v: (-phi[order.index(v)], order.index(v))))
+
+
+def shapley_exact_ranking(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    """Exact Shapley values of h_θ over every replayed subset, as a ranking."""
+    table = oracle.replay_every_subset().astype(float)
+    phi = shapley_exact(lambda c: table[sum(1 << i for i in c)], len(case.dag.candidates))
+    return Attribution("ranking", _ranking(case, phi))
+
+
+def shapley_monte_carlo(case: FailedCase, oracle: Oracle, budget=None, permutations: int = 4,
+                        seed: int = 0) -> Attribution:
+    """Antithetic permutation Shapley of the mean replay success under a budget of seed replays (CAR §4).
+
+    Without a ``budget`` the method pays for ``permutations`` antithetic
+    permutations, 2(n + 1) evaluations of r seeds each. Only whole
+    permutations enter the estimate (the budget breaker of ``rcakit.shapley``);
+    a budget too small for one gives the players in their logged order.
+    """
+    players = case.dag.candidates
+    n = len(players)
+    if budget is None:
+        budget = permutations * 2 * (n + 1) * oracle.r
+    if budget < 2 * (n + 1) * oracle.r:
+        return Attribution("ranking", tuple(players))
+    value = functools.partial(_coalition_value, oracle, players)
+    estimate = shapley_permutation(value, n, n_permutations=10**6, seed=seed, budget=budget,
+                                   cost_per_evaluation=oracle.r)
+    return Attribution("ranking", _ranking(case, estimate.values))
+
+
+def _coalition_value(oracle: Oracle, players: tuple, coalition: frozenset) -> float:
+    return oracle.value(players[i] for i in coalition)
+
+
+def contrastive(case: FailedCase, oracle: Oracle, budget=None, k_samples: int = 60, n_boot: int = 300,
+                seed: int = 0) -> Attribution:
+    """CAR's contrastive resampling; the answer is the point-of-commitment locus (CAR §4)."""
+    if oracle.scm is None:
+        raise NotApplicable(f"{case.testbed}: contrastive resampling needs a stochastic policy (an SCM)")
+    found = contrastive_effects(oracle.scm, k_samples, seed, n_boot=n_boot)
+    return Attribution("point", None if found.locus is None else case.players[found.locus])
+
+
+BUILT_IN: dict[str, Method] = {
+    "coverage": coverage,
+    "rule_based": rule_based,
+    "centrality": centrality,
+    "propagation_aware": propagation_aware,
+    "suf_regen": suf_regen,
+    "singleton_replay": singleton_replay,
+    "contrastive": contrastive,
+    "shapley_exact": shapley_exact_ranking,
+    "shapley_mc": shapley_monte_carlo,
+    "shapley_top2": shapley_top2,
+    "gcjr": gcjr,
+    "exhaustive": exhaustive,
+}
+FAMILY_OF = {
+    "coverage": "post-hoc reader", "rule_based": "post-hoc reader", "centrality": "post-hoc reader",
+    "propagation_aware": "single-intervention probe", "suf_regen": "single-intervention probe",
+    "singleton_replay": "single-intervention probe", "contrastive": "contrastive resampling",
+    "shapley_exact": "Shapley", "shapley_mc": "Shapley", "shapley_top2": "Shapley",
+    "gcjr": "repair-family search", "exhaustive": "repair-family search",
+}
+
+
+def load_method(spec: str) -> Method:
+    """A built-in method by name, or a user's by import path ``package.module:callable``."""
+    spec = spec.strip()
+    if spec in BUILT_IN:
+        return BUILT_IN[spec]
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise RcakitError(f"methods: {spec!r} is neither a built-in method ({', '.join(BUILT_IN)}) "
+                          "nor an import path 'package.module:callable'")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise RcakitError(f"methods: cannot import {spec!r}: {err}") from None
+    if not callable(target):
+        raise RcakitError(f"methods: {spec!r} is not callable")
+    return target
+
+
+def load_methods(specs: str, shapley_permutations: int = 4, contrastive_samples: int = 60,
+                 seed: int = 0) -> dict[str, Method]:
+    """``"builtin,name,package.module:callable,..."`` -> ``{name: method}``.
+
+    ``builtin`` stands for every built-in method; an import path is named by
+    its callable. The Monte-Carlo Shapley permutations, the contrastive
+    rollouts per step and the seed of both are set here.
+    """
+    names = [s.strip() for s in specs.split(",") if s.strip()]
+    if not names:
+        raise RcakitError("methods: the list is empty")
+    names = [n for s in names for n in (BUILT_IN if s == "builtin" else [s])]
+    options = {"shapley_mc": {"permutations": shapley_permutations, "seed": seed},
+               "contrastive": {"k_samples": contrastive_samples, "seed": seed}}
+    out = {}
+    for spec in names:
+        method = load_method(spec)
+        if spec in options:
+            method = functools.wraps(method)(functools.partial(method, **options[spec]))
+        out[spec.partition(":")[2] or spec] = method
+    return out

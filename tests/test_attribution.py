@@ -1,0 +1,171 @@
+"""rcakit.attribution: the interface, the adapters against the methods they wrap, the testbeds' truth."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from rcakit import RcakitError, repair
+from rcakit.attribution import (
+    BUILT_IN,
+    Attribution,
+    ReplayMemo,
+    correct,
+    load_methods,
+    run_method,
+    score_methods,
+    summary,
+)
+from rcakit.attribution import adapters as ad
+from rcakit.attribution import testbeds as tb
+from rcakit.rag import diagnosers as dg
+from rcakit.scm.contrastive import contrastive_effects
+from rcakit.shapley import shapley_exact
+
+TOY = '''
+from rcakit.attribution import Attribution
+
+def first_singleton(case, oracle, budget=None):
+    for player in case.players:
+        if oracle.h([player]):
+            return Attribution("point", player)
+    return Attribution("point", None)
+'''
+
+
+@pytest.fixture(scope="module")
+def beds():
+    return {"rag_hops": tb.rag_testbed(0, 3), "controlled_dag": tb.dag_testbed(0, 2),
+            "support_agent": tb.support_testbed(0, 2)}
+
+
+def test_toy_method_by_import_path_is_scored_on_all_three_testbeds(beds, tmp_path, monkeypatch):
+    (tmp_path / "toy_attribution_method.py").write_text(textwrap.dedent(TOY))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    methods = load_methods("toy_attribution_method:first_singleton")
+    table = summary(score_methods(beds, methods))
+    assert set(table["testbed"]) == set(tb.TESTBEDS)
+    assert set(table["method"]) == {"first_singleton"}
+    single = table["fault_type"] == "single"
+    assert (table.loc[single, "accuracy"] == 1).all()  # the first successful singleton is the fault
+    assert (table.loc[~single, "accuracy"] == 0).all()  # a point cannot express two repairs
+    assert (table["mean_cost"] > 0).all()
+
+
+def test_truth_is_certified_per_type(beds):
+    rag = {c.fault_type for c in beds["rag_hops"]}
+    assert rag == {"single", "double_joint", "double_either"}
+    for c in beds["rag_hops"]:
+        sizes = sorted(len(s) for s in c.truth)
+        assert sizes == {"single": [1], "double_joint": [2], "double_either": [1, 1]}[c.fault_type]
+    truth = {c.fault_type: c.truth for c in beds["support_agent"]}
+    assert truth["single"] == frozenset([frozenset(["lookup_order"])])
+    assert truth["double"] == frozenset([frozenset(["read_ticket", "lookup_order"])])
+    for c in beds["controlled_dag"]:
+        assert not any(c.case.dag.graph.nodes[v]["fault"] for v in c.case.dag.graph)  # no fault marks leak
+        assert c.case.dag.family == frozenset()
+
+
+@pytest.mark.parametrize("name, wrapped", [
+    ("gcjr", repair.gcjr), ("exhaustive", repair.exhaustive), ("singleton_replay", repair.singleton_replay),
+    ("shapley_top2", repair.shapley_top2)])
+def test_family_adapters_match_the_repair_methods_and_their_replay_count(beds, name, wrapped):
+    planted = {case.case_id: case for case in repair.controlled_dag_benchmark(2, 0)}
+    for c in beds["controlled_dag"]:
+        true_case = planted[c.case.case_id]
+        oracle = repair.ReplayOracle(true_case, r=3)
+        expected = wrapped(true_case, oracle)
+        got = run_method(BUILT_IN[name], c, ReplayMemo())
+        assert got.answer == expected.family and got.kind == "family"
+        assert got.cost.replays == oracle.calls
+
+
+def test_centrality_adapter_matches_baseline_without_replay(beds):
+    for c in beds["controlled_dag"]:
+        expected = repair.centrality(c.case.dag, repair.ReplayOracle(c.case.dag))
+        got = run_method(BUILT_IN["centrality"], c, ReplayMemo())
+        assert frozenset([frozenset([got.answer])]) == expected.family and got.cost.replays == 0
+
+
+def test_rag_readers_and_probes_match_the_diagnosers_with_counted_replays(beds):
+    for c in beds["rag_hops"]:
+        trace = c.case.trace
+        found = run_method(BUILT_IN["coverage"], c, ReplayMemo())
+        assert found.answer == ad._hop_player(c.case, dg.coverage(trace).hop)
+        assert run_method(BUILT_IN["rule_based"], c, ReplayMemo()).answer == ad._hop_player(
+            c.case, dg.rule_based(trace).hop)
+        agent = c.oracle(ReplayMemo()).agent._agent
+        for name, diagnoser in (("propagation_aware", dg.propagation_aware), ("suf_regen", dg.suf_regen)):
+            expected = diagnoser(agent, trace)
+            got = run_method(BUILT_IN[name], c, ReplayMemo())
+            assert got.answer == ad._hop_player(c.case, expected.hop)
+            assert got.cost.tokens == expected.cost
+            flips = expected.branch == "flip"
+            assert got.cost.replays == (expected.hop if flips else len(trace.hops) + 1)
+
+
+def test_contrastive_adapter_is_cars_locus_with_its_rollouts(beds):
+    c = beds["support_agent"][0]
+    oracle = c.oracle(ReplayMemo())
+    expected = contrastive_effects(oracle.scm._scm, 40, 3, n_boot=300)
+    got = ad.contrastive(c.case, oracle, k_samples=40, seed=3)
+    assert got.answer == (None if expected.locus is None else c.case.players[expected.locus])
+    assert oracle.calls == 40 * (len(c.case.players) + 1)
+
+
+def test_shapley_adapters_match_the_estimators_and_charge_the_oracle(beds):
+    c = beds["controlled_dag"][0]
+    oracle = c.oracle(ReplayMemo())
+    got = ad.shapley_exact_ranking(c.case, oracle)
+    n = len(c.case.players)
+    assert oracle.calls == 3 * 2 ** n
+    table = repair.ReplayOracle(repair.controlled_dag_benchmark(2, 0)[0], 3).replay_every_subset().astype(float)
+    phi = shapley_exact(lambda s: table[sum(1 << i for i in s)], n)
+    assert phi[c.case.dag.index[got.answer[0]]] == phi.max()
+    mc = c.oracle(ReplayMemo())
+    ad.shapley_monte_carlo(c.case, mc, budget=5 * 2 * (n + 1) * 3)
+    assert mc.calls == 5 * 2 * (n + 1) * 3  # five whole antithetic permutations, r seeds per evaluation
+    tiny = c.oracle(ReplayMemo())
+    assert ad.shapley_monte_carlo(c.case, tiny, budget=1).answer == tuple(c.case.players) and tiny.calls == 0
+
+
+def test_memo_hits_are_charged_but_counted_apart(beds):
+    c, memo = beds["support_agent"][0], ReplayMemo()
+    first = run_method(BUILT_IN["gcjr"], c, memo)
+    second = run_method(BUILT_IN["gcjr"], c, memo)
+    assert first.answer == second.answer and first.cost.replays == second.cost.replays > 0
+    assert first.cost.memo_hits == 0 and second.cost.memo_hits == second.cost.replays
+    assert memo.computed == first.cost.replays
+
+
+def test_scoring_rules():
+    a, b = frozenset(["a"]), frozenset(["b"])
+    either, joint = frozenset([a, b]), frozenset([a | b])
+    assert correct(Attribution("point", "a"), frozenset([a]))
+    assert not correct(Attribution("point", "a"), either)
+    assert correct(Attribution("family", either), either) and not correct(Attribution("family", joint), either)
+    assert correct(Attribution("ranking", ("b", "a", "c")), joint)
+    assert correct(Attribution("ranking", ("b", "a", "c")), either)  # a ranking is scored on the players alone
+    assert not correct(Attribution("ranking", ("a", "c", "b")), joint)
+
+
+def test_user_errors(beds):
+    with pytest.raises(RcakitError, match="import path"):
+        load_methods("no_such_method")
+    with pytest.raises(RcakitError, match="cannot import"):
+        load_methods("rcakit.attribution:no_such_callable")
+    with pytest.raises(RcakitError, match="kind"):
+        Attribution("score", 1)
+    with pytest.raises(RcakitError, match="not an Attribution"):
+        run_method(lambda case, oracle, budget=None: "hop1", beds["rag_hops"][0], ReplayMemo())
+    with pytest.raises(RcakitError, match="not an intervenable"):
+        beds["rag_hops"][0].oracle(ReplayMemo()).h(["hop9"])
+
+
+def test_not_applicable_methods_are_skipped(beds):
+    scores = score_methods(beds, {"coverage": BUILT_IN["coverage"], "contrastive": BUILT_IN["contrastive"]})
+    assert set(scores.loc[scores["method"] == "coverage", "testbed"]) == {"rag_hops"}
+    assert set(scores.loc[scores["method"] == "contrastive", "testbed"]) == {"support_agent"}
+    assert np.isfinite(scores["replays"]).all()
