@@ -1,6 +1,7 @@
 # rcakit: the README's commands.
 #   make book   run every chapter with its default parameters and build the HTML
-#   make test   unit tests, every chapter with its quick parameters, strict nbval, book build -W
+#   make test   the lint gate, unit tests, every chapter with its quick parameters, strict nbval, book build -W
+#   make lint   ruff over rcakit, tests, benchmarks, scripts and the chapters' code (scripts/lint.py)
 #   make lab    JupyterLab with jupytext: the MyST chapters open as notebooks
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -9,7 +10,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book test test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
+.PHONY: book test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -25,12 +26,18 @@ book: install-book
 	$(VENV)/bin/rcakit book
 	@echo "Open the book: file://$(CURDIR)/book/_build/html/index.html"
 
-# Two pytest passes: the first runs the chapters (quick) into a scratch book and
-# builds it with -W; the second re-executes those notebooks under strict nbval.
+# The lint gate first (it fails the target on any finding), then two pytest
+# passes: the first runs the chapters (quick) into a scratch book and builds it
+# with -W; the second re-executes those notebooks under strict nbval.
+lint: install-dev
+	$(PY) scripts/lint.py
+
 test: install-dev
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) || true  # the browser test
+	$(PY) scripts/lint.py
 	rm -rf $(TEST_BOOK)
 	RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results $(PY) -m pytest tests
-	RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results $(PY) -m pytest --nbval $(TEST_BOOK)/chapters -p no:cacheprovider
+	RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results RCAKIT_DATA_DIR=$(TEST_BOOK)/data-home $(PY) -m pytest --nbval $(TEST_BOOK)/chapters -p no:cacheprovider
 
 lab: $(PY)
 	$(PY) -m pip install -q -e ".[lab]"
@@ -77,9 +84,10 @@ install-llm: llama-wheel
 smoke-llm: install-llm
 	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests/test_llm.py -q -rs -m llamacpp -p no:cacheprovider
 
-# The smoke tests, then the quick chapters with SmolLM2 (minutes on CPU), each
-# twice: the second run's "LLM cache" line must report +0 misses, i.e. no
-# model calls. Honours RCAKIT_BOOK_DIR, RCAKIT_RESULTS_DIR and RCAKIT_LLM_CACHE.
+# The smoke tests, then the quick chapters with SmolLM2 (minutes on CPU; in
+# gcjr-ablations SmolLM2 plays the pilot's four agents), each twice: the
+# second run's "LLM cache" line must report +0 misses, i.e. no model calls.
+# Honours RCAKIT_BOOK_DIR, RCAKIT_RESULTS_DIR and RCAKIT_LLM_CACHE.
 test-llm: install-llm
 	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests -q -rs -m llamacpp -p no:cacheprovider
 	for chapter in car-shapley coverage-collapse longrca-strata; do \
@@ -87,3 +95,7 @@ test-llm: install-llm
 	  $(VENV)/bin/rcakit run $$chapter --quick -p provider llamacpp:smollm2 2>&1 | tee $(VENV)/warm-run.log; \
 	  grep -q "+0 misses" $(VENV)/warm-run.log || { echo "$$chapter: the warm rerun called the model"; exit 1; }; \
 	done
+	$(VENV)/bin/rcakit run gcjr-ablations --quick -p pilot_policy llm -p provider llamacpp:smollm2
+	$(VENV)/bin/rcakit run gcjr-ablations --quick -p pilot_policy llm -p provider llamacpp:smollm2 2>&1 \
+	  | tee $(VENV)/warm-run.log
+	grep -q "+0 misses" $(VENV)/warm-run.log || { echo "gcjr-ablations: the warm rerun called the model"; exit 1; }

@@ -1,8 +1,10 @@
 """The chapter registry.
 
 A chapter is a MyST notebook under ``notebooks/``. Its ``parameters`` cell
-holds the defaults, one plain literal per line with a comment. Its front
-matter carries an ``rcakit`` block that says what a valid value is:
+holds the defaults, one plain literal per line with a comment, ``seed``
+first; a page without one (the closing ``claims`` page, which only reads the
+other chapters' results) takes no parameters. Its front matter carries an
+``rcakit`` block that says what a valid value is:
 
 - ``title``; ``quick``: the small values CI runs with;
 - ``bounds: {name: [lo, hi]}`` (``null`` for an open end): required for every
@@ -10,12 +12,17 @@ matter carries an ``rcakit`` block that says what a valid value is:
   each element (the element type is the type of the default's elements, and
   a list may not be empty);
 - ``choices: {name: [a, b]}``: the allowed values of a string parameter;
-- ``paths: {name: dir | data}``: ``dir`` is a folder the chapter writes
-  (it must exist or be creatable, and be writable); ``data`` is a file or
+- ``paths: {name: dir | store | data}``: ``dir`` is a folder the chapter
+  writes (it must exist or be creatable, and be writable); ``store`` is such a
+  folder for case stores, where a relative path is taken from the results
+  folder (``rcakit.store.store_folder``), not the project; ``data`` is a file or
   folder it reads (it must exist, unless it is the default value, which a
   chapter may treat as optional data that is not installed);
 - ``requires: {"name=value": [other, ...]}``: when ``name`` has that value, each
-  ``other`` must be set (not ``none``), e.g. ``{agent=llm: [provider]}``.
+  ``other`` must be set (not ``none``), e.g. ``{agent=llm: [provider]}``; a rule
+  ``name!=value`` fires when ``name`` has any other value, and an entry
+  ``other=value`` needs ``other`` to have exactly that value, e.g.
+  ``{world!=synthetic: [agent=llm, provider]}``.
 
 So each chapter's knobs live in one place, next to the code that uses them,
 and every user error is found before a kernel starts. ``ORDER`` fixes the
@@ -29,19 +36,22 @@ import functools
 import io
 import math
 import tokenize
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.paths import project_root
 
 ORDER = [
+    "primer",
     "car-shapley",
     "gcjr-ablations",
     "coverage-collapse",
     "content-corruption",
     "longrca-strata",
+    "attribution-families",
     "claims",
 ]
 
@@ -94,7 +104,7 @@ def parse_parameters(source: str) -> dict[str, Parameter]:
     return params
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read(chapter_id: str, mtime: float) -> Chapter:
     import jupytext
 
@@ -102,13 +112,13 @@ def _read(chapter_id: str, mtime: float) -> Chapter:
     nb = jupytext.read(path)
     meta = nb.metadata.get("rcakit", {})
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    if len(cells) != 1:
-        raise RcakitError(f"{path}: expected one cell tagged 'parameters', found {len(cells)}")
+    if len(cells) > 1:
+        raise RcakitError(f"{path}: expected at most one cell tagged 'parameters', found {len(cells)}")
     chapter = Chapter(
         id=chapter_id,
         notebook=path,
         title=meta.get("title", chapter_id),
-        parameters=parse_parameters(cells[0].source),
+        parameters=parse_parameters(cells[0].source) if cells else {},
         quick=dict(meta.get("quick", {})),
         bounds=dict(meta.get("bounds", {})),
         choices=dict(meta.get("choices", {})),
@@ -119,7 +129,7 @@ def _read(chapter_id: str, mtime: float) -> Chapter:
     return chapter
 
 
-PATH_KINDS = ("dir", "data")
+PATH_KINDS = ("dir", "store", "data")
 UNSET = ("none", "", None)  # an optional parameter (a provider) that is switched off
 INT_LIMIT = 2**63  # larger integers are typos: no count or seed of a chapter needs them
 
@@ -151,8 +161,9 @@ def check_declarations(chapter: Chapter) -> None:
         if name not in chapter.parameters or kind not in PATH_KINDS:
             raise RcakitError(f"{where}: paths: {name!r}: {kind!r} must name a parameter and one of {PATH_KINDS}")
     for rule, needed in chapter.requires.items():
-        name, _, _value = str(rule).partition("=")
-        if name not in chapter.parameters or not all(n in chapter.parameters for n in needed):
+        name = str(rule).partition("=")[0].removesuffix("!")
+        if name not in chapter.parameters or not all(str(n).partition("=")[0] in chapter.parameters
+                                                     for n in needed):
             raise RcakitError(f"{where}: requires: {rule!r}: {needed!r} must name parameters")
 
 
@@ -237,21 +248,35 @@ def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
     """Cross-parameter checks: ``requires`` rules and provider specs (no network).
 
     Every parameter named ``provider`` or ending in ``_provider`` is parsed by
-    ``rcakit.llm.spec.check_spec`` (the backend is not loaded).
+    ``rcakit.llm.spec.check_spec`` (the backend is not loaded); a ``scheduler``
+    parameter must be ``""`` or a Dask address ``tcp://HOST:PORT``.
     """
     for rule, needed in chapter.requires.items():
         name, _, wanted = str(rule).partition("=")
-        if str(params.get(name)) != wanted:
+        negated = name.endswith("!")
+        name = name.removesuffix("!")
+        if (str(params.get(name)) == wanted) == negated:
             continue
-        for other in needed:
-            if params.get(other) in UNSET:
-                raise RcakitError(f"{chapter.id}: parameter {name!r} = {wanted!r} needs {other!r} "
+        shown = f"{name!r} = {params.get(name)!r}" if negated else f"{name!r} = {wanted!r}"
+        for entry in needed:
+            other, equals, value = str(entry).partition("=")
+            if equals and str(params.get(other)) != value:
+                raise RcakitError(f"{chapter.id}: parameter {shown} needs {other!r} = {value!r}, "
+                                  f"got {params.get(other)!r}")
+            if not equals and params.get(other) in UNSET:
+                raise RcakitError(f"{chapter.id}: parameter {shown} needs {other!r} "
                                   f"to be set, got {params.get(other)!r}")
     from rcakit.llm.spec import check_spec
+    from rcakit.parallel import check_scheduler
 
     for name in provider_parameters(params):
         try:
             check_spec(params[name], param=name)
+        except RcakitError as err:
+            raise RcakitError(f"{chapter.id}: {err}") from None
+    if "scheduler" in params:  # '' or tcp://HOST:PORT (rcakit.parallel); no network
+        try:
+            check_scheduler(params["scheduler"])
         except RcakitError as err:
             raise RcakitError(f"{chapter.id}: {err}") from None
 

@@ -33,8 +33,9 @@ import html
 import math
 import numbers
 import operator
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -201,16 +202,22 @@ def section_link(chapter_id: str, section: str | None) -> str:
     return f"{page}#{section_anchor(section)}" if section else page
 
 
+def in_book_order(chapter_ids) -> list[str]:
+    """``chapter_ids`` sorted as the book orders them (``chapters.ORDER``); unknown ids last, as given."""
+    from rcakit.chapters import ORDER
+
+    rank = {cid: i for i, cid in enumerate(ORDER)}
+    return sorted(chapter_ids, key=lambda cid: rank.get(cid, len(rank)))
+
+
 def compare_all(results: Mapping[str, Mapping]) -> pd.DataFrame:
     """The closing page's table: every chapter's claims against its results file, in book order.
 
     Adds ``chapter``, ``section`` and ``link`` (the section's address relative
     to the closing page) to :func:`compare`'s columns.
     """
-    from rcakit.chapters import ORDER
-
     frames = []
-    for chapter_id in sorted(_load(), key=lambda cid: ORDER.index(cid) if cid in ORDER else len(ORDER)):
+    for chapter_id in in_book_order(_load()):
         table = compare(chapter_id, results.get(chapter_id, {}))
         sections = [c.get("section") for c in chapter_claims(chapter_id)["claims"]]
         table.insert(0, "chapter", chapter_id)
@@ -266,9 +273,8 @@ def parameter_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
     """
     from rcakit import chapters
 
-    order = sorted(recorded, key=lambda cid: chapters.ORDER.index(cid) if cid in chapters.ORDER else len(chapters.ORDER))
     rows = []
-    for chapter_id in order:
+    for chapter_id in in_book_order(recorded):
         defaults = chapters.get(chapter_id).defaults if chapter_id in chapters.ORDER else {}
         for name, value in (recorded[chapter_id].get("params") or {}).items():
             default = defaults.get(name)
@@ -364,7 +370,8 @@ def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) ->
             rows = group[group["kind"] == kind]
             for i, (_, row) in enumerate(rows.iterrows()):
                 cells = _cells(row)
-                lead = "" if i else f'<td rowspan="{len(rows)}" style="vertical-align:top"><em>{html.escape(kind)}</em></td>'
+                lead = "" if i else (f'<td rowspan="{len(rows)}" style="vertical-align:top">'
+                                     f"<em>{html.escape(kind)}</em></td>")
                 body.append("<tr>" + lead + "".join(_td(cells[c], _CELL_STYLE.get(c)) for c in _COLUMNS[1:]) + "</tr>")
     return (f'<table class="dataframe claims-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")

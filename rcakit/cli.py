@@ -4,12 +4,15 @@
     rcakit run CHAPTER [-p NAME VALUE]...    rerun one chapter into book/chapters/
     rcakit book [--quick]                    run every chapter, then build the HTML
     rcakit validate PATH [--format F]        check LongRCA records or Who&When logs
+    rcakit data list | fetch NAME | path NAME   the named data sets (rcakit.data)
 
 A user mistake (unknown chapter, bad parameter, malformed or unreadable file,
 an unusable folder, an unreachable model server) is one line on stderr and exit
 status 2, found before any kernel starts; a chapter whose code fails exits
 with status 1; Ctrl-C prints one line and exits with status 130. No traceback
-reaches the user unless ``$RCAKIT_TRACEBACK`` is set.
+reaches the user unless ``$RCAKIT_TRACEBACK`` is set. ``validate`` is the one
+command that reports several errors: one line per bad record on stderr, then
+the count of good and bad records, and status 2 if any record was bad.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def _run(args: argparse.Namespace) -> None:
     params = runner.run_parameters(args.chapter, overrides, args.quick)  # fail before a kernel starts
     uses_llm = any(params[k] not in chapters.UNSET for k in chapters.provider_parameters(params))
     before = _llm_cache_totals() if uses_llm else None
-    out = runner.run_chapter(args.chapter, overrides, quick=args.quick, progress=_on_terminal())
+    out = runner.run_chapter(args.chapter, overrides, quick=args.quick, show_progress=_on_terminal())
     if before is not None:
         after = _llm_cache_totals()
         hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
@@ -61,7 +64,7 @@ def _book(args: argparse.Namespace) -> None:
     for cid in ids:
         runner.preflight(cid, runner.run_parameters(cid, quick=args.quick))
     for cid in tqdm(ids, desc="chapters", file=sys.stderr, disable=not _on_terminal()):
-        runner.run_chapter(cid, quick=args.quick, progress=_on_terminal())
+        runner.run_chapter(cid, quick=args.quick, show_progress=_on_terminal())
     if not args.no_build:
         print(runner.build_book())
 
@@ -71,14 +74,16 @@ def _on_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-def _validate(args: argparse.Namespace) -> None:
+def _validate(args: argparse.Namespace) -> int:
+    """Every bad record on its own line on stderr, then the good/bad count on stdout; 2 if any was bad."""
     from rcakit.trajectories import validate_path
 
     n_good, errors = validate_path(args.path, args.format)
+    for error in errors:
+        _say(f"rcakit: error: {error}")
+    sys.stderr.flush()
     print(f"{args.path}: {n_good} good records, {len(errors)} bad")
-    if errors:
-        more = f" (and {len(errors) - 1} more bad records)" if len(errors) > 1 else ""
-        raise RcakitError(errors[0] + more)
+    return 2 if errors else 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -99,6 +104,9 @@ def parser() -> argparse.ArgumentParser:
     val.add_argument("path")
     val.add_argument("--format", default="auto", help="auto, longrca or who_and_when")
     val.set_defaults(func=_validate)
+    from rcakit.data import add_commands  # `rcakit data list|fetch NAME|path NAME`
+
+    add_commands(sub)
     return p
 
 
@@ -134,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(rest)
         if params is not None and args.command == "run":
             args.param = (args.param or []) + params
-        args.func(args)
+        status = args.func(args) or 0
     except RcakitError as err:
         return _fail(f"rcakit: error: {err}", 2)
     except runner.ChapterFailed as err:
@@ -147,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"rcakit: error: {where}{err.strerror or err}", 2)
     except (RecursionError, MemoryError) as err:
         return _fail(f"rcakit: error: input too deeply nested or too large ({type(err).__name__})", 2)
-    return 0
+    return status
 
 
 def _fail(line: str, status: int) -> int:
@@ -155,8 +163,13 @@ def _fail(line: str, status: int) -> int:
         import traceback
 
         traceback.print_exc()
-    print(" ".join(line.split()), file=sys.stderr)  # one line, whatever the message held
+    _say(line)
     return status
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr as one line, whatever newlines the message held."""
+    print(" ".join(line.split()), file=sys.stderr)
 
 
 if __name__ == "__main__":

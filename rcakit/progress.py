@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 
 @functools.lru_cache(maxsize=1)
@@ -25,7 +25,7 @@ def _terminal():
     if os.environ.get("RCAKIT_PROGRESS", "1") == "0":
         return None
     try:
-        return open("/dev/tty", "w")  # noqa: SIM115 - kept open for the process
+        return open("/dev/tty", "w")  # kept open for the life of the process
     except OSError:
         return None
 

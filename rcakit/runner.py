@@ -20,8 +20,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rcakit import RcakitError, chapters
 from rcakit.io import publish, writable_dir
@@ -58,10 +59,12 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
     """Every check that needs no kernel, each failure a one-line ``RcakitError``.
 
     The executed-notebook and results folders, the chapter's ``paths``
-    (``dir``: writable folder; ``data``: must exist unless it is the default),
-    and one probe per language model the parameters choose.
+    (``dir``: writable folder; ``store``: writable folder, relative to the
+    results folder; ``data``: a data set name, or a path that must exist unless it is the default), and one
+    probe per language model the parameters choose.
     """
     from rcakit.results import results_dir
+    from rcakit.store import store_folder
 
     chapter = chapters.get(chapter_id)
     writable_dir(output_dir or chapters_dir(), "book folder (RCAKIT_BOOK_DIR)")
@@ -70,13 +73,29 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
         where = f"{chapter_id}: parameter {name!r}"
         if kind == "dir":
             writable_dir(resolve(params[name]), where)
+        elif kind == "store":
+            writable_dir(store_folder(params[name]), where)
         elif params[name] != chapter.parameters[name].default:
-            _check_data(resolve(params[name]), where)
+            _check_data(params[name], name, where)
     _probe_models(chapter_id, params)
 
 
-def _check_data(path: Path, where: str) -> None:
-    """A data path the user chose must exist and be readable."""
+def _check_data(value: Any, name: str, where: str) -> None:
+    """A data parameter the user chose: a registry name, or a path that must exist and be readable.
+
+    A registry name goes through :func:`rcakit.data.locate` (an unusable lock
+    file is an error here); when it is not fetched, the chapter says how to
+    fetch it and runs its other sections.
+    """
+    from rcakit import data
+
+    if str(value) in data.registry():
+        try:
+            data.locate(str(value), name)
+        except RcakitError as err:
+            raise RcakitError(f"{where}: {err}") from None
+        return
+    path = resolve(value)
     try:
         if not path.exists():
             raise RcakitError(f"{where}: {path} does not exist")
@@ -113,14 +132,15 @@ def run_chapter(
     overrides: Mapping[str, Any] | None = None,
     quick: bool = False,
     output_dir: Path | None = None,
-    progress: bool = True,
+    show_progress: bool = True,
 ) -> Path:
     """Execute one chapter; return the path of the executed notebook.
 
-    A failing cell raises ``ChapterFailed`` naming the cell and the error; the
-    partly executed notebook is kept as ``<stem>.failed.ipynb`` and the last
-    good ``<stem>.ipynb`` stays. Warnings the kernel raised for the person
-    running it (``rcakit.progress.warn``) are printed on stderr afterwards.
+    ``show_progress`` shows papermill's cell-by-cell bar. A failing cell raises
+    ``ChapterFailed`` naming the cell and the error; the partly executed
+    notebook is kept as ``<stem>.failed.ipynb`` and the last good
+    ``<stem>.ipynb`` stays. Warnings the kernel raised for the person running
+    it (``rcakit.progress.warn``) are printed on stderr afterwards.
     """
     import jupytext
 
@@ -135,7 +155,7 @@ def run_chapter(
     os.close(fd)
     try:
         with _kernel_warnings():
-            _execute(chapter_id, nb, Path(tmp), out, params, progress)
+            _execute(chapter_id, nb, Path(tmp), out, params, show_progress)
         publish(tmp, out)
         _remove(folder / (chapter.notebook.stem + FAILED_SUFFIX))
     except OSError as err:  # a disk that filled up during the run, say
@@ -146,10 +166,10 @@ def run_chapter(
     return out
 
 
-def _execute(chapter_id: str, nb, tmp: Path, out: Path, params: dict, progress: bool) -> None:
+def _execute(chapter_id: str, nb, tmp: Path, out: Path, params: dict, show_progress: bool) -> None:
     with tempfile.TemporaryFile() as log, _interrupts_reach_the_kernel():
         try:
-            _papermill(chapter_id, nb, tmp, out, params, progress, log)
+            _papermill(chapter_id, nb, tmp, out, params, show_progress, log)
         except ChapterFailed:
             if os.environ.get("RCAKIT_TRACEBACK"):
                 log.seek(0)
@@ -157,7 +177,7 @@ def _execute(chapter_id: str, nb, tmp: Path, out: Path, params: dict, progress: 
             raise
 
 
-def _papermill(chapter_id, nb, tmp, out, params, progress, log) -> None:
+def _papermill(chapter_id, nb, tmp, out, params, show_progress, log) -> None:
     import papermill
     from nbclient.exceptions import DeadKernelError
 
@@ -168,7 +188,7 @@ def _papermill(chapter_id, nb, tmp, out, params, progress, log) -> None:
             parameters=params,
             cwd=str(project_root()),
             kernel_name="python3",
-            progress_bar=progress,
+            progress_bar=show_progress,
             log_output=False,
             kernel_manager_class=_ipc_kernel_manager(log),
         )
@@ -237,12 +257,28 @@ def _ipc_kernel_manager(log):
     reason to print its unencrypted-TCP warning. The kernel's own stderr (its
     log, not the cells' output, which goes into the notebook) goes to ``log``,
     so a user's terminal gets rcakit's one line, not a kernel traceback.
+
+    Each kernel's sockets live in a private temporary folder: jupyter_client's
+    default (``kernel-ipc-N`` in the current folder) makes two runs started
+    from one folder share sockets, and the second fails with "Invalid Signature".
     """
+    import shutil
+
     from jupyter_client import AsyncKernelManager
     from traitlets import CaselessStrEnum
 
     class IPCKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self._sockets = tempfile.mkdtemp(prefix="rcakit-kernel-")
+            self.ip = os.path.join(self._sockets, "kernel")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart:
+                shutil.rmtree(self._sockets, ignore_errors=True)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             kw["stderr"] = log

@@ -15,17 +15,36 @@ on. Opening a store only reads it. On reload:
 
 Appending a line is the store's unit of durability, so the store is the one
 file rcakit extends in place rather than replacing it (``rcakit.io``).
+
+Where stores live and what keys them: :func:`open_case_store` puts a store in
+the results folder's ``cases`` folder (so ``$RCAKIT_RESULTS_DIR`` moves it) and
+names it by a digest of the parameters and of :func:`code_digest`, the source of
+every module that can change a case; a store written by other code or other
+parameters is never reused.
+
+Where cases run: :meth:`CaseStore.run` takes an ``rcakit.parallel.Runner``, so a
+sweep that goes through the store runs on threads or on a Dask cluster by its
+``workers`` and ``scheduler`` settings, the store still written by this process alone.
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Hashable, Iterable, Iterator
 
 from rcakit import RcakitError
+from rcakit.parallel import Runner
 from rcakit.progress import warn
+from rcakit.results import results_dir, to_jsonable
+
+CASES_FOLDER = "cases"  # the stores' folder inside the results folder
+DIGEST_CHARS = 12  # hex digits kept of a SHA-256 digest in a store's name and fingerprint
 
 
 class CaseStore:
@@ -116,16 +135,19 @@ class CaseStore:
         items: Iterable[tuple[str, Hashable]],
         work: Callable[[Hashable], dict],
         progress: Callable[[Iterable], Iterator] | None = None,
+        runner: Runner | None = None,
     ) -> list[dict]:
         """Compute ``work(item)`` for each ``(key, item)`` not yet stored.
 
-        Returns every case's value in the order of ``items``, whether it was
-        computed now or loaded from an earlier, interrupted run.
+        ``runner`` (an ``rcakit.parallel.Runner``; serial by default) decides
+        where the cases run: in this process, on threads or on a Dask cluster.
+        This process alone writes the store, each case as it finishes. Returns
+        every case's value in the order of ``items``, whether it was computed
+        now or loaded from an earlier, interrupted run.
         """
         items = list(items)
         todo = [(k, it) for k, it in items if k not in self._cases]
-        for key, item in progress(todo) if progress else todo:
-            self.put(key, work(item))
+        (runner or Runner()).run(todo, work, progress=progress, on_result=self.put)
         return [self._cases[k] for k, _ in items]
 
 
@@ -138,3 +160,64 @@ def _parse(raw: bytes):
         return json.loads(raw)
     except (ValueError, RecursionError):
         return _CORRUPT
+
+
+def code_digest(packages: Sequence[str]) -> str:
+    """Digest of the source of every module in ``packages`` (dotted names of packages or modules).
+
+    A package counts with all its ``.py`` files, subpackages included, each
+    keyed by its path inside the package, so editing, adding, removing or
+    renaming a module changes the digest. The order of ``packages`` does not
+    matter. Give every module a case's value can depend on (e.g.
+    ``["rcakit.rag", "rcakit.llm", "rcakit.stats", "rcakit.store"]``).
+    """
+    if isinstance(packages, str):
+        packages = [packages]
+    h = hashlib.sha256()
+    for name in sorted(set(packages)):
+        for rel, path in _sources(name):
+            h.update(f"{name}:{rel}\0".encode())
+            h.update(path.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def _sources(name: str) -> list[tuple[str, Path]]:
+    """``(path inside the package, file)`` for each source file of module or package ``name``."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or spec.origin is None:
+        raise ValueError(f"code_digest: no module or package named {name!r}")
+    if spec.submodule_search_locations:
+        root = Path(next(iter(spec.submodule_search_locations)))
+        return sorted((p.relative_to(root).as_posix(), p) for p in root.rglob("*.py"))
+    path = Path(spec.origin)
+    return [(path.name, path)]
+
+
+def store_folder(folder: str | os.PathLike | None = None) -> Path:
+    """Where case stores go: ``<results folder>/cases`` by default; a relative ``folder`` is
+    taken from the results folder (``$RCAKIT_RESULTS_DIR``), an absolute one as it is."""
+    if folder is None:
+        folder = CASES_FOLDER
+    path = Path(folder).expanduser()
+    return path if path.is_absolute() else results_dir() / path
+
+
+def open_case_store(
+    name: str,
+    params: Mapping,
+    packages: Sequence[str],
+    folder: str | os.PathLike | None = None,
+) -> CaseStore:
+    """The case store of ``name`` (a chapter id) for ``params`` and the code of ``packages``.
+
+    Its fingerprint is the parameters plus :func:`code_digest` of ``packages``;
+    its file is ``<store_folder(folder)>/<name>-<digest of the fingerprint>.jsonl``.
+    Other parameters or other code give another file, never a reused one.
+    """
+    fingerprint = {"params": to_jsonable(params), "code": code_digest(packages)}
+    digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
+    return CaseStore(store_folder(folder) / f"{name}-{digest[:DIGEST_CHARS]}.jsonl", fingerprint=fingerprint)

@@ -17,9 +17,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 GOOD_NOTEBOOK = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n'
 GOOD_RESULTS = b'{"params": {"seed": 0}, "rcakit_version": "0.1.0"}\n'
@@ -224,7 +224,8 @@ CASES = [
          as_nobody=True),
     Case("results folder is a file", ["run", "car-shapley"], "results folder (RCAKIT_RESULTS_DIR): {tmp}/results.json "
          "is a file", setup=_file_as_results),
-    Case("RCAKIT_BOOK_DIR under a file", ["run", "car-shapley"], "book folder (RCAKIT_BOOK_DIR): ", setup=_file_as_book),
+    Case("RCAKIT_BOOK_DIR under a file", ["run", "car-shapley"], "book folder (RCAKIT_BOOK_DIR): ",
+         setup=_file_as_book),
     Case("read-only RCAKIT_BOOK_DIR", ["run", "car-shapley"], "is not writable: Read-only file system",
          setup=_readonly_book, mount=True),
     Case("read-only results folder", ["run", "car-shapley"], "is not writable: Read-only file system",

@@ -8,8 +8,8 @@ import sys
 import time
 
 import pytest
-
 from bad_inputs import TOY_CHAPTER
+
 from rcakit import io as rio
 from rcakit import results, runner
 
@@ -68,7 +68,7 @@ def _chapters(toy):
 def test_enospc_during_the_notebook_write_keeps_the_good_notebook(toy, monkeypatch):
     import papermill.iorw
 
-    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+    good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
     real, calls = papermill.iorw.LocalHandler.write, []
 
     def full_disk(self, buf, path):
@@ -79,39 +79,39 @@ def test_enospc_during_the_notebook_write_keeps_the_good_notebook(toy, monkeypat
 
     monkeypatch.setattr(papermill.iorw.LocalHandler, "write", full_disk)
     with pytest.raises(runner.ChapterFailed, match="No space left on device.*last good car_shapley.ipynb is kept"):
-        runner.run_chapter("car-shapley", {"seed": 2}, progress=False)
+        runner.run_chapter("car-shapley", {"seed": 2}, show_progress=False)
     assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
     assert _chapters(toy) == ["car_shapley.ipynb"]
 
 
 def test_enospc_when_publishing_the_notebook_keeps_the_good_one(toy, monkeypatch):
-    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+    good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
 
     def no_room(src, dst):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
 
     monkeypatch.setattr(runner, "publish", no_room)
     with pytest.raises(runner.ChapterFailed, match="No space left"):
-        runner.run_chapter("car-shapley", {"seed": 2}, progress=False)
+        runner.run_chapter("car-shapley", {"seed": 2}, show_progress=False)
     assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
     assert _chapters(toy) == ["car_shapley.ipynb"]
 
 
 def test_a_failed_run_goes_beside_the_good_one_and_the_book_refuses_it(toy):
-    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+    good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
     with pytest.raises(runner.ChapterFailed, match=r"planted failure \(see .*car_shapley.failed.ipynb"):
-        runner.run_chapter("car-shapley", {"seed": 13}, progress=False)
+        runner.run_chapter("car-shapley", {"seed": 13}, show_progress=False)
     assert _chapters(toy) == ["car_shapley.failed.ipynb", "car_shapley.ipynb"]
     assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
     assert b"planted failure" in (toy / "book" / "chapters" / "car_shapley.failed.ipynb").read_bytes()
     with pytest.raises(runner.ChapterFailed, match="refusing to build the book.*car_shapley.failed.ipynb"):
         runner.build_book()
-    runner.run_chapter("car-shapley", {"seed": 2}, progress=False)  # a good rerun clears the failure
+    runner.run_chapter("car-shapley", {"seed": 2}, show_progress=False)  # a good rerun clears the failure
     assert _chapters(toy) == ["car_shapley.ipynb"]
 
 
 def test_a_killed_run_leaves_the_last_good_notebook_and_results(toy):
-    good = runner.run_chapter("car-shapley", {"seed": 1}, progress=False).read_bytes()
+    good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
     marker = toy / "running"
     proc = subprocess.Popen([sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05",
                              "-p", "marker", str(marker)], start_new_session=True,

@@ -17,18 +17,21 @@ REQUIRED_KEYS = {
     "car-shapley": [
         "interaction.phi", "interaction.phi_ci", "interaction.efficiency",
         "interaction.analytic_efficiency", "interaction.rollouts",
-        "interaction.contrastive_abs_sum", "pivotal.locus", "pivotal.effects", "params",
+        "interaction.contrastive_abs_sum", "pivotal.locus", "pivotal.effects", "support_agent.locus",
+        "support_agent.effects", "support_agent.action_match_rate", "params",
     ],
     "gcjr-ablations": [
         "n_cases", "n_in_scope", "gcjr.fem", "gcjr.macro_fem", "gcjr.aj", "gcjr.rs1", "gcjr.sc", "gcjr.mv",
         "gcjr.mean_replays", "exhaustive.fem", "exhaustive.mean_replays", "replay_reduction",
         "ablation.singleton_only.fem_joint_and", "ablation.no_minimality.fem_alt_or", "ablation.no_minimality.mv",
         "ablation.hidden_edges_10.fem", "baselines.shapley_top2.rs1", "baselines.shapley_top2.macro_fem",
-        "baselines.shapley_top2.mv", "baselines.shapley_top2.fem", "params",
+        "baselines.shapley_top2.mv", "baselines.shapley_top2.fem", "cost.gcjr_formula_match", "sc_under_noise.gcjr",
+        "pilot.n_cases", "pilot.gcjr.fem", "pilot.gcjr.mean_calls", "pilot.exhaustive.mean_calls", "pilot.saving",
+        "pilot.gcjr.rs1", "pilot.gcjr.mv", "params",
     ],
     "coverage-collapse": [
         "accuracy.coverage.1.point", "accuracy.coverage.3.hi", "accuracy.propagation_aware.2.lo",
-        "failed_n.1", "eligible_n.2", "recovery.3", "params",
+        "failed_n.1", "eligible_n.2", "recovery.3", "probe_branch.propagation_aware.1", "params",
     ],
     "content-corruption": [
         "outcomes.1.absorbed", "outcomes.3.n", "strategy_counts", "accuracy.suf_regen.1.point",
@@ -70,7 +73,9 @@ def test_book_html_has_chapters_figures_and_claims(quick_book):
 def test_executed_chapters_show_injected_parameters_and_no_noise(quick_book):
     for nb_path in (quick_book / "chapters").glob("*.ipynb"):
         nb = json.loads(nb_path.read_text())
-        assert any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"]), nb_path
+        has_parameters = bool(chapters.get(nb_path.stem.replace("_", "-")).parameters)  # not the closing page
+        injected = any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"])
+        assert injected == has_parameters, nb_path
         text = json.dumps([c.get("outputs", []) for c in nb["cells"]])
         assert not re.search(r"0x[0-9a-f]{6,}", text), f"{nb_path}: memory address in outputs"
         assert "Warning" not in text, f"{nb_path}: a warning leaked into the outputs"
@@ -80,7 +85,8 @@ def test_same_parameters_give_byte_identical_results(tmp_path, monkeypatch):
     texts = []
     for run in ("a", "b"):
         monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / run))
-        runner.run_chapter("car-shapley", {"q": 0.5, "seed": 3}, quick=True, output_dir=tmp_path / run, progress=False)
+        runner.run_chapter("car-shapley", {"q": 0.5, "seed": 3}, quick=True, output_dir=tmp_path / run,
+                           show_progress=False)
         texts.append((tmp_path / run / "car-shapley.json").read_bytes())
     assert texts[0] == texts[1]
     assert abs(json.loads(texts[0])["interaction"]["efficiency"] - 0.75) <= 0.03
@@ -112,7 +118,7 @@ def test_a_failing_chapter_fails_the_run(tmp_path, monkeypatch):
     (tmp_path / "notebooks" / "car_shapley.md").write_text(BROKEN)
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))
     with pytest.raises(runner.ChapterFailed, match="planted failure"):
-        runner.run_chapter("car-shapley", output_dir=tmp_path, progress=False)
+        runner.run_chapter("car-shapley", output_dir=tmp_path, show_progress=False)
     env = {**os.environ, "RCAKIT_ROOT": str(tmp_path), "RCAKIT_BOOK_DIR": str(tmp_path / "book")}
     proc = subprocess.run([sys.executable, "-m", "rcakit.cli", "run", "car-shapley"], env=env,
                           capture_output=True, text=True)
@@ -160,5 +166,5 @@ def test_figures_do_not_depend_on_the_hash_seed(quick_book, chapter_id, tmp_path
     first = png_outputs(quick_book / "chapters" / (chapters.get(chapter_id).notebook.stem + ".ipynb"))
     again = png_outputs(rerun_with_hash_seed(chapter_id, tmp_path))
     assert len(again) == len(first) and first, chapter_id
-    changed = [i for i, (a, b) in enumerate(zip(first, again)) if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(first, again, strict=True)) if a != b]
     assert changed == [], f"{chapter_id}: figures {changed} differ with another PYTHONHASHSEED"

@@ -106,7 +106,8 @@ def test_section_anchor_is_the_id_the_markdown_parser_gives_the_heading():
     doc = publish_doctree(source, parser=Parser(), settings_overrides={"report_level": 5})
     ids = [section["ids"][0] for section in doc.findall(nodes.section) if section[0].astext() != "Page"]
     assert ids == [claims.section_anchor(t) for t in texts]
-    assert claims.section_link("car-shapley", texts[0]) == "car_shapley.html#monte-carlo-shapley-splits-a-two-step-interaction"
+    anchor = "monte-carlo-shapley-splits-a-two-step-interaction"
+    assert claims.section_link("car-shapley", texts[0]) == f"car_shapley.html#{anchor}"
     assert claims.section_link("car-shapley", None) == "car_shapley.html"
 
 
@@ -188,4 +189,9 @@ def test_claims_page_fails_when_the_results_folder_is_a_file(tmp_path, monkeypat
     not_a_folder.write_text("oops")
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(not_a_folder))
     with pytest.raises(RcakitError, match="is a file"):
-        runner.run_chapter("claims", output_dir=tmp_path / "out", progress=False)
+        runner.run_chapter("claims", output_dir=tmp_path / "out", show_progress=False)
+
+
+def test_in_book_order_follows_the_chapter_order_and_puts_unknown_ids_last():
+    ids = ["zz-unknown", chapters.ORDER[-1], chapters.ORDER[0], "aa-unknown"]
+    assert claims.in_book_order(ids) == [chapters.ORDER[0], chapters.ORDER[-1], "zz-unknown", "aa-unknown"]

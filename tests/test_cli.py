@@ -2,10 +2,13 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from rcakit import RcakitError, cli, runner
+
+FIXTURE = Path(__file__).parent / "fixtures" / "longrca_sample.jsonl"
 
 
 def rcakit(*args):
@@ -61,22 +64,30 @@ def test_book_checks_every_chapter_before_running_any(monkeypatch):
     assert started == []
 
 
-def test_validate_reports_good_records_and_one_line_per_bad_file(tmp_path):
+def test_validate_prints_every_bad_record_on_its_own_line_then_the_counts(tmp_path):
     good = rcakit("validate", "tests/fixtures/longrca_sample.jsonl")
-    assert good.returncode == 0 and "3 good records, 0 bad" in good.stdout
+    assert good.returncode == 0 and good.stderr == ""
+    assert good.stdout.strip() == "tests/fixtures/longrca_sample.jsonl: 3 good records, 0 bad"
+    sample = Path("tests/fixtures/longrca_sample.jsonl").read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"question_ID": "x", "history": []}\n')
+    bad.write_text("\n".join([sample[0], '{"question_ID": "x", "history": []}', "not json", sample[1],
+                              '{"history": [1]}']) + "\n")
     proc = rcakit("validate", str(bad))
-    assert proc.returncode == 2 and "0 good records, 1 bad" in proc.stdout
+    assert proc.returncode == 2
+    assert proc.stdout.strip() == f"{bad}: 2 good records, 3 bad"
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{bad}:1: history: empty history" in lines[0]
+    assert len(lines) == 3, proc.stderr
+    prefix = f"rcakit: error: {bad}:"
+    assert all(line.startswith(prefix) for line in lines)
+    assert [line[len(prefix):].split(":")[0] for line in lines] == ["2", "3", "5"]  # every bad line, in order
+    assert "history: empty history" in lines[0]
     missing = rcakit("validate", str(tmp_path / "nope"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "no such file" in missing.stderr
 
 
 @pytest.mark.parametrize("args, message", [
-    (["run", "coverage-collapse", "-p", "store", "tests/fixtures/longrca_sample.jsonl"], "is a file, not a folder"),
+    (["run", "coverage-collapse", "-p", "store", str(FIXTURE.resolve())], "is a file, not a folder"),
     (["run", "longrca-strata", "-p", "who_and_when_path", "no/such/logs"], "does not exist"),
     (["run", "coverage-collapse", "-p", "provider", "ollama:m"], "ollama at http://127.0.0.1:9"),
     (["run", "car-shapley", "-p", "q", "-1e-3"], "outside [0.01, 0.99]"),

@@ -3,6 +3,7 @@
 import json
 import multiprocessing
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -109,7 +110,7 @@ def test_record_is_sorted_plain_json(tmp_path, monkeypatch):
 def test_compare_verdicts_and_assert_holds():
     measured = {"interaction": {"phi": [0.46, 0.45, 0.0], "phi_ci": [[0.43, 0.49], [0.40, 0.44], [-0.1, 0.1]],
                                 "efficiency": 0.95, "contrastive_abs_sum": 1.6},
-                "pivotal": {"locus": 1}}
+                "pivotal": {"locus": 1}, "support_agent": {"locus": 2, "action_match_rate": 1.0}}
     table = claims.compare("car-shapley", measured, {"q": 0.3}).set_index("claim")
     verdicts = table["verdict"].to_dict()
     assert verdicts["Shapley phi_0, two-step interaction SCM"] == "agrees"
@@ -120,7 +121,7 @@ def test_compare_verdicts_and_assert_holds():
     other = claims.compare("car-shapley", measured, {"q": 0.5})
     assert "other parameters" in set(other["verdict"])
     claims.assert_holds(other)  # the paper's setting does not apply at q = 0.5
-    missing = claims.compare("car-shapley", {}, {"q": 0.3})
+    missing = claims.compare("car-shapley", {}, {"q": 0.3, "provider": "llamacpp:smollm2"})
     assert set(missing["verdict"]) == {"not measured"}
 
 
@@ -144,7 +145,8 @@ def test_parse_parameters_reads_literals_and_comments():
 def test_validate_coerces_and_rejects():
     assert chapters.validate("car-shapley", {"q": "0.5", "seed": "3"})["q"] == 0.5
     assert chapters.validate("car-shapley", {"seed": 1, "budget": 0})["budget"] == 0
-    toy = chapters.Chapter("toy", None, "toy", {"x": chapters.Parameter("x", 0.5), "on": chapters.Parameter("on", True)})
+    toy = chapters.Chapter("toy", None, "toy",
+                           {"x": chapters.Parameter("x", 0.5), "on": chapters.Parameter("on", True)})
     assert chapters.coerce(toy, "x", 2) == 2.0 and isinstance(chapters.coerce(toy, "x", 2), float)
     assert chapters.coerce(toy, "on", "false") is False
     with pytest.raises(RcakitError, match="expects bool"):
@@ -158,11 +160,32 @@ def test_validate_coerces_and_rejects():
         chapters.get("no-such-chapter")
 
 
-def test_every_chapter_has_a_seed_and_valid_quick_values():
+def test_every_chapter_has_a_seed_first_and_valid_quick_values():
+    closing = chapters.ORDER[-1]
     for chapter in chapters.all_chapters():
-        assert "seed" in chapter.parameters, chapter.id
+        if chapter.id == closing:  # the closing page only reads results: no parameters, no unused seed
+            assert chapter.parameters == {} and chapters.validate(closing, {}) == {}
+            continue
+        assert list(chapter.parameters)[:1] == ["seed"], chapter.id
         assert all(p.comment for p in chapter.parameters.values()), chapter.id
         chapters.validate(chapter.id, chapter.quick)
+
+
+def test_a_page_without_a_parameters_cell_takes_none_and_two_cells_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))
+    monkeypatch.setattr(chapters, "ORDER", ["toy"])
+    (tmp_path / "notebooks").mkdir()
+    page = tmp_path / "notebooks" / "toy.md"
+    cell = "```{code-cell} ipython3\n:tags: [parameters]\n\nseed = 0  # s\n```\n"
+    head = (Path(__file__).parents[1] / "notebooks" / "claims.md").read_text().split("\n---\n")[0] + "\n---\n"
+    page.write_text(head + "# Toy\n\n" + cell.replace("[parameters]", "[hide-input]"))
+    assert chapters.get("toy").parameters == {}
+    with pytest.raises(RcakitError, match="unknown parameter 'seed'"):
+        chapters.validate("toy", {"seed": 1})
+    page.write_text(head + cell + "\n" + cell)
+    os.utime(page, ns=(1, 10**18))  # a new modification time: the page is read again
+    with pytest.raises(RcakitError, match="at most one cell tagged 'parameters', found 2"):
+        chapters.get("toy")
 
 
 def test_toc_lists_every_chapter_in_order():
@@ -171,7 +194,7 @@ def test_toc_lists_every_chapter_in_order():
     from rcakit.paths import project_root
 
     toc = yaml.safe_load((project_root() / "book" / "_toc.yml").read_text())
-    files = [entry["file"] for entry in toc["chapters"]]
+    files = [entry["file"] for entry in toc["chapters"] if entry["file"].startswith("chapters/")]
     assert files == [f"chapters/{cid.replace('-', '_')}" for cid in chapters.ORDER]
 
 
@@ -293,21 +316,28 @@ def test_declarations_refuse_a_numeric_parameter_without_bounds():
 
 def test_every_numeric_parameter_of_every_chapter_has_bounds():
     for chapter in chapters.all_chapters():  # check_declarations runs on load; this names the chapter
-        missing = [n for n, p in chapter.parameters.items() if chapters.is_numeric(p.default) and n not in chapter.bounds]
+        missing = [n for n, p in chapter.parameters.items()
+                   if chapters.is_numeric(p.default) and n not in chapter.bounds]
         assert missing == [], chapter.id
-        assert chapter.bounds["seed"][0] == 0, chapter.id
+        if chapter.parameters:  # the closing page has none
+            assert chapter.bounds["seed"][0] == 0, chapter.id
 
 
 def test_list_parameters_are_checked_element_by_element():
     toy = _toy_chapter("r_values = [1, 3]  # r\nnoise = [0.0, 0.1]  # n\n",
                        "bounds: {r_values: [1, 50], noise: [0.0, 1.0]}")
     assert chapters.coerce(toy, "r_values", "[2, 9]") == [2, 9]
-    assert chapters.coerce(toy, "noise", "[0, 1]") == [0.0, 1.0] and isinstance(chapters.coerce(toy, "noise", [0])[0], float)
-    for name, value, match in [("r_values", "[1,'a']", "element 1 expects int, got 'a'"),
-                               ("r_values", "[]", "non-empty list of int"), ("r_values", "[5.0]", "element 0 expects int"),
-                               ("r_values", "[1, 51]", "element 1 = 51 is outside"), ("r_values", "3", "non-empty list"),
-                               ("noise", "[True]", "element 0 expects float"), ("noise", "[1e999]", "not a finite"),
-                               ("r_values", "[" * 60_000 + "]" * 60_000, "expects list of int")]:
+    assert chapters.coerce(toy, "noise", "[0, 1]") == [0.0, 1.0]
+    assert isinstance(chapters.coerce(toy, "noise", [0])[0], float)
+    bad = [("r_values", "[1,'a']", "element 1 expects int, got 'a'"),
+           ("r_values", "[]", "non-empty list of int"),
+           ("r_values", "[5.0]", "element 0 expects int"),
+           ("r_values", "[1, 51]", "element 1 = 51 is outside"),
+           ("r_values", "3", "non-empty list"),
+           ("noise", "[True]", "element 0 expects float"),
+           ("noise", "[1e999]", "not a finite"),
+           ("r_values", "[" * 60_000 + "]" * 60_000, "expects list of int")]
+    for name, value, match in bad:
         with pytest.raises(RcakitError, match=match):
             chapters.coerce(toy, name, value)
 
@@ -331,3 +361,196 @@ def test_llm_timeout_environment_variable_sets_the_default_but_not_an_explicit_v
     monkeypatch.setenv("RCAKIT_LLM_TIMEOUT", "soon")
     with pytest.raises(RcakitError, match="RCAKIT_LLM_TIMEOUT"):
         runner.run_parameters("car-shapley")
+
+
+def _package(root, name, files):
+    """A throwaway package ``name`` under ``root`` with ``files`` (relative path -> source)."""
+    for rel, text in files.items():
+        path = root / name / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_code_digest_changes_with_any_module_of_the_packages_and_nothing_else(tmp_path, monkeypatch):
+    from rcakit.store import code_digest
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _package(tmp_path, "pkg_a", {"__init__.py": "", "one.py": "X = 1\n", "sub/__init__.py": "", "sub/two.py": ""})
+    _package(tmp_path, "pkg_b", {"__init__.py": "Y = 2\n"})
+    (tmp_path / "mod_c.py").write_text("Z = 3\n")
+    base = code_digest(["pkg_a", "pkg_b", "mod_c"])
+    assert base == code_digest(["mod_c", "pkg_b", "pkg_a", "pkg_a"])  # a set of modules: order is irrelevant
+    assert len(base) == 12 and base != code_digest(["pkg_a", "pkg_b"])
+    (tmp_path / "pkg_a" / "__pycache__").mkdir()
+    (tmp_path / "pkg_a" / "__pycache__" / "one.cpython-311.pyc").write_bytes(b"\0compiled")
+    (tmp_path / "pkg_a" / "notes.txt").write_text("not code")
+    assert code_digest(["pkg_a", "pkg_b", "mod_c"]) == base  # only .py sources count
+    digests = {base}
+    for change in [lambda: (tmp_path / "pkg_a" / "sub" / "two.py").write_text("W = 4\n"),  # a nested module
+                   lambda: (tmp_path / "pkg_a" / "sub" / "three.py").write_text(""),  # a new module
+                   lambda: (tmp_path / "pkg_a" / "one.py").rename(tmp_path / "pkg_a" / "uno.py"),  # a rename
+                   lambda: (tmp_path / "mod_c.py").write_text("Z = 4\n")]:  # a single-module entry
+        change()
+        digests.add(code_digest(["pkg_a", "pkg_b", "mod_c"]))
+    assert len(digests) == 5
+    with pytest.raises(ValueError, match="no module or package named 'pkg_missing'"):
+        code_digest(["pkg_missing"])
+
+
+def test_case_stores_live_in_the_results_folder_keyed_by_parameters_and_code(tmp_path, monkeypatch):
+    from rcakit import store
+
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
+    a = store.open_case_store("demo", {"seed": 1, "depths": (1, 2)}, ["rcakit.store", "rcakit.stats"])
+    assert a.path.parent == tmp_path / "results" / "cases" and a.path.name.startswith("demo-")
+    assert not a.path.exists()  # opening creates nothing
+    a.run([("k", 3)], _square)
+    again = store.open_case_store("demo", {"depths": [1, 2], "seed": 1}, ["rcakit.stats", "rcakit.store"])
+    assert again.path == a.path and again["k"] == _square(3)  # same parameters and code: resumed
+    other = store.open_case_store("demo", {"seed": 2, "depths": [1, 2]}, ["rcakit.store", "rcakit.stats"])
+    assert other.path != a.path and len(other) == 0
+    wider = store.open_case_store("demo", {"seed": 1, "depths": [1, 2]}, ["rcakit.store", "rcakit.stats", "rcakit.io"])
+    assert wider.path != a.path  # other code, another store
+    assert store.store_folder("mine").as_posix() == (tmp_path / "results" / "mine").as_posix()
+    assert store.store_folder(tmp_path / "abs") == tmp_path / "abs"
+    monkeypatch.setattr(store, "code_digest", lambda packages: "edited-code")
+    with pytest.raises(RcakitError, match="other parameters"):  # a store renamed over another code's store
+        store.CaseStore(a.path, fingerprint={"params": {"seed": 1, "depths": [1, 2]}, "code": "edited-code"})
+
+
+def test_opening_a_store_never_writes_it_whatever_it_holds(tmp_path):
+    good = _lines(3)
+    shapes = {"torn": good + '{"key": "3", "va', "nul": good + "\0" * 64, "corrupt": good + "{oops\n" + good,
+              "fingerprint": json.dumps({"__fingerprint__": {"seed": 1}}) + "\n" + good, "empty": ""}
+    for name, text in shapes.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(text)
+        os.utime(path, ns=(10**18, 10**18))
+        before = (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_size)
+        for fingerprint in (None, {"seed": 1}, {"seed": 2}):
+            try:
+                store = CaseStore(path, fingerprint=fingerprint)
+                assert len(store) >= 0 and ("0" in store) == (name != "empty")
+            except RcakitError as err:  # the other parameters' store: refused, and left as it was
+                assert name == "fingerprint" and fingerprint == {"seed": 2}, err
+            assert (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_size) == before, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.jsonl" for n in shapes)  # no temp files
+    CaseStore(tmp_path / "never" / "s.jsonl")
+    assert not (tmp_path / "never").exists()
+
+
+LINT = Path(__file__).parents[1] / "scripts" / "lint.py"
+
+
+def _lint(*paths):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, str(LINT), *map(str, paths)], capture_output=True, text=True)
+
+
+def test_make_test_runs_the_lint_gate_before_pytest():
+    import re
+
+    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    recipe = [line.strip() for line in re.search(r"^test:.*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()]
+    lint = recipe.index("$(PY) scripts/lint.py")  # the entry point the tests below run
+    first_pytest = min(i for i, line in enumerate(recipe) if "pytest" in line)
+    assert lint < first_pytest  # under .SHELLFLAGS -e a lint finding stops the target before any test runs
+    assert "-eo pipefail" in makefile
+
+
+def test_lint_gate_fails_on_an_unused_import_in_code_and_in_a_chapter(tmp_path):
+    clean = tmp_path / "clean.py"
+    clean.write_text("import os\n\nprint(os.sep)\n")
+    assert _lint(clean).returncode == 0
+    dirty = tmp_path / "dirty.py"
+    dirty.write_text("import os\nimport sys\n\nprint(os.sep)\n")
+    proc = _lint(clean, dirty)
+    assert proc.returncode == 1 and f"{dirty}:2:8: F401" in proc.stdout and "`sys` imported but unused" in proc.stdout
+    head = (Path(__file__).parents[1] / "notebooks" / "claims.md").read_text().split("\n---\n")[0] + "\n---\n"
+    cell = "```{{code-cell}} ipython3\n{}\n```\n\n"
+    chapter = tmp_path / "toy.md"
+    body = "# Toy\n\n" + cell.format(":tags: [parameters]\n\nseed = 0  # s")
+    body += cell.format("import math\n\nmath.pi * seed")  # an import atop a later cell is not E402
+    chapter.write_text(head + body)  # the last expression of a cell is its output, not B018
+    assert _lint(chapter).returncode == 0, _lint(chapter).stdout
+    chapter.write_text(head + body + cell.format("import json\n\nseed"))
+    proc = _lint(tmp_path)  # a folder: its .py files and its chapters
+    assert proc.returncode == 1
+    assert f"{chapter}:cell 4:1:8: F401 [*] `json` imported but unused" in proc.stdout
+    assert f"{dirty}:2:8: F401" in proc.stdout and "`math`" not in proc.stdout
+
+
+def _script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compare_results_names_the_differing_keys_and_passes_only_identical_or_expected(tmp_path):
+    cmp = _script("compare_results")
+    base, head = tmp_path / "base", tmp_path / "head"
+    base.mkdir()
+    head.mkdir()
+    tree = {"a": {"phi": [0.5, 0.25], "n": 3}, "params": {"seed": 0, "store": "results/cases"}}
+    (base / "x.json").write_text(json.dumps(tree, sort_keys=True, indent=2) + "\n")
+    (head / "x.json").write_text(json.dumps(tree, sort_keys=True, indent=2) + "\n")
+    assert cmp.compare("x", base, head, set()) == (True, "x: byte-identical")
+    moved = {**tree, "params": {"seed": 0, "store": "cases"}}
+    (head / "x.json").write_text(json.dumps(moved, sort_keys=True, indent=2) + "\n")
+    assert cmp.compare("x", base, head, set()) == (False, "x: differs at params.store")
+    assert cmp.compare("x", base, head, {"params.store"}) == (True, "x: identical except the expected keys "
+                                                                     "params.store")
+    changed = {"a": {"phi": [0.5, 0.26], "n": 3.0, "new": 1}, "params": moved["params"]}
+    (head / "x.json").write_text(json.dumps(changed, sort_keys=True, indent=2) + "\n")
+    ok, line = cmp.compare("x", base, head, {"params.store"})
+    assert not ok and line == "x: differs at a.n, a.new (only in head), a.phi.1"  # 3 and 3.0 are other bytes
+    assert cmp.compare("x", base, head, {"params.store", "a.new"}) == (False, "x: differs at a.n, a.phi.1")
+    (head / "x.json").write_text(json.dumps(tree, sort_keys=True) + "\n")  # same values, other layout
+    assert cmp.compare("x", base, head, set())[0] is False
+    assert cmp.compare("y", base, head, set()) == (False, f"y: no results file in the base run ({base / 'y.json'})")
+    assert cmp.differing_keys([1, 2], [1, 2, 3]) == ["(whole file)"]
+
+
+def test_preflight_checks_a_store_parameter_under_the_results_folder(tmp_path, monkeypatch):
+    from rcakit import runner
+
+    toy = chapters.Chapter("toy", None, "toy", chapters.parse_parameters("store = 'cases'  # s\n"),
+                           paths={"store": "store"})
+    chapters.check_declarations(toy)
+    monkeypatch.setattr(chapters, "get", lambda cid: toy)
+    monkeypatch.setenv("RCAKIT_BOOK_DIR", str(tmp_path / "book"))
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
+    runner.preflight("toy", {"store": "cases"})  # the folder need not exist yet
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "cases").write_text("a file")
+    with pytest.raises(RcakitError, match=rf"toy: parameter 'store': {tmp_path}/results/cases is a file"):
+        runner.preflight("toy", {"store": "cases"})
+    runner.preflight("toy", {"store": str(tmp_path / "elsewhere")})  # an absolute folder is taken as it is
+
+
+def test_each_kernel_gets_private_sockets_so_runs_from_one_folder_cannot_collide(tmp_path, monkeypatch):
+    from rcakit import runner
+
+    monkeypatch.chdir(tmp_path)
+    manager = runner._ipc_kernel_manager(None)
+    first, second = manager(), manager()
+    assert first.transport == "ipc"
+    assert first.ip != second.ip
+    assert not first.ip.startswith(str(tmp_path)) and os.path.isdir(os.path.dirname(first.ip))
+    for made in (first, second):
+        os.rmdir(made._sockets)
+
+
+def test_api_page_lists_every_public_module_and_is_up_to_date():
+    api = _script("api_page")
+    page = api.page()
+    assert (Path(__file__).parents[1] / "book" / "api.md").read_text(encoding="utf-8") == page
+    for name in ("rcakit.scm", "rcakit.shapley", "rcakit.repair", "rcakit.rag", "rcakit.trajectories",
+                 "rcakit.llm", "rcakit.stats", "rcakit.claims"):
+        assert f".. automodule:: {name}\n   :members:" in page
+    assert api.source_of("rcakit.no_such_module") is None

@@ -4,8 +4,8 @@ and nothing changed on disk (tests/bad_inputs.py lists the cases and tabulates t
 import json
 
 import pytest
-
 from bad_inputs import CASES, can_mount, expected, run_case
+
 from rcakit.store import CaseStore
 
 MOUNT = can_mount()

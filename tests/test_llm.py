@@ -430,7 +430,8 @@ def test_smollm2_token_count_is_the_prompt_it_runs(smollm2):
 
 @pytest.mark.llamacpp
 def test_smollm2_warm_rerun_makes_zero_model_calls(smollm2, tmp_path):
-    messages = [{"role": "user", "content": "A 3-hop search failed at retrieval. Reply with JSON: the stage and the hop."}]
+    question = "A 3-hop search failed at retrieval. Reply with JSON: the stage and the hop."
+    messages = [{"role": "user", "content": question}]
     cold_acct, warm_acct = Accounting(), Accounting()
     cold = ask_json(cached(smollm2, ResponseCache(tmp_path), cold_acct["judge"]), messages, VERDICT, max_tokens=40)
     warm_cache = ResponseCache(tmp_path)  # as a second process would open it
@@ -454,3 +455,49 @@ def test_smollm2_call_past_its_timeout_raises_and_leaves_no_trace(smollm2):
     assert str(excinfo.value) == f"llamacpp model {smollm2.model}: no reply within the 1e-06 s timeout"
     assert smollm2.chat(messages, max_tokens=8) == before  # the deadline was the hurried call's only
     assert provider_from_spec("llamacpp:smollm2", timeout=5).timeout == 5.0
+
+
+def test_an_ollama_provider_pickles_as_its_settings_and_reads_the_host_where_it_lands(monkeypatch, tmp_path):
+    import pickle
+
+    from rcakit.llm import ResponseCache, cached
+    from rcakit.llm.ollama import OllamaProvider
+
+    monkeypatch.setenv("OLLAMA_HOST", "http://driver:1")
+    from_env = OllamaProvider("m", timeout=3, num_ctx=1024)
+    explicit = OllamaProvider("m", host="http://given:2")
+    data_env, data_explicit = pickle.dumps(from_env), pickle.dumps(explicit)
+    monkeypatch.setenv("OLLAMA_HOST", "http://worker:3")  # the environment of the process that unpickles
+    back = pickle.loads(data_env)
+    assert (back.model, back.host, back.timeout, back.context_window) == ("m", "http://worker:3", 3.0, 1024)
+    assert back._client is not from_env._client and pickle.loads(data_explicit).host == "http://given:2"
+    chat = cached(explicit, cache=ResponseCache(tmp_path / "c"))
+    chat.accounting.add_case()
+    again = pickle.loads(pickle.dumps(chat))
+    assert again.cache.path == chat.cache.path and again.provider.host == "http://given:2"
+    assert again.accounting.totals()["cases"] == 0 and again.server == "http://given:2"
+
+
+def test_case_usage_counts_each_threads_calls_apart_and_the_shared_total_too(tmp_path):
+    import threading
+
+    from rcakit.llm import MethodUsage, ResponseCache, cached
+    from rcakit.llm.cache import case_usage
+    from rcakit.llm.testing import ScriptedProvider
+
+    chat = cached(ScriptedProvider(lambda m: "ok"), cache=ResponseCache(tmp_path / "c"), accounting=MethodUsage())
+    barrier, got = threading.Barrier(4), {}
+
+    def case(n):
+        with case_usage() as scope:
+            barrier.wait()
+            for i in range(n):
+                chat.chat([{"role": "user", "content": f"{n}-{i}"}])
+            chat.accounting.add_abstention()
+        got[n] = scope.totals(chat)
+
+    threads = [threading.Thread(target=case, args=(n,)) for n in (1, 2, 3, 4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert {n: (t["calls"], t["abstentions"]) for n, t in got.items()} == {1: (1, 1), 2: (2, 1), 3: (3, 1), 4: (4, 1)}
+    assert chat.accounting.totals()["calls"] == 10 and chat.accounting.totals()["abstentions"] == 4

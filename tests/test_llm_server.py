@@ -186,7 +186,8 @@ def test_check_spec_names_missing_backends(tmp_path, monkeypatch):
     weights.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
     monkeypatch.setitem(sys.modules, "ollama", None)
-    with pytest.raises(RcakitError, match=r"^provider: llama-cpp-python is not installed; pip install 'rcakit\[local-llm\]'"):
+    expected = r"^provider: llama-cpp-python is not installed; pip install 'rcakit\[local-llm\]'"
+    with pytest.raises(RcakitError, match=expected):
         check_spec(f"llamacpp:{weights}")
     with pytest.raises(RcakitError, match=r"^judge_provider: the ollama client is not installed"):
         check_spec("ollama:tiny", param="judge_provider")

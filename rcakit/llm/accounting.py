@@ -1,10 +1,13 @@
-"""Calls, tokens, cache hits and abstentions per LLM-backed method.
+"""Calls, tokens, cache hits and abstentions per LLM-backed method, and the one cost table.
 
 The cost columns (cases, calls, tokens, abstentions) depend only on the
 requests a method makes, so they are the same on a cold and on a warm run
 and may go into a chapter's results. The runtime columns (model calls,
 cache hits, seconds) depend on the cache's state and the machine: print them
 to the terminal or a log, never into results or notebook outputs.
+:func:`cost_table` turns totals into per-case cost, one way for every chapter.
+
+Used in the chapters: `car-shapley`, `longrca-strata`, `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
@@ -12,9 +15,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COST = ("cases", "calls", "input_tokens", "output_tokens", "abstentions")
 RUNTIME = ("model_calls", "cache_hits", "model_seconds")
+PER_CASE = ("calls_per_case", "input_tokens_per_case", "output_tokens_per_case", "tokens_per_case")
+DECIMALS = 3  # the per-case columns' rounding
 
 
 @dataclass
@@ -83,19 +92,32 @@ class Accounting(Mapping):
         return {name: self._methods[name].totals(runtime) for name in sorted(self._methods)}
 
     def table(self, runtime: bool = False) -> pd.DataFrame:
-        """One row per method: totals plus calls and tokens per case.
+        """:func:`cost_table` of every method (with ``runtime``, also the cache-dependent columns)."""
+        return cost_table(self.to_dict(runtime))
 
-        ``runtime=True`` adds model calls, cache hits and seconds per case,
-        which differ between a cold and a warm run.
-        """
-        import pandas as pd
 
-        columns = list(COST + (RUNTIME if runtime else ()))
-        frame = pd.DataFrame.from_dict(self.to_dict(runtime), orient="index", columns=columns)
-        frame.index.name = "method"
-        cases = frame["cases"].where(frame["cases"] > 0)
-        frame["calls_per_case"] = frame["calls"] / cases
-        frame["tokens_per_case"] = (frame["input_tokens"] + frame["output_tokens"]) / cases
-        if runtime:
-            frame["seconds_per_case"] = frame["model_seconds"] / cases
-        return frame.round(3)
+def cost_table(totals: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per method: its totals, then :data:`PER_CASE` cost, rounded to :data:`DECIMALS`.
+
+    ``totals`` maps a method to its :data:`COST` counts (as
+    :meth:`MethodUsage.totals` gives them; :data:`RUNTIME` counts too, when
+    present, add ``seconds_per_case``). A method without a case has no
+    per-case cost (NaN) rather than a division by zero.
+    """
+    import pandas as pd
+
+    rows = {name: dict(row) for name, row in totals.items()}
+    present = set().union(*rows.values()) if rows else set()
+    columns = list(COST) + [c for c in RUNTIME if c in present]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
+    frame.index.name = "method"
+    cases = frame["cases"].where(frame["cases"] > 0)
+    frame["calls_per_case"] = frame["calls"] / cases
+    frame["input_tokens_per_case"] = frame["input_tokens"] / cases
+    frame["output_tokens_per_case"] = frame["output_tokens"] / cases
+    frame["tokens_per_case"] = (frame["input_tokens"] + frame["output_tokens"]) / cases
+    if "model_seconds" in present:
+        frame["seconds_per_case"] = frame["model_seconds"] / cases
+    per_case = [c for c in frame.columns if c.endswith("_per_case")]
+    frame[per_case] = frame[per_case].round(DECIMALS)
+    return frame

@@ -9,8 +9,9 @@ method, ``chat``, whatever sits behind it.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from rcakit import RcakitError
 

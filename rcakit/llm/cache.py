@@ -11,6 +11,13 @@ processes may write at once without losing or clobbering a row. Each
 keeps running totals over every process that used it, so a command that
 runs a chapter in a kernel can read :func:`cache_totals` before and after
 and report how many model calls the run made.
+
+Concurrent cases (``rcakit.parallel``) count their own usage: inside
+:func:`case_usage`, every chat a :class:`CachedProvider` makes in this thread
+is charged to the scope's own :class:`MethodUsage` as well as to the shared
+one, so a case returns what it cost and the driver sums the cases, whatever
+ran beside them, and on a Dask worker too. A :class:`CachedProvider` pickles
+as its backend and its cache folder (the worker opens the same database).
 """
 
 from __future__ import annotations
@@ -21,13 +28,15 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from rcakit import RcakitError
 from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Message, Provider, Reply, check_messages, options
+from rcakit.parallel import count_call
 from rcakit.paths import project_root
 
 FILE_NAME = "responses.sqlite"
@@ -71,7 +80,8 @@ class ResponseCache:
     def _connect(self):
         try:
             con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            con.execute("PRAGMA synchronous=NORMAL")  # WAL stays consistent; a cache may lose its last rows on power loss
+            # WAL stays consistent; a cache may lose its last rows on power loss
+            con.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise RcakitError(f"{self.path}: cannot open the LLM cache ({exc})") from None
         try:
@@ -109,6 +119,9 @@ class ResponseCache:
         with self._connect() as con:
             return con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
+    def __reduce__(self):
+        return ResponseCache, (str(self.path.parent),)
+
     def counters(self) -> dict:
         """``{"hits": .., "misses": ..}`` since this object was made: run-dependent."""
         return {"hits": self.hits, "misses": self.misses}
@@ -141,6 +154,58 @@ def default_cache() -> ResponseCache:
         return _DEFAULTS[folder]
 
 
+_SCOPES = threading.local()  # this thread's open case_usage scopes, innermost last
+
+
+@dataclass
+class CaseUsage:
+    """What each cached provider charged within one :func:`case_usage` scope, in one thread."""
+
+    usage: dict[int, MethodUsage] = field(default_factory=dict)
+
+    def of(self, chat) -> MethodUsage:
+        """The scope's usage of ``chat`` (a :class:`CachedProvider`; zeros if it made no call)."""
+        return self.usage.setdefault(id(chat), MethodUsage())
+
+    def totals(self, chat) -> dict:
+        """:meth:`MethodUsage.totals` (cost columns) of ``chat`` within the scope."""
+        return self.of(chat).totals()
+
+
+@contextmanager
+def case_usage():
+    """A scope (nestable) in which this thread's cached chats are also charged to a :class:`CaseUsage`."""
+    stack = _SCOPES.__dict__.setdefault("stack", [])
+    scope = CaseUsage()
+    stack.append(scope)
+    try:
+        yield scope
+    finally:
+        stack.remove(scope)
+
+
+class _Charges:
+    """Charges the shared usage and every open scope's; reads as the shared usage."""
+
+    def __init__(self, usages: list[MethodUsage]):
+        self.usages = usages
+
+    def add_call(self, reply, cache_hit: bool, seconds: float = 0.0) -> None:
+        for usage in self.usages:
+            usage.add_call(reply, cache_hit, seconds)
+
+    def add_case(self) -> None:
+        for usage in self.usages:
+            usage.add_case()
+
+    def add_abstention(self) -> None:
+        for usage in self.usages:
+            usage.add_abstention()
+
+    def totals(self, runtime: bool = False) -> dict:
+        return self.usages[0].totals(runtime)
+
+
 class CachedProvider:
     """A provider whose replies come from the cache when it has them.
 
@@ -150,9 +215,30 @@ class CachedProvider:
     """
 
     def __init__(self, provider: Provider, cache: ResponseCache, accounting: MethodUsage):
-        self.provider, self.cache, self.accounting = provider, cache, accounting
+        self.provider, self.cache, self.shared_usage = provider, cache, accounting
         self.name, self.model = provider.name, provider.model
         self.context_window = provider.context_window
+
+    @property
+    def server(self) -> str:
+        """The server in the calls tally of ``rcakit.parallel``: a host if the backend (or the provider a
+        wrapper such as ``ReplayChannel`` holds) has one."""
+        inner = self.provider
+        while getattr(inner, "host", None) is None and hasattr(inner, "provider"):
+            inner = inner.provider
+        return getattr(inner, "host", None) or f"{self.provider.name} (in process)"
+
+    @property
+    def accounting(self):
+        """The shared usage; inside :func:`case_usage`, a charger of it and of each open scope's usage."""
+        scopes = getattr(_SCOPES, "stack", None)
+        if not scopes:
+            return self.shared_usage
+        return _Charges([self.shared_usage] + [scope.of(self) for scope in scopes])
+
+    def __reduce__(self):
+        # a worker gets the backend (rebuilt from its settings) and the cache folder; its usage starts at zero
+        return _unpickled, (self.provider, self.cache)
 
     def __repr__(self) -> str:
         return f"cached({self.provider!r})"
@@ -172,16 +258,22 @@ class CachedProvider:
         opts = options(temperature, seed, max_tokens, json_schema)
         request = canonical_request(self.name, self.model, messages, opts)
         reply = self.cache.get(request)
+        count_call(self.server, model_call=reply is None)
+        usage = self.accounting
         if reply is not None:
-            self.accounting.add_call(reply, cache_hit=True)
+            usage.add_call(reply, cache_hit=True)
             return reply
         start = time.perf_counter()
         reply = self.provider.chat(
             messages, temperature=temperature, seed=seed, max_tokens=max_tokens, json_schema=json_schema
         )
-        self.accounting.add_call(reply, cache_hit=False, seconds=time.perf_counter() - start)
+        usage.add_call(reply, cache_hit=False, seconds=time.perf_counter() - start)
         self.cache.put(request, reply)
         return reply
+
+
+def _unpickled(provider: Provider, cache: ResponseCache) -> CachedProvider:
+    return CachedProvider(provider, cache, MethodUsage())
 
 
 def cached(provider: Provider, cache: ResponseCache | None = None, accounting: MethodUsage | None = None):
@@ -192,4 +284,5 @@ def cached(provider: Provider, cache: ResponseCache | None = None, accounting: M
     """
     if not provider:
         return provider
-    return CachedProvider(provider, cache if cache is not None else default_cache(), accounting if accounting is not None else MethodUsage())
+    cache = cache if cache is not None else default_cache()
+    return CachedProvider(provider, cache, accounting if accounting is not None else MethodUsage())

@@ -24,9 +24,9 @@ import importlib.metadata
 import math
 import threading
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 from rcakit import RcakitError
 from rcakit.llm.base import TOKENS_PER_MESSAGE, ContextOverflow, Message, Reply, check_messages, options
@@ -85,7 +85,7 @@ class LlamaCppProvider:
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """The prompt's tokens. Exact when the GGUF carries its chat template
         (SmolLM2's does, and adds a default system message): the prompt is
-        rendered and tokenized as llama-cpp-python does before decoding.
+        rendered and tokenised as llama-cpp-python does before decoding.
         Otherwise the contents' tokens plus ``TOKENS_PER_MESSAGE`` each."""
         messages = check_messages(messages)
         with self._lock:

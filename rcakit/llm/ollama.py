@@ -13,13 +13,18 @@ sweep, so that these faults surface before any offline work. Token counts
 are the server's ``prompt_eval_count`` and ``eval_count``; Ollama may count a
 prompt prefix it reused from its own cache as zero, and the response cache
 then keeps that first figure for every rerun.
+
+A provider pickles as its settings: the process that unpickles it (a Dask
+worker) builds its own client, and, when the host was not given explicitly,
+reads ``$OLLAMA_HOST`` from its own environment, so each machine of a cluster
+talks to its own model server.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import Sequence
 
 from rcakit import RcakitError
 from rcakit.llm.base import Message, Reply, check_messages, estimate_tokens, options
@@ -34,10 +39,14 @@ class OllamaProvider:
 
     def __init__(self, model: str, host: str | None = None, timeout: float = 120.0, num_ctx: int = 8192):
         self.model = model
+        self.explicit_host = host or None  # None: the host comes from the environment of the process
         self.host = server_host(host)
         self.timeout = float(timeout)
         self.context_window = int(num_ctx)
         self._client = _client(self.host, self.timeout, f"ollama at {self.host}")
+
+    def __reduce__(self):
+        return OllamaProvider, (self.model, self.explicit_host, self.timeout, self.context_window)
 
     def __repr__(self) -> str:
         return f"OllamaProvider({self.model!r}, host={self.host!r})"

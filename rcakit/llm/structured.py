@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Message, Provider

@@ -15,8 +15,8 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Sequence
 
 from rcakit.llm.base import Message, Reply, check_messages, options
 
@@ -39,9 +39,15 @@ class FakeOllamaServer:
     when ``models`` is ``None``, else only for those names (an untagged name
     means ``:latest``) and HTTP 404 otherwise; ``shown`` holds the names
     asked about. It takes nothing from the queue.
+
+    ``latency`` seconds are waited before each ``/api/chat`` answer, as a model
+    server would take to generate; requests are served concurrently, each on
+    its own thread, like an Ollama server with ``OLLAMA_NUM_PARALLEL`` slots.
     """
 
-    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, models: Sequence[str] | None = None):
+    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, models: Sequence[str] | None = None,
+                 latency: float = 0.0):
+        self.latency = float(latency)
         self.script: deque = deque()
         self.requests: list[dict] = []
         self.shown: list[str] = []
@@ -128,6 +134,8 @@ def _handler(fake: FakeOllamaServer, respond):
 
         def _chat(self, body: dict) -> None:
             fake.requests.append(body)
+            if fake.latency:
+                time.sleep(fake.latency)
             kind, payload = fake.script.popleft() if fake.script else ("respond", None)
             if kind == "hang":
                 fake.release.wait(payload)
