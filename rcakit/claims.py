@@ -18,22 +18,38 @@ workbench's own mechanism reproducing the paper without being built to; a
 ``published`` one is recomputed from the paper's own tables; ``not
 comparable`` is shown for context. ``section`` is the ``##`` heading of the
 chapter section that computes the claim; the closing page links to it.
+``note`` (``reason`` for a not-comparable claim) says in one line why the
+verdict is what it is; the chapter's verdict box shows it.
 
-A claim with ``when`` (e.g. ``{q: 0.3}``) describes the paper's setting only;
-under other parameters its verdict is ``other parameters``.
+When a verdict can be given:
 
-Claims marked ``holds: true`` are the ones the workbench is meant to
-reproduce; ``assert_holds`` fails a chapter run when one of them does not.
+- A claim whose number was not recorded is ``not measured``. When the section
+  that computes it needs an input the run did not have (a data set or a
+  language model: a ``needs`` list of parameter names, or a ``when`` on such a
+  parameter), the row says so; "not measured" is never counted as disagreeing.
+- ``when`` (e.g. ``{q: 0.3}``) ties a claim to the paper's setting: under
+  other parameters its verdict is ``other parameters``. An ``identity`` holds at
+  every parameter value, so it is checked at any parameters and is never
+  "other parameters"; when its value depends on the parameters, ``expected``
+  names the recorded key (or ``params.<name>``) of the value it must have at
+  this run's parameters, used in place of the paper's value or the ``expect``
+  threshold. (An identity with a ``when`` on an ordinary parameter and no
+  ``expected`` cannot be checked away from that setting; it reads ``other
+  parameters`` until its ``expected`` key is recorded.)
+
+Claims marked ``holds: true`` are the ones the workbench is meant to reproduce.
+:func:`assert_holds` raises only for those that hold for every valid parameter
+value and seed (:func:`is_exact`): identities and recomputed published numbers
+with an exact rule. A statistical claim (an interval, a tolerance on an
+estimate, a mechanism) gets its verdict and never stops a chapter.
 """
 
 from __future__ import annotations
 
 import functools
-import html
-import math
-import numbers
 import operator
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +59,12 @@ import yaml
 from rcakit import RcakitError
 from rcakit.paths import project_root
 from rcakit.results import lookup, to_jsonable
+from rcakit.tables import DASH, format_value, is_missing
 
 KINDS = ("identity", "mechanism", "calibrated", "published", "not comparable")
 UNCLASSIFIED = "unclassified"  # shown for a claim that has no kind yet
-VERDICTS = ("agrees", "differs", "reported", "other parameters", "not measured")
+VERDICTS = ("agrees", "differs", "not measured", "other parameters", "reported")
+EXACT_TOLERANCE = 1e-6  # a tolerance at most this large is an equality up to rounding, not a statistical margin
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 
 
@@ -92,6 +110,8 @@ def _check_claim(chapter_id: str, claim: Mapping) -> None:
             op = None
         if op not in _OPS:
             raise RcakitError(f"{where}: expect {claim['expect']!r} is not '<op> <number>' with op in {' '.join(_OPS)}")
+    if "needs" in claim and not isinstance(claim["needs"], (list, str)):
+        raise RcakitError(f"{where}: needs must be a parameter name or a list of them")
 
 
 def published(chapter_id: str, name: str) -> Any:
@@ -107,38 +127,136 @@ def paper_value(chapter_id: str, measured: str) -> Any:
     raise RcakitError(f"data/claims.yaml: {chapter_id}: no claim is measured as {measured!r}")
 
 
+def paper_name(chapter_id: str) -> str | None:
+    """The paper's short name (``"CAR"``, ``"GCJR"``), or None for a page that reproduces no paper."""
+    title = str(chapter_claims(chapter_id).get("paper", ""))
+    short, colon, _ = title.partition(":")
+    return short.strip() if colon and short.strip() != "No paper" else None
+
+
 def _get(tree: Mapping, key: str | None) -> Any:
     if key is None:
         return None
     try:
-        return lookup(tree, key)
+        value = lookup(tree, key)
     except (KeyError, IndexError, TypeError):
         return None
+    return None if is_missing(value) else value
 
 
-def _verdict(claim: dict, value: Any, ci: Any, params: Mapping | None) -> str:
-    when = claim.get("when", {})
-    if params is not None and any(params.get(k) != v for k, v in when.items()):
-        return "other parameters"
-    if value is None:
-        return "not measured"
+# --- verdicts ----------------------------------------------------------------
+
+
+def input_parameters(chapter_id: str) -> dict[str, str]:
+    """The chapter's optional inputs: parameter name -> ``"data"`` (a data set) or ``"model"`` (a provider)."""
+    from rcakit import chapters
+
+    if chapter_id not in chapters.PAGES:
+        return {}
+    chapter = chapters.get(chapter_id)
+    found = {name: "data" for name, kind in chapter.paths.items() if kind == "data"}
+    found.update({name: "model" for name in chapters.provider_parameters(chapter.parameters)})
+    return found
+
+
+def _needs(claim: Mapping, inputs: Mapping[str, str]) -> dict[str, Any]:
+    """The inputs (parameter -> the value the claim needs, or None) the claim's section needs."""
+    named = claim.get("needs", [])
+    needs: dict[str, Any] = {name: None for name in ([named] if isinstance(named, str) else named)}
+    needs.update({k: v for k, v in claim.get("when", {}).items() if k in inputs})
+    return needs
+
+
+def _setting(claim: Mapping, inputs: Mapping[str, str]) -> dict[str, Any]:
+    """The part of ``when`` that is the paper's setting (not an input the section needs)."""
+    return {k: v for k, v in claim.get("when", {}).items() if k not in inputs}
+
+
+def _missing_why(needs: Mapping[str, Any], inputs: Mapping[str, str], measured: Mapping) -> str:
+    """Why a number is not there, in a few words."""
+    parts = []
+    for name, value in needs.items():
+        if inputs.get(name) == "model":
+            parts.append(f"needs a language model (parameter {name})")
+        else:
+            what = f"the data set {value}" if isinstance(value, str) else "its data"
+            parts.append(f"needs {what} (parameter {name})")
+    if parts:
+        return "; ".join(parts)
+    return "the chapter has not run" if not measured else "not recorded by this run"
+
+
+def _target(claim: Mapping, measured: Mapping, params: Mapping) -> Any:
+    """The value an identity must have at these parameters (its ``expected`` key), else None."""
+    key = claim.get("expected")
+    if key is None:
+        return None
+    if key.startswith("params."):
+        return params.get(key.removeprefix("params."))
+    return _get(measured, key)
+
+
+def _check(claim: Mapping, value: Any, ci: Any, target: Any) -> str:
+    """agrees / differs / reported by the claim's rule, against ``target`` when it is given."""
+    reference = claim["paper"] if target is None else target
     if "expect" in claim:
         op, _, threshold = str(claim["expect"]).partition(" ")
-        return "agrees" if _OPS[op](value, float(threshold)) else "differs"
+        bound = float(threshold) if target is None else float(target)
+        return "agrees" if _OPS[op](value, bound) else "differs"
     if ci is not None and None not in ci:
-        return "agrees" if ci[0] <= claim["paper"] <= ci[1] else "differs"
+        return "agrees" if ci[0] <= reference <= ci[1] else "differs"
     if "tolerance" in claim:
-        return "agrees" if abs(value - claim["paper"]) <= claim["tolerance"] else "differs"
+        return "agrees" if abs(value - reference) <= claim["tolerance"] else "differs"
     return "reported"
 
 
+def _verdict(claim: Mapping, value: Any, ci: Any, target: Any, params: Mapping | None,
+             inputs: Mapping[str, str]) -> str:
+    if value is None:
+        return "not measured"
+    setting = _setting(claim, inputs)
+    off_setting = params is not None and any(params.get(k) != v for k, v in setting.items())
+    if off_setting and (claim.get("kind") != "identity" or "expected" not in claim):
+        return "other parameters"
+    return _check(claim, value, ci, target)
+
+
+def is_exact(claim: Mapping) -> bool:
+    """Whether the claim holds for every valid parameter value and seed when the code is correct.
+
+    Identities whose rule is exact (an ``expect`` comparison or a tolerance of
+    at most :data:`EXACT_TOLERANCE`), and published numbers recomputed from the
+    paper's printed tables (no seed enters them; the tolerance is the printing's rounding).
+    An interval (``ci``) or a wider tolerance is a statistical statement that a
+    correct run misses at some seeds.
+    """
+    if claim.get("kind") not in ("identity", "published") or "ci" in claim:
+        return False
+    if "expect" in claim:
+        return True
+    if claim["kind"] == "published":  # arithmetic on the paper's printed numbers: no seed in it
+        return "tolerance" in claim
+    return "tolerance" in claim and float(claim["tolerance"]) <= EXACT_TOLERANCE
+
+
+def _asserted(claim: Mapping, params: Mapping | None, inputs: Mapping[str, str]) -> bool:
+    """``holds`` and exact, and checkable at these parameters."""
+    if not (claim.get("holds") and is_exact(claim)):
+        return False
+    setting = _setting(claim, inputs)
+    on_setting = params is None or all(params.get(k) == v for k, v in setting.items())
+    return on_setting or "expected" in claim
+
+
 def _rule(claim: Mapping, ci: Any) -> str:
+    if "expected" in claim:
+        return f"{claim.get('expect', '==').split(' ')[0]} its value at these parameters"
     if "expect" in claim:
         return str(claim["expect"])
     if ci is not None:
         return "paper in CI"
     if "tolerance" in claim:
-        return f"±{claim['tolerance']}"
+        return f"±{claim['tolerance']:g}"
     return ""
 
 
@@ -146,16 +264,22 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
     """One row per claim: its kind, the paper's value beside the workbench's, a verdict.
 
     ``measured`` is the chapter's results dict (nested, as recorded, or the
-    numbers about to be recorded);
-    ``params`` defaults to ``measured["params"]`` when that is present.
+    numbers about to be recorded); ``params`` defaults to ``measured["params"]``
+    when that is present. Columns: ``claim, kind, source, paper, workbench, CI,
+    rule, verdict, why`` (why a number is not measured), ``note`` (why the
+    verdict is what it is), ``holds`` and ``asserted`` (what :func:`assert_holds` checks).
     """
     measured = to_jsonable(measured)  # numpy arrays and frames become lists, as in the results file
     if params is None:
         params = measured.get("params")
+    entry = chapter_claims(chapter_id)
+    inputs = input_parameters(chapter_id)
     rows = []
-    for claim in chapter_claims(chapter_id)["claims"]:
+    for claim in entry["claims"]:
         value = _get(measured, claim["measured"])
         ci = _get(measured, claim.get("ci"))
+        target = _target(claim, measured, params or {}) if claim.get("kind") == "identity" else None
+        verdict = _verdict(claim, value, ci, target, params, inputs)
         rows.append(
             {
                 "claim": claim["claim"],
@@ -163,20 +287,141 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
                 "source": claim["source"],
                 "paper": claim["paper"],
                 "workbench": value,
-                "CI": "" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                "CI": "" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
                 "rule": _rule(claim, ci),
-                "verdict": _verdict(claim, value, ci, params),
+                "verdict": verdict,
+                "why": _missing_why(_needs(claim, inputs), inputs, measured) if verdict == "not measured" else "",
+                "note": str(claim.get("note") or claim.get("reason") or ""),
                 "holds": bool(claim.get("holds", False)),
+                "asserted": _asserted(claim, params, inputs),
             }
         )
     return pd.DataFrame(rows)
 
 
 def assert_holds(table: pd.DataFrame) -> None:
-    """Raise ``AssertionError`` naming every ``holds`` claim that did not agree."""
-    bad = table[table["holds"] & ~table["verdict"].isin(["agrees", "other parameters"])]
+    """Raise ``AssertionError`` naming every asserted claim (exact, checkable here) that does not agree.
+
+    A claim that is not measured (its section needed an input this run did not
+    have) is not a failure.
+    """
+    asserted = table["asserted"] if "asserted" in table else table["holds"]
+    bad = table[asserted.astype(bool) & table["verdict"].isin(["differs"])]
     if len(bad):
         raise AssertionError("claims not reproduced: " + "; ".join(bad["claim"]))
+
+
+# --- the verdict box at the top of a chapter ------------------------------------
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>$|~#])")
+
+
+def _md(text: str) -> str:
+    """``text`` with every character that Markdown or MyST would read as markup escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def paper_text(value: Any) -> str:
+    """The paper's value as printed (0.0416 stays 0.0416; 145.0 is 145)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return DASH if is_missing(value) else format_value(value, 3) if isinstance(value, (list, tuple)) else str(value)
+
+
+def workbench_text(value: Any, ci: str = "") -> str:
+    """The workbench's value with three decimals (a whole count as an integer), and its interval."""
+    if isinstance(value, float) and value.is_integer() and abs(value) >= 2:
+        text = str(int(value))
+    else:
+        text = format_value(value, 3)
+    return f"{text} {ci}" if ci else text
+
+
+def _line(row: Mapping, extra: str = "") -> str:
+    values = f"paper {paper_text(row['paper'])}, here {workbench_text(row['workbench'], row['CI'])}"
+    note = row["note"] or extra
+    return f"- {_md(row['claim'])} ({_md(values)}){'. ' + _md(note) if note else ''}"
+
+
+def verdict_markdown(table: pd.DataFrame) -> str:
+    """A short MyST admonition from a chapter's :func:`compare` table: what reproduces, what does not, why.
+
+    Mechanism claims are the verdict: those that agree, those that differ, those
+    not measured and why (the input the section needs), those tied to the
+    paper's setting when the run used other parameters. Identities are counted
+    apart as correctness checks, with any that fail named; the other kinds are
+    counted in one line.
+    """
+    mechanism = table[table["kind"] == "mechanism"]
+    groups = {v: mechanism[mechanism["verdict"] == v] for v in VERDICTS}
+    lines = [":::{admonition} Verdict: what reproduces here", ":class: verdict tip", ""]
+    if len(mechanism):
+        checked = len(groups["agrees"]) + len(groups["differs"])
+        lead = (f"**{len(groups['agrees'])} of the {checked} mechanism claims checked here agree with the paper**"
+                if checked else "**No mechanism claim could be checked in this run**")
+        lines.append(lead + _not_counted(groups) + ".")
+    else:
+        lines.append("**This page reproduces no published number**: its claims are correctness checks.")
+    sections = [("Reproduces", "agrees", ""), ("Does not reproduce", "differs", ""),
+                ("Not measured", "not measured", None), ("Not at the paper's setting", "other parameters", ""),
+                ("Reported without a rule", "reported", "")]
+    for title, verdict, extra in sections:
+        rows = groups[verdict]
+        if len(rows):
+            lines += ["", f"**{title}:**", ""]
+            lines += [_missing_line(r) if extra is None else _line(r, extra) for _, r in rows.iterrows()]
+    for line in (_identity_line(table[table["kind"] == "identity"]), _others_line(table)):
+        lines += ["", line] if line else []
+    return "\n".join([*lines, ":::"])
+
+
+def _not_counted(groups: Mapping[str, pd.DataFrame]) -> str:
+    unmeasured, elsewhere = len(groups["not measured"]), len(groups["other parameters"])
+    parts = [f"{unmeasured} not measured"] * bool(unmeasured) + [f"{elsewhere} not at the paper's setting"] * bool(
+        elsewhere)
+    return f" ({' and '.join(parts)}, not counted as disagreeing)" if parts else ""
+
+
+def _missing_line(row: Mapping) -> str:
+    return f"- {_md(row['claim'])}: {_md(row['why'])}"
+
+
+_IDENTITY_WORDS = {"other parameters": "not checkable at these parameters"}
+
+
+def _identity_line(identities: pd.DataFrame) -> str | None:
+    if not len(identities):
+        return None
+    checked = identities[identities["verdict"].isin(["agrees", "differs"])]
+    failing = checked[checked["verdict"] == "differs"]
+    held = len(checked) - len(failing)
+    text = f"**Correctness checks** (identities, not reproductions): {held} of {len(checked)} hold"
+    others = identities["verdict"].value_counts().drop(["agrees", "differs"], errors="ignore")
+    text += "".join(f"; {n} {_IDENTITY_WORDS.get(v, v)}" for v, n in others.items())
+    if len(failing):
+        text += "; failing: " + "; ".join(_md(c) for c in failing["claim"])
+    return text + "."
+
+
+def _others_line(table: pd.DataFrame) -> str | None:
+    counts = table["kind"].value_counts()
+    others = [f"{counts[k]} {k}" for k in ("published", "calibrated", "not comparable", UNCLASSIFIED) if k in counts]
+    if not others:
+        return None
+    return f"Also compared, not counted as reproductions: {', '.join(others)} (the table below says why)."
+
+
+def glue_verdict(table: pd.DataFrame, name: str = "verdict") -> None:
+    """Glue the verdict box (:func:`verdict_markdown`) for the chapter's first screen, displaying nothing.
+
+    The chapter shows it near its top with ``:::{glue:md} verdict`` and
+    ``:format: myst``.
+    """
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(name, Markdown(verdict_markdown(table)), display=False)
 
 
 # --- links to the chapter sections -------------------------------------------
@@ -202,7 +447,7 @@ def section_link(chapter_id: str, section: str | None) -> str:
     return f"{page}#{section_anchor(section)}" if section else page
 
 
-def in_book_order(chapter_ids) -> list[str]:
+def in_book_order(chapter_ids: Iterable[str]) -> list[str]:
     """``chapter_ids`` sorted as the book orders them (``chapters.ORDER``); unknown ids last, as given."""
     from rcakit.chapters import ORDER
 
@@ -213,7 +458,8 @@ def in_book_order(chapter_ids) -> list[str]:
 def compare_all(results: Mapping[str, Mapping]) -> pd.DataFrame:
     """The closing page's table: every chapter's claims against its results file, in book order.
 
-    Adds ``chapter``, ``section`` and ``link`` (the section's address relative
+    Adds ``chapter``, ``paper`` (its short name, or the chapter id for a page
+    without a paper), ``section`` and ``link`` (the section's address relative
     to the closing page) to :func:`compare`'s columns.
     """
     frames = []
@@ -221,35 +467,60 @@ def compare_all(results: Mapping[str, Mapping]) -> pd.DataFrame:
         table = compare(chapter_id, results.get(chapter_id, {}))
         sections = [c.get("section") for c in chapter_claims(chapter_id)["claims"]]
         table.insert(0, "chapter", chapter_id)
+        table.insert(1, "paper_name", paper_name(chapter_id) or chapter_id)
         table["section"] = sections
         table["link"] = [section_link(chapter_id, s) for s in sections]
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
 
 
-# --- the closing page's summaries --------------------------------------------
+# --- the summaries: mechanism claims only in a headline --------------------------
 
 
-def kind_order(kinds) -> list[str]:
+def kind_order(kinds: Iterable[str]) -> list[str]:
     """The kinds present, mechanism first (the agreements a reader cares about)."""
+    kinds = set(kinds)
     order = ["mechanism", "published", "calibrated", "identity", "not comparable", UNCLASSIFIED]
-    return [k for k in order if k in set(kinds)] + sorted(set(kinds) - set(order))
+    return [k for k in order if k in kinds] + sorted(kinds - set(order))
+
+
+HEADLINE = ("agrees", "differs", "not measured", "other parameters")
+
+
+def headline_counts(table: pd.DataFrame, by: str = "chapter") -> pd.DataFrame:
+    """Per chapter (or per ``paper_name``), mechanism claims by verdict, and identity checks apart.
+
+    Columns: the :data:`HEADLINE` verdicts of the mechanism claims, then
+    ``identities hold`` and ``identities fail``. Other kinds are not counted.
+    """
+    groups = list(dict.fromkeys(table[by]))
+    mech = table[table["kind"] == "mechanism"]
+    counts = pd.crosstab(mech[by], mech["verdict"]).reindex(index=groups, columns=list(HEADLINE), fill_value=0)
+    identity = table[table["kind"] == "identity"]
+    counts["identities hold"] = identity[identity["verdict"] == "agrees"].groupby(by).size().reindex(groups,
+                                                                                                     fill_value=0)
+    counts["identities fail"] = identity[identity["verdict"] == "differs"].groupby(by).size().reindex(groups,
+                                                                                                      fill_value=0)
+    counts.index.name = by
+    counts.columns.name = None
+    return counts.astype(int)
 
 
 def mechanism_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per chapter: how many ``mechanism`` claims agree, how many claims are asserted, and
-    how many claims there are of each kind (``"5 mechanism, 1 identity"``)."""
+    """Per chapter: mechanism claims that agree, differ, are not measured, and the claims by kind."""
     chapters = list(dict.fromkeys(table["chapter"]))
-    mech = table[table["kind"] == "mechanism"]
-    agree = mech[mech["verdict"] == "agrees"].groupby("chapter").size()
-    total = mech.groupby("chapter").size()
+    heads = headline_counts(table)
     counts = pd.crosstab(table["chapter"], table["kind"]).reindex(index=chapters, fill_value=0)
     counts = counts[kind_order(counts.columns)]
+    checked = heads["agrees"] + heads["differs"]
     return pd.DataFrame(
         {
-            "mechanism claims that agree": [f"{agree.get(c, 0)} of {total.get(c, 0)}" for c in chapters],
-            "asserted": table.groupby("chapter")["holds"].sum().reindex(chapters).astype(int).to_numpy(),
-            "claims": counts.sum(axis=1).to_numpy(),
+            "mechanism claims that agree": [f"{a} of {n}" for a, n in zip(heads["agrees"], checked, strict=True)],
+            "differ": heads["differs"].to_numpy(),
+            "not measured": heads["not measured"].to_numpy(),
+            "other parameters": heads["other parameters"].to_numpy(),
+            "identity checks that hold": [f"{h} of {h + f}" for h, f in
+                                          zip(heads["identities hold"], heads["identities fail"], strict=True)],
             "by kind": [", ".join(f"{n} {k}" for k, n in row.items() if n) for _, row in counts.iterrows()],
         },
         index=pd.Index(chapters, name="chapter"),
@@ -263,119 +534,3 @@ def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
     index = [(c, k) for c in chapters for k in kind_order(table["kind"]) if (c, k) in counts.index]
     columns = [v for v in VERDICTS if v in counts.columns]
     return counts.reindex(index=pd.MultiIndex.from_tuples(index, names=["chapter", "kind"]), columns=columns)
-
-
-def parameter_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
-    """Every parameter each chapter ran with, in book order, one row each.
-
-    ``default`` is filled only where the run's value differs from the chapter's
-    default (the ``quick`` values of a test run, or a ``-p`` override).
-    """
-    from rcakit import chapters
-
-    rows = []
-    for chapter_id in in_book_order(recorded):
-        defaults = chapters.get(chapter_id).defaults if chapter_id in chapters.ORDER else {}
-        for name, value in (recorded[chapter_id].get("params") or {}).items():
-            default = defaults.get(name)
-            rows.append({"chapter": chapter_id, "parameter": name, "value": _text(value),
-                         "default (if changed)": "" if value == default else _text(default)})
-    return pd.DataFrame(rows, columns=["chapter", "parameter", "value", "default (if changed)"])
-
-
-# --- the closing page's table, as HTML ---------------------------------------
-
-_VERDICT_STYLE = {
-    "agrees": "background:#dcfce7;color:#14532d",
-    "differs": "background:#fee2e2;color:#7f1d1d",
-    "reported": "background:#e0e7ff;color:#1e3a8a",
-    "other parameters": "background:#fef3c7;color:#78350f",
-    "not measured": "background:#e5e7eb;color:#374151",
-}
-_COLUMNS = ["kind", "claim", "verdict", "paper", "workbench", "rule", "source"]
-
-
-def _text(value: Any) -> str:
-    """A short, readable form of a number, a list of numbers or any value."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        value = float(value)
-        if value.is_integer() and abs(value) < 1e6:
-            return str(int(value))
-        return f"{value:.1f}" if abs(value) >= 100 else f"{value:.4g}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
-    return str(value)
-
-
-def chapter_link(chapter_id: str, title: str | None = None) -> str:
-    """An HTML link to the chapter's page, labelled with its title."""
-    return f'<a href="{chapter_page(chapter_id)}">{html.escape(title or chapter_id)}</a>'
-
-
-_BADGE = "padding:0.1em 0.45em;border-radius:0.3em;white-space:nowrap"
-
-
-def verdict_badge(verdict: str) -> str:
-    """The verdict as a coloured label (inline style, so it needs no stylesheet)."""
-    style = _VERDICT_STYLE.get(verdict, "")
-    return f'<span style="{style};{_BADGE}">{html.escape(verdict)}</span>'
-
-
-def _cells(row: pd.Series) -> dict[str, str]:
-    """The cells of one claim; the CI goes under the workbench value, "asserted" under the verdict."""
-    workbench = html.escape(_text(row["workbench"]))
-    if row["CI"]:
-        workbench += f'<br><small>{html.escape(row["CI"])}</small>'
-    verdict = verdict_badge(row["verdict"]) + ("<br><small>asserted</small>" if row["holds"] else "")
-    return {
-        "claim": f'<a href="{html.escape(row["link"])}">{html.escape(row["claim"])}</a>',
-        "verdict": verdict,
-        "paper": _text(row["paper"]),
-        "workbench": workbench,
-        "rule": html.escape(row["rule"]),
-        "source": html.escape(str(row["source"])),
-    }
-
-
-_CELL_STYLE = {"claim": "min-width:18em", "verdict": "white-space:nowrap", "workbench": "white-space:nowrap",
-               "rule": "white-space:nowrap"}
-
-
-def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) -> str:
-    """Every row of :func:`compare_all`'s table as one HTML table, nothing truncated.
-
-    Rows are grouped by chapter (a heading row naming the chapter and how many
-    of its ``mechanism`` claims agree), then by kind (one cell spanning the
-    kind's rows); each claim links to the chapter section that computes it.
-    """
-    titles = titles or {}
-    summary = mechanism_summary(table)
-    head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
-    body = []
-    for chapter_id, group in table.groupby("chapter", sort=False):
-        agree = summary.loc[chapter_id, "mechanism claims that agree"]
-        note = f"({html.escape(chapter_id)}: {agree} mechanism claims agree)"
-        body.append(
-            f'<tr><th colspan="{len(_COLUMNS)}" style="text-align:left;padding-top:1em">'
-            f"{chapter_link(chapter_id, titles.get(chapter_id))} "
-            f'<span style="font-weight:normal">{note}</span></th></tr>'
-        )
-        for kind in kind_order(group["kind"]):
-            rows = group[group["kind"] == kind]
-            for i, (_, row) in enumerate(rows.iterrows()):
-                cells = _cells(row)
-                lead = "" if i else (f'<td rowspan="{len(rows)}" style="vertical-align:top">'
-                                     f"<em>{html.escape(kind)}</em></td>")
-                body.append("<tr>" + lead + "".join(_td(cells[c], _CELL_STYLE.get(c)) for c in _COLUMNS[1:]) + "</tr>")
-    return (f'<table class="dataframe claims-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
-
-
-def _td(content: str, style: str | None) -> str:
-    return f'<td style="{style}">{content}</td>' if style else f"<td>{content}</td>"

@@ -15,6 +15,41 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+# One palette for verdicts and outcomes, on every page (Okabe & Ito's colour-blind safe set). Captions name a
+# colour with COLOUR_NAMES, so the text says "vermilion" where the figure shows vermilion.
+GREEN, VERMILION, ORANGE, BLUE, SKY, GREY, PURPLE = ("#009E73", "#D55E00", "#E69F00", "#0072B2", "#56B4E9",
+                                                      "#999999", "#CC79A7")
+COLOUR_NAMES = {GREEN: "green", VERMILION: "vermilion", ORANGE: "orange", BLUE: "blue", SKY: "sky blue",
+                GREY: "grey", PURPLE: "purple"}
+VERDICT_COLOURS = {"agrees": GREEN, "differs": VERMILION, "not measured": GREY, "other parameters": ORANGE,
+                   "reported": BLUE}
+OUTCOME_COLOURS = {
+    "good": GREEN, "correct": GREEN, "resisted": GREEN, "repaired": GREEN,
+    "bad": VERMILION, "wrong": VERMILION, "derailed": VERMILION, "fault": VERMILION,
+    "absorbed": ORANGE, "abstained": GREY, "clean": BLUE, "paper": "black",
+}
+
+
+def colour(key: str) -> str:
+    """The colour of a verdict or an outcome (``"agrees"``, ``"derailed"``, ``"fault"``)."""
+    try:
+        return VERDICT_COLOURS.get(key) or OUTCOME_COLOURS[key]
+    except KeyError:
+        known = ", ".join(sorted({*VERDICT_COLOURS, *OUTCOME_COLOURS}))
+        raise KeyError(f"no colour for {key!r}; known: {known}") from None
+
+
+def colour_name(key: str) -> str:
+    """The word a caption uses for the colour of ``key`` (``colour_name("fault") == "vermilion"``)."""
+    value = colour(key)
+    return COLOUR_NAMES.get(value, value)
+
+
+def tint(hex_colour: str, amount: float = 0.82) -> str:
+    """``hex_colour`` mixed with white (``amount`` of white), for a light background behind dark text."""
+    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in rgb)
+
 
 def set_theme() -> None:
     """The book's look: seaborn whitegrid, colourblind palette, compact figures."""
@@ -164,3 +199,48 @@ def _outcome_panel(ax: plt.Axes, table: pd.DataFrame) -> None:
     ax.set_ylabel("share of rollouts (95% Wilson CI)")
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     ax.set_title("(c) outcomes when resampling from each step")
+
+
+def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (8.5, 3.4)) -> plt.Figure:
+    """The book's findings at a glance: per row (a paper), mechanism claims by verdict, identity checks apart.
+
+    ``counts`` is :func:`rcakit.claims.headline_counts`: columns ``agrees``,
+    ``differs``, ``not measured``, ``other parameters``, ``identities hold``,
+    ``identities fail``. The left panel counts the claims that test a paper;
+    the right panel the correctness checks, which reproduce nothing.
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharey=True, width_ratios=[3, 1.3])
+    rows = list(counts.index)[::-1]
+    y = np.arange(len(rows))
+    _stacked(left, y, counts.loc[rows], ["agrees", "differs", "not measured", "other parameters"],
+             ["agrees", "differs", "not measured", "other parameters"])
+    left.set_title("mechanism claims (the reproductions)")
+    _stacked(right, y, counts.loc[rows], ["identities hold", "identities fail"], ["agrees", "differs"])
+    right.set_title("identity checks")
+    left.set_yticks(y, rows)
+    for ax in (left, right):
+        ax.set_xlabel("claims")
+        ax.grid(axis="y", visible=False)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in HEADLINE_VERDICTS]
+    fig.legend(handles, HEADLINE_VERDICTS, loc="lower center", ncol=len(HEADLINE_VERDICTS), frameon=False,
+               bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+HEADLINE_VERDICTS = ["agrees", "differs", "not measured", "other parameters"]
+
+
+def _stacked(ax: plt.Axes, y: np.ndarray, counts: pd.DataFrame, columns: Sequence[str],
+             verdicts: Sequence[str]) -> None:
+    """Horizontal stacked bars, each segment labelled with its count when there is room."""
+    left = np.zeros(len(y))
+    for column, verdict in zip(columns, verdicts, strict=True):
+        values = counts[column].to_numpy(dtype=float)
+        ax.barh(y, values, left=left, color=VERDICT_COLOURS[verdict], height=0.6)
+        for yi, start, width in zip(y, left, values, strict=True):
+            if width:
+                ax.text(start + width / 2, yi, str(int(width)), ha="center", va="center", fontsize=8,
+                        color="white" if verdict in ("agrees", "differs") else "black")
+        left += values

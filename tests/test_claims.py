@@ -1,4 +1,4 @@
-"""rcakit.claims: kinds, sections and their links, and the closing page's tables."""
+"""rcakit.claims: kinds, sections and links, verdict accounting, the verdict box; rcakit.claims_pages and tables."""
 
 import re
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rcakit import RcakitError, chapters, claims, runner
+from rcakit import RcakitError, chapters, claims, claims_pages, runner, tables
 
 PAPER_CHAPTERS = [cid for cid in chapters.ORDER if cid != "claims"]
 
@@ -37,7 +37,10 @@ def test_every_claim_names_a_section_heading_of_its_chapter(chapter_id):
 @pytest.fixture
 def fake_claims(tmp_path, monkeypatch):
     """A project root whose data/claims.yaml the test writes; returns the writer."""
+    from rcakit.paths import project_root
+
     (tmp_path / "data").mkdir()
+    (tmp_path / "notebooks").symlink_to(project_root() / "notebooks")  # the chapters' declared inputs
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))
 
     def write(entries):
@@ -123,65 +126,256 @@ def test_compare_all_links_car_claims_to_their_sections():
 def toy_table():
     rows = [("a", "mechanism", "agrees", True), ("a", "mechanism", "differs", False), ("a", "identity", "agrees", True),
             ("b", "published", "agrees", False), ("b", "not comparable", "reported", False),
-            ("b", "mechanism", "other parameters", True)]
+            ("b", "mechanism", "other parameters", True), ("b", "mechanism", "not measured", False)]
     return pd.DataFrame(
-        [{"chapter": c, "claim": f"{c}{i} <x> & y", "kind": k, "source": "§1", "paper": 0.0416, "workbench": [0.1, 2],
-          "CI": "", "rule": "> 0", "verdict": v, "holds": h, "section": "S", "link": f"{c}.html#s"}
+        [{"chapter": c, "paper_name": c.upper(), "claim": f"{c}{i} <x> & y", "kind": k, "source": "§1",
+          "paper": 0.0416, "workbench": [0.1, 2], "CI": "", "rule": "> 0", "verdict": v,
+          "why": "needs a language model (parameter provider)" if v == "not measured" else "",
+          "note": "why it is so" if i == 1 else "", "holds": h, "asserted": h and k == "identity",
+          "section": "S", "link": f"{c}.html#s"}
          for i, (c, k, v, h) in enumerate(rows)]
     )
 
 
-def test_mechanism_summary_counts_agreeing_mechanism_claims_per_chapter():
-    summary = claims.mechanism_summary(toy_table())
+# --- verdict accounting ------------------------------------------------------
+
+
+def test_not_measured_is_never_counted_as_disagreeing():
+    table = toy_table()
+    heads = claims.headline_counts(table)
+    assert heads.loc["b"].to_dict() == {"agrees": 0, "differs": 0, "not measured": 1, "other parameters": 1,
+                                        "identities hold": 0, "identities fail": 0}
+    summary = claims.mechanism_summary(table)
+    assert summary.loc["b", "mechanism claims that agree"] == "0 of 0"  # neither unmeasured nor off-setting
     assert summary.loc["a", "mechanism claims that agree"] == "1 of 2"
-    assert summary.loc["b", "mechanism claims that agree"] == "0 of 1"
-    assert summary.loc["a", "asserted"] == 2 and summary.loc["b", "claims"] == 3
-    assert summary.loc["a", "by kind"] == "2 mechanism, 1 identity"
-    assert summary.loc["b", "by kind"] == "1 mechanism, 1 published, 1 not comparable"
+    assert summary.loc["a", "identity checks that hold"] == "1 of 1"
+    assert summary.loc["b", "by kind"] == "2 mechanism, 1 published, 1 not comparable"
 
 
-def test_verdict_counts_group_chapter_then_kind():
-    counts = claims.verdict_counts(toy_table())
-    assert list(counts.index) == [("a", "mechanism"), ("a", "identity"), ("b", "mechanism"),
-                                  ("b", "published"), ("b", "not comparable")]
-    assert counts.loc[("a", "mechanism"), "agrees"] == 1 and counts.loc[("a", "mechanism"), "differs"] == 1
-    assert list(counts.columns) == ["agrees", "differs", "reported", "other parameters"]
+def test_headline_counts_only_mechanism_claims_and_identities_apart():
+    table = toy_table()
+    by_paper = claims.headline_counts(table, by="paper_name")
+    assert list(by_paper.index) == ["A", "B"]
+    assert int(by_paper[list(claims.HEADLINE)].to_numpy().sum()) == 4  # the four mechanism rows, nothing else
+    assert by_paper.loc["A", "identities hold"] == 1
+
+
+def test_an_identity_is_checked_at_any_parameters_against_its_expected_value(fake_claims):
+    fake_claims({"car-shapley": {"claims": [
+        claim(claim="closed form", kind="identity", paper=0.455, tolerance=1e-12, when={"q": 0.3},
+              expected="closed", holds=True),
+        claim(claim="tied", kind="mechanism", paper=0.455, tolerance=0.01, when={"q": 0.3})]}})
+    at_paper = claims.compare("car-shapley", {"x": 0.455, "closed": 0.455}, {"q": 0.3}).set_index("claim")
+    elsewhere = claims.compare("car-shapley", {"x": 0.375, "closed": 0.375}, {"q": 0.5}).set_index("claim")
+    wrong = claims.compare("car-shapley", {"x": 0.455, "closed": 0.375}, {"q": 0.5}).set_index("claim")
+    assert at_paper["verdict"].tolist() == ["agrees", "agrees"]
+    assert elsewhere.loc["closed form", "verdict"] == "agrees"  # never "other parameters"
+    assert elsewhere.loc["tied", "verdict"] == "other parameters"  # tied to the paper's setting
+    assert wrong.loc["closed form", "verdict"] == "differs"
+    assert elsewhere.loc["closed form", "asserted"] and "its value at these parameters" in elsewhere.loc[
+        "closed form", "rule"]
+
+
+def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_claims):
+    fake_claims({"car-shapley": {"claims": [
+        claim(claim="rate", kind="identity", paper=0.3, expect="== 0.3", when={"q": 0.3}, expected="params.q")]}})
+    assert claims.compare("car-shapley", {"x": 0.5}, {"q": 0.5})["verdict"].tolist() == ["agrees"]
+    assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["verdict"].tolist() == ["differs"]
+
+
+def test_a_section_that_needs_data_or_a_model_is_not_measured_and_says_why(fake_claims):
+    fake_claims({"longrca-strata": {"claims": [
+        claim(claim="loaded", kind="identity", expect="== 58", when={"who_and_when_path": "who-and-when"}),
+        claim(claim="llm", kind="mechanism", needs="provider"),
+        claim(claim="plain", kind="mechanism", measured="y")]}})
+    params = {"who_and_when_path": "elsewhere", "provider": "none"}
+    table = claims.compare("longrca-strata", {"z": 1}, params).set_index("claim")
+    assert table["verdict"].tolist() == ["not measured"] * 3
+    assert table.loc["loaded", "why"] == "needs the data set who-and-when (parameter who_and_when_path)"
+    assert table.loc["llm", "why"] == "needs a language model (parameter provider)"
+    assert table.loc["plain", "why"] == "not recorded by this run"
+    assert claims.compare("longrca-strata", {}, params).loc[2, "why"] == "the chapter has not run"
+    # an input named in `when` is not the paper's setting: a run on another path is still checked
+    measured = claims.compare("longrca-strata", {"x": 58}, params).set_index("claim")
+    assert measured.loc["loaded", "verdict"] == "agrees"
+
+
+def test_assert_holds_asserts_only_exact_claims_that_hold_for_every_seed(fake_claims):
+    fake_claims({"car-shapley": {"claims": [
+        claim(claim="exact", kind="identity", expect="== 1", holds=True),
+        claim(claim="interval", kind="identity", measured="y", ci="y_ci", holds=True),
+        claim(claim="estimate", kind="identity", measured="z", tolerance=0.03, holds=True),
+        claim(claim="mechanism", kind="mechanism", measured="w", expect=">= 0.5", holds=True),
+        claim(claim="bins", kind="published", measured="v", paper=0.241, tolerance=0.0005, holds=True)]}})
+    wrong = {"x": 0, "y": 5, "y_ci": [4, 6], "z": 2, "w": 0.1, "v": 0.241}
+    table = claims.compare("car-shapley", wrong).set_index("claim")
+    assert table.loc[["exact", "interval", "estimate", "mechanism"], "verdict"].eq("differs").all()
+    assert table["asserted"].to_dict() == {"exact": True, "interval": False, "estimate": False, "mechanism": False,
+                                           "bins": True}
+    with pytest.raises(AssertionError, match="^claims not reproduced: exact$"):
+        claims.assert_holds(table.reset_index())
+    claims.assert_holds(claims.compare("car-shapley", wrong | {"x": 1}))  # statistical misses never raise
+    claims.assert_holds(claims.compare("car-shapley", {}))  # nothing measured is no failure
+
+
+def test_an_off_setting_identity_without_expected_is_not_asserted(fake_claims):
+    fake_claims({"car-shapley": {"claims": [claim(kind="identity", expect="== 15", when={"r": 3}, holds=True)]}})
+    table = claims.compare("car-shapley", {"x": 25}, {"r": 5})
+    assert not table["asserted"].any()
+    claims.assert_holds(table)
+    with pytest.raises(AssertionError):
+        claims.assert_holds(claims.compare("car-shapley", {"x": 25}, {"r": 3}))
+
+
+def test_a_note_and_a_reason_both_reach_the_table(fake_claims):
+    fake_claims({"car-shapley": {"claims": [
+        claim(claim="MV on OR cases", kind="identity", paper=0.783, expect="== 1.0",
+              note="the paper's 0.783 is over all cases; on OR cases every run returns the pair"),
+        claim(claim="calls", kind="not comparable", reason="counting conventions differ")]}})
+    table = claims.compare("car-shapley", {"x": 1.0})
+    assert table["note"].tolist() == ["the paper's 0.783 is over all cases; on OR cases every run returns the pair",
+                                      "counting conventions differ"]
+    page = claims_pages.claims_html(claims.compare_all({"car-shapley": {"x": 1.0}}).query("chapter == 'car-shapley'"))
+    assert "<small>the paper&#x27;s 0.783 is over all cases" in page
+
+
+# --- the verdict box ---------------------------------------------------------
+
+
+def parse_myst(text: str):
+    from docutils.core import publish_doctree
+    from myst_parser.parsers.docutils_ import Parser
+
+    return publish_doctree(text, parser=Parser(), settings_overrides={
+        "report_level": 5, "myst_enable_extensions": ["colon_fence", "dollarmath"]})
+
+
+def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
+    text = claims.verdict_markdown(toy_table())
+    assert text.startswith(":::{admonition}") and text.endswith(":::")
+    assert "**1 of the 2 mechanism claims checked here agree with the paper**" in text
+    assert "1 not measured and 1 not at the paper's setting, not counted as disagreeing" in text
+    reproduces, differs = text.index("**Reproduces:**"), text.index("**Does not reproduce:**")
+    assert reproduces < text.index("a0 ") < differs < text.index("a1 ")
+    assert "a1 \\<x\\> & y (paper 0.0416, here \\[0.100, 2\\]). why it is so" in text  # the note says why
+    assert "b6 \\<x\\> & y: needs a language model (parameter provider)" in text
+    assert "**Correctness checks** (identities, not reproductions): 1 of 1 hold." in text
+    assert "b3" not in text and "b4" not in text  # published and not comparable are only counted
+    assert "1 published, 1 not comparable" in text
+
+
+def test_the_verdict_box_is_one_admonition_with_its_markup_escaped():
+    from docutils import nodes
+
+    table = toy_table()
+    table.loc[0, "claim"] = "phi_0 * {glue:text}`x` $a$ [link](y)"
+    doc = parse_myst(claims.verdict_markdown(table))
+    (box,) = [n for n in doc.findall(nodes.Element) if "verdict" in n.get("classes", [])]
+    assert "Verdict" in box.astext()
+    assert "phi_0 * {glue:text}`x` $a$ [link](y)" in box.astext()  # shown as written, nothing interpreted
+    assert not list(box.findall(nodes.math)) and not list(box.findall(nodes.reference))
+
+
+def test_a_page_without_mechanism_claims_says_so():
+    table = toy_table()
+    table = table[table["kind"] != "mechanism"]
+    text = claims.verdict_markdown(table)
+    assert "reproduces no published number" in text and "Reproduces:" not in text
+
+
+def test_glue_verdict_glues_markdown_and_displays_nothing(monkeypatch):
+    import myst_nb
+    from IPython.display import Markdown
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.update({name: (value, display)}))
+    claims.glue_verdict(toy_table())
+    value, display = glued["verdict"]
+    assert isinstance(value, Markdown) and value.data == claims.verdict_markdown(toy_table()) and display is False
+
+
+# --- the pages ---------------------------------------------------------------
 
 
 def test_claims_html_shows_every_row_grouped_linked_and_coloured():
+    from rcakit import plotting
+
     table = toy_table()
-    page = claims.claims_html(table, {"a": "Chapter A"})
-    assert page.count('<a href="a.html#s">') == 3 and page.count('<a href="b.html#s">') == 3
-    assert page.count("<small>asserted</small>") == 3
+    page = claims_pages.claims_html(table, {"a": "Chapter A"})
+    assert page.count('<a href="a.html#s">') == 3 and page.count('<a href="b.html#s">') == 4
+    assert page.count("<small>asserted</small>") == 1  # the asserted column, not holds
     assert "a0 &lt;x&gt; &amp; y" in page and "<x>" not in page  # claim text is escaped
-    assert "Chapter A" in page and "(a: 1 of 2 mechanism claims agree)" in page
-    assert page.count('rowspan="2"') == 1  # a's two mechanism rows share one kind cell
+    assert "Chapter A" in page and "(mechanism claims: 1 agree, 1 differ)" in page
+    assert "(mechanism claims: 0 agree, 0 differ, 1 not measured, 1 other parameters)" in page
+    assert page.count('rowspan="2"') == 2  # a's and b's two mechanism rows share one kind cell each
     assert page.index("a0 ") < page.index("a2 ") < page.index("b5 ") < page.index("b3 ") < page.index("b4 ")
-    assert "background:#dcfce7" in page and "background:#fee2e2" in page
-    assert "0.0416" in page and "[0.1, 2]" in page and "..." not in page
+    assert plotting.VERDICT_COLOURS["agrees"] in page and plotting.VERDICT_COLOURS["differs"] in page
+    assert "<small>needs a language model (parameter provider)</small>" in page
+    assert "0.0416" in page and "[0.100, 2]" in page and "…" not in page and "..." not in page
 
 
 def test_claims_html_of_the_real_claims_has_one_link_per_claim():
     table = claims.compare_all({})
-    page = claims.claims_html(table)
+    page = claims_pages.claims_html(table)
     assert len(re.findall(r'<td[^>]*><a href="[a-z_]+\.html[^"]*">', page)) == len(table)
+    assert "nan" not in page.lower().replace("nanc", "")
 
 
-def test_parameter_table_sets_each_changed_value_beside_its_default():
+def test_parameter_table_lists_only_values_that_differ_from_the_defaults():
     recorded = {"longrca-strata": {"params": {"seed": 0}},
                 "car-shapley": {"params": {"q": 0.3, "n_permutations": 20, "seed": 0}}}
-    table = claims.parameter_table(recorded)
-    assert table["chapter"].tolist()[0] == "car-shapley"  # book order, not the order given
-    car = table.set_index("parameter").loc[lambda t: t["chapter"] == "car-shapley"]
-    assert car.loc["n_permutations", "value"] == "20" and car.loc["n_permutations", "default (if changed)"] == "80"
-    assert car.loc["q", "default (if changed)"] == ""
+    table = claims_pages.parameter_table(recorded)
+    assert table.to_dict("records") == [
+        {"chapter": "car-shapley", "parameter": "n_permutations", "value": "20", "default": "80"}]
+    assert claims_pages.parameter_table({"car-shapley": {"params": {"q": 0.3}}}).empty
 
 
 def test_missing_workbench_values_show_as_a_dash():
     table = toy_table()
-    table["workbench"] = [float("nan"), None, 0.5, 1, 2, 3]
-    page = claims.claims_html(table)
-    assert "nan" not in page and page.count("—") == 2
+    table["workbench"] = [float("nan"), None, 0.5, 1, 2, 3, None]
+    page = claims_pages.claims_html(table)
+    assert "nan" not in page and "None" not in page and page.count("<td style=\"white-space:nowrap\">—") == 3
+
+
+def test_the_palette_names_its_colours_for_captions():
+    from rcakit import plotting
+
+    assert plotting.colour("agrees") == plotting.colour("resisted") == plotting.GREEN
+    assert plotting.colour_name("fault") == plotting.colour_name("differs") == "vermilion"
+    assert plotting.tint("#000000", 0.5) == "#808080"
+    with pytest.raises(KeyError, match="no colour for 'teal'"):
+        plotting.colour("teal")
+
+
+# --- the table helper ----------------------------------------------------------
+
+
+def test_format_table_fixed_decimals_dash_for_missing_nothing_truncated():
+    import numpy as np
+
+    frame = pd.DataFrame({"share": [0.008772, 0.58, np.nan], "length": [145.0, 3.0, np.nan],
+                          "claim": ["x" * 300, None, "y"], "ci": [[0.1, 2], None, (1,)]})
+    table = tables.format_table(frame)
+    html = table._repr_html_()
+    assert "<td>0.009</td>" in html and "<td>0.580</td>" in html and "<td>145</td>" in html
+    assert "x" * 300 in html and "…" not in html and "..." not in html
+    assert "nan" not in html.lower() and "None" not in html and html.count("<td>—</td>") == 4
+    assert "<th></th>" not in html  # a plain range index is not shown
+    assert "x" * 300 in repr(table) and "NaN" not in repr(table)
+    assert tables.format_table(frame, decimals={"share": 1})._repr_html_().count("<td>0.6</td>") == 1
+
+
+def test_format_table_of_a_series_has_no_dtype_footer_and_keeps_its_labels():
+    series = pd.Series([3, 5], index=pd.Index(["hop 1", "hop 2"], name="hop"), name="cases")
+    html = tables.format_table(series)._repr_html_()
+    assert "dtype" not in html and "Name:" not in html and "cases" in html and "hop 2" in html
+    assert "dtype" not in repr(tables.format_table(series))
+
+
+def test_format_table_shows_every_row_past_pandas_display_limit():
+    frame = pd.DataFrame({"i": range(500)}, index=pd.RangeIndex(500))
+    html = tables.format_table(frame)._repr_html_()
+    assert html.count("<tr>") == 500 and "<td>499</td>" in html
 
 
 def test_claims_page_fails_when_the_results_folder_is_a_file(tmp_path, monkeypatch):
