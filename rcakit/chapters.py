@@ -26,7 +26,8 @@ other chapters' results) takes no parameters. Its front matter carries an
 
 So each chapter's knobs live in one place, next to the code that uses them,
 and every user error is found before a kernel starts. ``ORDER`` fixes the
-order of the book; the closing ``claims`` page comes last.
+order of the book; the closing ``claims`` page comes last. ``PAGES`` adds the
+landing page (``intro``), executed last because it reads every results file.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ ORDER = [
     "attribution-families",
     "claims",
 ]
+PAGES = [*ORDER, "intro"]  # executed in this order; the landing page reads every chapter's results
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class Chapter:
     choices: dict[str, list] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)
     requires: dict[str, list] = field(default_factory=dict)
+    reads_results: bool = False  # a summary page: re-executed whenever a results file changed
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -124,6 +127,7 @@ def _read(chapter_id: str, mtime: float) -> Chapter:
         choices=dict(meta.get("choices", {})),
         paths=dict(meta.get("paths", {})),
         requires={k: _as_list(v) for k, v in dict(meta.get("requires", {})).items()},
+        reads_results=bool(meta.get("reads_results", False)),
     )
     check_declarations(chapter)
     return chapter
@@ -169,8 +173,8 @@ def check_declarations(chapter: Chapter) -> None:
 
 def get(chapter_id: str) -> Chapter:
     """The chapter with this id; an unknown id is a one-line ``RcakitError``."""
-    if chapter_id not in ORDER:
-        raise RcakitError(f"unknown chapter {chapter_id!r}; known: {', '.join(ORDER)}")
+    if chapter_id not in PAGES:
+        raise RcakitError(f"unknown chapter {chapter_id!r}; known: {', '.join(PAGES)}")
     path = notebook_path(chapter_id)
     if not path.exists():
         raise RcakitError(f"chapter {chapter_id!r}: notebook {path} is missing")

@@ -2,7 +2,8 @@
 
     rcakit list                              chapters, their parameters and defaults
     rcakit run CHAPTER [-p NAME VALUE]...    rerun one chapter into book/chapters/
-    rcakit book [--quick]                    run every chapter, then build the HTML
+    rcakit book [--defaults | --quick]       run the chapters that are missing or stale, then build the HTML
+    rcakit build                             build the HTML from the executed chapters present
     rcakit validate PATH [--format F]        check LongRCA records or Who&When logs
     rcakit data list | fetch NAME | path NAME   the named data sets (rcakit.data)
 
@@ -48,6 +49,8 @@ def _run(args: argparse.Namespace) -> None:
         hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
         print(f"LLM cache: +{hits} hits, +{misses} misses (model calls)", file=sys.stderr)
     print(out)
+    print("to see it as a page: rcakit build (keeps this rerun; rcakit book --defaults restores the defaults)",
+          file=sys.stderr)
 
 
 def _llm_cache_totals() -> dict:
@@ -58,15 +61,39 @@ def _llm_cache_totals() -> dict:
 
 
 def _book(args: argparse.Namespace) -> None:
+    """Re-execute each page that is missing or stale, then build the HTML.
+
+    A page is re-executed with the parameters it was last run with (a user's
+    rerun survives), unless ``--defaults`` or ``--quick`` asks for those
+    values; one whose source, code, data and parameters are unchanged is
+    kept as it is (``rcakit.provenance``).
+    """
     from tqdm import tqdm
 
-    ids = chapters.ORDER
-    for cid in ids:
-        runner.preflight(cid, runner.run_parameters(cid, quick=args.quick))
-    for cid in tqdm(ids, desc="chapters", file=sys.stderr, disable=not _on_terminal()):
-        runner.run_chapter(cid, quick=args.quick, show_progress=_on_terminal())
+    from rcakit import provenance
+
+    runner.remove_stale()
+    plan = []
+    for cid in chapters.PAGES:
+        params = runner.book_parameters(cid, defaults=args.defaults, quick=args.quick)
+        runner.preflight(cid, params)
+        plan.append((cid, params))
+    for cid, params in tqdm(plan, desc="chapters", file=sys.stderr, disable=not _on_terminal()):
+        chapter = chapters.get(cid)
+        reason = provenance.why_stale(chapter, runner.chapters_dir() / (chapter.notebook.stem + ".ipynb"), params)
+        if reason is None:
+            print(f"{cid}: up to date", file=sys.stderr)
+            continue
+        print(f"{cid}: running ({reason})", file=sys.stderr)
+        runner.run_chapter(cid, params, show_progress=_on_terminal())
     if not args.no_build:
-        print(runner.build_book())
+        _build(args)
+
+
+def _build(args: argparse.Namespace) -> None:
+    for failed in runner.failed_notebooks():
+        _say(f"rcakit: note: the latest run of {failed.stem} failed (see {failed}); its page shows the last good run")
+    print(runner.build_book())
 
 
 def _on_terminal() -> bool:
@@ -96,10 +123,14 @@ def parser() -> argparse.ArgumentParser:
                      help="set a parameter; VALUE may start with '-' (-p q -1e-3)")
     run.add_argument("--quick", action="store_true", help="start from the chapter's quick values")
     run.set_defaults(func=_run)
-    book = sub.add_parser("book", help="run every chapter and build the HTML")
-    book.add_argument("--quick", action="store_true", help="run chapters with their quick values")
+    book = sub.add_parser("book", help="run the chapters that are missing or stale, then build the HTML")
+    values = book.add_mutually_exclusive_group()
+    values.add_argument("--defaults", action="store_true", help="run every chapter at its default parameters")
+    values.add_argument("--quick", action="store_true", help="run every chapter at its quick values")
     book.add_argument("--no-build", action="store_true", help="run the chapters only")
-    book.set_defaults(func=_book)
+    book.add_argument("--no-run", dest="no_run", action="store_true", help="only build (same as rcakit build)")
+    book.set_defaults(func=lambda a: _build(a) if a.no_run else _book(a))
+    sub.add_parser("build", help="build the HTML from the executed chapters present").set_defaults(func=_build)
     val = sub.add_parser("validate", help="check LongRCA records or Who&When logs (file or folder)")
     val.add_argument("path")
     val.add_argument("--format", default="auto", help="auto, longrca or who_and_when")
@@ -127,6 +158,8 @@ def split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]] | No
         if argv[i] in ("-p", "--param"):
             if i + 2 >= len(argv):
                 raise RcakitError("argument -p/--param: expected 2 arguments (see 'rcakit --help')")
+            if any(name == argv[i + 1] for name, _ in params):
+                raise RcakitError(f"parameter {argv[i + 1]!r} is given twice; give each -p once")
             params.append((argv[i + 1], argv[i + 2]))
             i += 3
         else:
@@ -150,6 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("rcakit: interrupted; finished cases are kept in their stores and the last good "
                      "notebooks and results are unchanged", 130)
+    except runner.Terminated:
+        return _fail("rcakit: terminated; finished cases are kept in their stores and the last good "
+                     "notebooks and results are unchanged", 143)
+    except BrokenPipeError:  # `rcakit data list | head`: the reader left, which is no error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except OSError as err:  # an unreadable file, a folder that vanished
         where = f"{err.filename}: " if err.filename else ""
         return _fail(f"rcakit: error: {where}{err.strerror or err}", 2)

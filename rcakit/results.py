@@ -46,15 +46,30 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def record(chapter_id: str, numbers: Mapping, params: Mapping) -> Path:
-    """Write ``numbers`` plus ``params`` and the rcakit version; return the path."""
+STAGE_ENV = "RCAKIT_RESULTS_STAGE"
+
+
+def record(chapter_id: str, numbers: Mapping, params: Mapping) -> None:
+    """Write ``numbers`` plus ``params`` and the rcakit version to ``results/<chapter_id>.json``.
+
+    Returns nothing, so the cell that calls it shows nothing. Inside a run that
+    ``rcakit.runner`` started, the file is staged in ``$RCAKIT_RESULTS_STAGE``
+    and published beside the executed notebook only when the whole notebook
+    succeeded: a run that fails later keeps the last good results.
+    """
     payload = dict(to_jsonable(numbers))
     payload["params"] = to_jsonable(params)
     payload["rcakit_version"] = __version__
-    folder = results_dir()
+    stage = os.environ.get(STAGE_ENV)
+    folder = Path(stage) if stage else results_dir()
     _check_folder(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return atomic_write(folder / f"{chapter_id}.json", json.dumps(payload, sort_keys=True, indent=2) + "\n")
+    atomic_write(folder / f"{chapter_id}.json", json.dumps(payload, sort_keys=True, indent=2) + "\n")
+
+
+def result_path(chapter_id: str) -> Path:
+    """Where ``record`` publishes a chapter's results."""
+    return results_dir() / f"{chapter_id}.json"
 
 
 def load(chapter_id: str) -> dict:

@@ -7,30 +7,37 @@ checks everything a user can get wrong: parameter names, types, bounds and
 rules, the output, store and data folders, and (when a model is chosen) one
 cheap probe of the model server.
 
-papermill writes into a hidden temporary notebook beside the executed one.
-Only a run that finishes replaces ``<stem>.ipynb`` (atomically, ``rcakit.io``);
-a run whose code fails leaves its notebook as ``<stem>.failed.ipynb`` for
-inspection, which ``build_book`` refuses to publish; a killed or interrupted
-run leaves the last good notebook as it was.
+papermill writes into a hidden temporary notebook beside the executed one,
+and ``rcakit.results.record`` into a staging folder. Only a run that finishes
+replaces ``<stem>.ipynb`` and the results (atomically, ``rcakit.io``); a run
+whose code fails leaves its notebook in ``<book>/failed/`` for inspection,
+never published; a killed or interrupted run leaves the last good notebook
+and results as they were and no temporary file. Each executed notebook
+records what produced it (``rcakit.provenance``), so ``rcakit book``
+re-executes only the chapters that are missing or stale.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rcakit import RcakitError, chapters
-from rcakit.io import publish, writable_dir
+from rcakit import RcakitError, chapters, provenance
+from rcakit.io import atomic_write, publish, writable_dir
+from rcakit.kernel import interrupts_reach_the_kernel, ipc_kernel_manager, kernel_warnings
 from rcakit.llm.spec import TIMEOUT_ENV, default_timeout
 from rcakit.paths import book_dir, project_root, resolve
-from rcakit.progress import WARNINGS_ENV
-
-FAILED_SUFFIX = ".failed.ipynb"
+from rcakit.results import STAGE_ENV, results_dir
 
 
 class ChapterFailed(RuntimeError):
@@ -55,6 +62,24 @@ def run_parameters(chapter_id: str, overrides: Mapping[str, Any] | None = None, 
     return chapters.validate(chapter_id, merged)
 
 
+def book_parameters(chapter_id: str, defaults: bool = False, quick: bool = False) -> dict:
+    """The parameters ``rcakit book`` runs a page with.
+
+    The ones its executed notebook was last run with, when there is one and
+    they are still valid for the chapter; else (or with ``defaults``/``quick``)
+    the defaults or the quick values.
+    """
+    chapter = chapters.get(chapter_id)
+    block = None if defaults or quick else provenance.read(chapters_dir() / (chapter.notebook.stem + ".ipynb"))
+    if block is None:
+        return run_parameters(chapter_id, quick=quick)
+    recorded = {k: v for k, v in block["parameters"].items() if k in chapter.parameters}
+    try:
+        return run_parameters(chapter_id, recorded)
+    except RcakitError:  # the chapter changed under the rerun: back to the defaults
+        return run_parameters(chapter_id)
+
+
 def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | None = None) -> None:
     """Every check that needs no kernel, each failure a one-line ``RcakitError``.
 
@@ -63,7 +88,6 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
     results folder; ``data``: a data set name, or a path that must exist unless it is the default), and one
     probe per language model the parameters choose.
     """
-    from rcakit.results import results_dir
     from rcakit.store import store_folder
 
     chapter = chapters.get(chapter_id)
@@ -127,6 +151,83 @@ def _probe_models(chapter_id: str, params: Mapping[str, Any]) -> None:
             raise RcakitError(f"{chapter_id}: {err}") from None
 
 
+def present(chapter: chapters.Chapter, params: Mapping[str, Any], name: str) -> bool:
+    """Whether the optional input that parameter ``name`` names is there.
+
+    A data parameter is present when its data set is fetched or its path
+    exists; any other parameter (a model provider) when it is not ``none``.
+    """
+    value = params.get(name)
+    if value in chapters.UNSET or value == "none":
+        return False
+    if chapter.paths.get(name) == "data":
+        from rcakit import data
+
+        return data.locate(str(value), name) is not None
+    return True
+
+
+def select_cells(nb: Any, chapter: chapters.Chapter, params: Mapping[str, Any]) -> Any:
+    """Keep the cells that apply to this run's inputs, before any of them executes.
+
+    A cell tagged ``needs-<param>`` is kept only when that parameter's input is
+    present (:func:`present`); one tagged ``missing-<param>`` (the section's
+    one admonition: what it computes, how to get the input, the rerun command)
+    only when it is absent. So a page never shows prose with missing numbers
+    or cells without outputs, and nbval re-executes exactly what was kept.
+    """
+    def keep(cell: Any) -> bool:
+        for tag in cell.metadata.get("tags", []):
+            kind, _, name = tag.partition("-")
+            if kind in ("needs", "missing") and name in chapter.parameters:
+                if present(chapter, params, name) != (kind == "needs"):
+                    return False
+        return True
+
+    nb.cells = [cell for cell in nb.cells if keep(cell)]
+    return nb
+
+
+def rerun_note(chapter: chapters.Chapter, params: Mapping[str, Any]) -> str | None:
+    """The admonition a page shows near its top when it ran with other than the default parameters."""
+    changed = {k: v for k, v in params.items() if v != chapter.parameters[k].default}
+    if not changed:
+        return None
+    quick = changed and all(chapter.quick.get(k, object()) == v for k, v in changed.items()) and \
+        set(changed) == set(chapter.quick)
+    listed = ", ".join(f"`{k} = {v!r}` (default `{chapter.parameters[k].default!r}`)" for k, v in changed.items())
+    how = "with the chapter's quick values (`--quick`)" if quick else "with parameters other than the defaults"
+    return (f":::{{admonition}} A rerun\n:class: note\n"
+            f"This page was executed {how}: {listed}. The verdicts below are for these values. "
+            f"`rcakit book --defaults` rebuilds it at the defaults.\n:::")
+
+
+def _prepare(nb: Any, chapter: chapters.Chapter, params: Mapping[str, Any]) -> Any:
+    """The notebook as it will execute: selected cells, the rerun note, and the imports probe last."""
+    import nbformat
+
+    nb = select_cells(nb, chapter, params)
+    note = rerun_note(chapter, params) if chapter.parameters else None
+    if note:
+        nb.cells.insert(1, nbformat.v4.new_markdown_cell(note, metadata={"tags": ["rcakit-rerun"]}))
+    probe = nbformat.v4.new_code_cell(provenance.MODULES_SOURCE, metadata={"tags": [provenance.MODULES_TAG]})
+    nb.cells.append(probe)
+    return nb
+
+
+def _finish(tmp: Path, chapter: chapters.Chapter, params: Mapping[str, Any]) -> None:
+    """Take the imports probe out of the executed notebook and store the provenance in its metadata."""
+    import nbformat
+
+    nb = nbformat.read(tmp, as_version=4)
+    probe = nb.cells.pop()
+    assert provenance.MODULES_TAG in probe.metadata.get("tags", []), "the imports probe must be the last cell"
+    text = "".join(o.get("text", "") for o in probe.get("outputs", []) if o.get("name") == "stdout")
+    modules = json.loads(text.strip().splitlines()[-1])
+    nb.metadata[provenance.KEY] = provenance.record(chapter, params, modules)
+    atomic_write(tmp, nbformat.writes(nb) + "\n")
+
+
 def run_chapter(
     chapter_id: str,
     overrides: Mapping[str, Any] | None = None,
@@ -136,11 +237,15 @@ def run_chapter(
 ) -> Path:
     """Execute one chapter; return the path of the executed notebook.
 
-    ``show_progress`` shows papermill's cell-by-cell bar. A failing cell raises
-    ``ChapterFailed`` naming the cell and the error; the partly executed
-    notebook is kept as ``<stem>.failed.ipynb`` and the last good
-    ``<stem>.ipynb`` stays. Warnings the kernel raised for the person running
-    it (``rcakit.progress.warn``) are printed on stderr afterwards.
+    ``show_progress`` shows papermill's cell-by-cell bar. The notebook runs
+    into ``.<stem>.<pid>.running.ipynb`` and its results into a staging folder
+    beside the results folder; only a run in which every cell succeeded
+    publishes both, results first. A failing cell raises ``ChapterFailed``
+    naming the cell and the error and keeps the partly executed notebook as
+    ``<stem>.failed.ipynb``; the last good notebook and results stay byte for
+    byte. A SIGTERM, Ctrl-C or a dead kernel leaves no temporary file.
+    Warnings the kernel raised for the person running it
+    (``rcakit.progress.warn``) are printed on stderr afterwards.
     """
     import jupytext
 
@@ -149,25 +254,146 @@ def run_chapter(
     chapter = chapters.get(chapter_id)
     folder = output_dir or chapters_dir()
     folder.mkdir(parents=True, exist_ok=True)
+    remove_stale(folder)
     out = folder / (chapter.notebook.stem + ".ipynb")
-    nb = jupytext.read(chapter.notebook)
-    fd, tmp = tempfile.mkstemp(prefix=f".{chapter.notebook.stem}.", suffix=".running.ipynb", dir=folder)
-    os.close(fd)
-    try:
-        with _kernel_warnings():
-            _execute(chapter_id, nb, Path(tmp), out, params, show_progress)
-        publish(tmp, out)
-        _remove(folder / (chapter.notebook.stem + FAILED_SUFFIX))
-    except OSError as err:  # a disk that filled up during the run, say
-        raise ChapterFailed(f"chapter {chapter_id!r}: cannot write {err.filename or folder}: "
-                            f"{err.strerror or err}; the last good {out.name} is kept") from None
-    finally:
-        _remove(Path(tmp))
+    nb = _prepare(jupytext.read(chapter.notebook), chapter, params)
+    tmp = folder / f".{chapter.notebook.stem}.{os.getpid()}{RUNNING_SUFFIX}"
+    stage = results_dir() / f".{chapter_id}.{os.getpid()}{STAGE_SUFFIX}"
+    with _cleanup(tmp, stage):
+        try:
+            with kernel_warnings(), _staged_results(stage):
+                _execute(chapter_id, nb, tmp, out, params, show_progress)
+            _finish(tmp, chapter, params)
+            for staged in sorted(stage.glob("*.json")) if stage.is_dir() else []:
+                publish(staged, results_dir() / staged.name)
+            publish(tmp, out)
+            _remove(failed_dir(folder) / out.name)
+        except OSError as err:  # a disk that filled up during the run, say
+            raise ChapterFailed(f"chapter {chapter_id!r}: cannot write {err.filename or folder}: "
+                                f"{err.strerror or err}; the last good {out.name} is kept") from None
     return out
 
 
-def _execute(chapter_id: str, nb, tmp: Path, out: Path, params: dict, show_progress: bool) -> None:
-    with tempfile.TemporaryFile() as log, _interrupts_reach_the_kernel():
+RUNNING_SUFFIX = ".running.ipynb"
+STAGE_SUFFIX = ".staged"
+_TEMPORARY: set[Path] = set()  # this process's running notebooks and staging folders, for SIGTERM and exit
+
+
+class _cleanup:
+    """Remove a run's temporary notebook and staging folder however the run ends (atexit and SIGTERM too)."""
+
+    def __init__(self, *paths: Path) -> None:
+        self.paths = paths
+
+    def __enter__(self) -> None:
+        _TEMPORARY.update(self.paths)
+        _install_terminate_handler()
+
+    def __exit__(self, *exc: object) -> None:
+        for path in self.paths:
+            _discard(path)
+            _TEMPORARY.discard(path)
+
+
+def _discard(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        _remove(path)
+
+
+def _discard_all() -> None:
+    for path in list(_TEMPORARY):
+        _discard(path)
+    _TEMPORARY.clear()
+
+
+class Terminated(BaseException):
+    """SIGTERM reached a run: unwind (removing temporary files), then exit with status 143."""
+
+
+def _on_terminate(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+_HANDLER_INSTALLED = False
+
+
+def _install_terminate_handler() -> None:
+    global _HANDLER_INSTALLED
+    if _HANDLER_INSTALLED:
+        return
+    atexit.register(_discard_all)
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _on_terminate)
+    _HANDLER_INSTALLED = True
+
+
+class _staged_results:
+    """Point ``rcakit.results.record`` at the staging folder for the length of the run."""
+
+    def __init__(self, stage: Path) -> None:
+        self.stage = stage
+
+    def __enter__(self) -> None:
+        self.before = os.environ.get(STAGE_ENV)
+        os.environ[STAGE_ENV] = str(self.stage)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.before is None:
+            os.environ.pop(STAGE_ENV, None)
+        else:
+            os.environ[STAGE_ENV] = self.before
+
+
+def _owner(path: Path) -> int | None:
+    """The pid recorded in a temporary file's name (``.<stem>.<pid>.running.ipynb``), if any."""
+    parts = path.name.split(".")
+    digits = [p for p in parts if p.isdigit()]
+    return int(digits[-1]) if digits else None
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(folder: Path | None = None) -> list[Path]:
+    """Remove running notebooks and staging folders left by dead runs; return what was removed.
+
+    A file whose recorded pid is a live process belongs to a run in progress
+    and is left alone. One that cannot be removed is a one-line ``RcakitError``
+    naming it (it would break the book build).
+    """
+    folders = [folder or chapters_dir(), results_dir()]
+    removed = []
+    for where in folders:
+        if not where.is_dir():
+            continue
+        for path in sorted([*where.glob(f".*{RUNNING_SUFFIX}"), *where.glob(f".*{STAGE_SUFFIX}")]):
+            if _alive(_owner(path)):
+                continue
+            try:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                raise RcakitError(f"{path}: a dead run's temporary file cannot be removed "
+                                  f"({err.strerror or err}); remove it by hand") from None
+            removed.append(path)
+    return removed
+
+
+def _execute(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool) -> None:
+    with tempfile.TemporaryFile() as log, interrupts_reach_the_kernel():
         try:
             _papermill(chapter_id, nb, tmp, out, params, show_progress, log)
         except ChapterFailed:
@@ -177,7 +403,8 @@ def _execute(chapter_id: str, nb, tmp: Path, out: Path, params: dict, show_progr
             raise
 
 
-def _papermill(chapter_id, nb, tmp, out, params, show_progress, log) -> None:
+def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool,
+               log: Any) -> None:
     import papermill
     from nbclient.exceptions import DeadKernelError
 
@@ -190,7 +417,7 @@ def _papermill(chapter_id, nb, tmp, out, params, show_progress, log) -> None:
             kernel_name="python3",
             progress_bar=show_progress,
             log_output=False,
-            kernel_manager_class=_ipc_kernel_manager(log),
+            kernel_manager_class=ipc_kernel_manager(log),
         )
     except DeadKernelError:
         raise ChapterFailed(f"chapter {chapter_id!r}: the kernel died (a crash in native code?); "
@@ -198,115 +425,12 @@ def _papermill(chapter_id, nb, tmp, out, params, show_progress, log) -> None:
     except papermill.PapermillExecutionError as err:
         if err.ename == "KeyboardInterrupt":
             raise KeyboardInterrupt from None
-        failed = publish(tmp, out.with_name(out.stem + FAILED_SUFFIX))
+        failed_dir(out.parent).mkdir(exist_ok=True)
+        failed = publish(tmp, failed_dir(out.parent) / out.name)
         raise ChapterFailed(
             f"chapter {chapter_id!r} failed in cell {err.exec_count}: {err.ename}: "
-            f"{_first_line(err.evalue)} (see {failed}; the last good {out.name} is kept)"
+            f"{_first_line(err.evalue)} (see {failed}; the last good {out.name} and results are kept)"
         ) from None
-
-
-_RUNNING_KERNELS: list[int] = []  # pids of the kernels this process started, for Ctrl-C
-
-
-class _interrupts_reach_the_kernel:
-    """Ctrl-C interrupts the running cell, so the run stops where a cell would.
-
-    The kernel runs in its own session (jupyter_client), so the terminal's
-    SIGINT reaches only this process; raising ``KeyboardInterrupt`` in the
-    middle of papermill's event loop would leave tasks that print tracebacks
-    at exit. The first Ctrl-C is passed on to the kernel instead: the cell
-    raises ``KeyboardInterrupt``, papermill reports it, and ``run_chapter``
-    turns it back into ``KeyboardInterrupt`` with every file consistent. A
-    second Ctrl-C, or one before the kernel runs, interrupts at once.
-    """
-
-    def __enter__(self):
-        import signal
-        import threading
-
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        self.hits = 0
-        return self
-
-    def _handle(self, signum, frame):
-        import signal
-
-        self.hits += 1
-        if self.hits > 1 or not _RUNNING_KERNELS:
-            raise KeyboardInterrupt
-        for pid in _RUNNING_KERNELS:
-            try:
-                os.kill(pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-
-    def __exit__(self, *exc):
-        import signal
-
-        _RUNNING_KERNELS.clear()
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-
-def _ipc_kernel_manager(log):
-    """A kernel manager that talks to the kernel over Unix sockets, not localhost TCP.
-
-    Other local users cannot connect to the kernel, and the kernel has no
-    reason to print its unencrypted-TCP warning. The kernel's own stderr (its
-    log, not the cells' output, which goes into the notebook) goes to ``log``,
-    so a user's terminal gets rcakit's one line, not a kernel traceback.
-
-    Each kernel's sockets live in a private temporary folder: jupyter_client's
-    default (``kernel-ipc-N`` in the current folder) makes two runs started
-    from one folder share sockets, and the second fails with "Invalid Signature".
-    """
-    import shutil
-
-    from jupyter_client import AsyncKernelManager
-    from traitlets import CaselessStrEnum
-
-    class IPCKernelManager(AsyncKernelManager):
-        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
-
-        def __init__(self, **kw):
-            super().__init__(**kw)
-            self._sockets = tempfile.mkdtemp(prefix="rcakit-kernel-")
-            self.ip = os.path.join(self._sockets, "kernel")
-
-        async def _async_cleanup_resources(self, restart: bool = False) -> None:
-            await super()._async_cleanup_resources(restart=restart)
-            if not restart:
-                shutil.rmtree(self._sockets, ignore_errors=True)
-
-        async def _async_launch_kernel(self, kernel_cmd, **kw):
-            kw["stderr"] = log
-            await super()._async_launch_kernel(kernel_cmd, **kw)
-            _RUNNING_KERNELS.append(self.provisioner.process.pid)
-
-    return IPCKernelManager
-
-
-class _kernel_warnings:
-    """Collect the kernel's ``rcakit.progress.warn`` lines and print them on our stderr."""
-
-    def __enter__(self):
-        fd, self.path = tempfile.mkstemp(prefix="rcakit-warnings-", suffix=".log")
-        os.close(fd)
-        self.before = os.environ.get(WARNINGS_ENV)
-        os.environ[WARNINGS_ENV] = self.path
-        return self
-
-    def __exit__(self, *exc):
-        if self.before is None:
-            os.environ.pop(WARNINGS_ENV, None)
-        else:
-            os.environ[WARNINGS_ENV] = self.before
-        try:
-            sys.stderr.write(Path(self.path).read_text(encoding="utf-8", errors="replace"))
-        finally:
-            _remove(Path(self.path))
 
 
 def _first_line(text: str) -> str:
@@ -321,32 +445,43 @@ def _remove(path: Path) -> None:
         pass
 
 
+def failed_dir(folder: Path | None = None) -> Path:
+    """Where a failed run's notebook is kept for inspection: ``<book>/failed``, outside the pages."""
+    return (folder or chapters_dir()).parent / "failed"
+
+
 def failed_notebooks(folder: Path | None = None) -> list[Path]:
-    """Executed notebooks of failed runs (``*.failed.ipynb``) in the book's chapters folder."""
-    return sorted((folder or chapters_dir()).glob("*" + FAILED_SUFFIX))
+    """Notebooks of failed runs that are newer than the chapter's last good notebook."""
+    chapters_folder = folder or chapters_dir()
+    newer = []
+    for path in sorted(failed_dir(chapters_folder).glob("*.ipynb")):
+        good = chapters_folder / path.name
+        if not good.exists() or good.stat().st_mtime_ns <= path.stat().st_mtime_ns:
+            newer.append(path)
+    return newer
 
 
 def build_book(strict: bool = True) -> Path:
-    """Build the HTML with Jupyter Book 1 from the executed chapters.
+    """Build the HTML with Jupyter Book 1 from the executed chapters present.
 
-    Refuses (``ChapterFailed``) while a failed run's notebook is present: it
-    must never be published, and the book would silently show the previous run.
-
-    ``strict`` passes ``-W -n --all``: a clean build in which any warning
-    (a missing chapter, a broken reference) fails the build.
+    A failed run's notebook sits in ``<book>/failed`` and is never published;
+    the page shows the chapter's last good run (``failed_notebooks`` names
+    the chapters whose latest run failed). ``strict`` passes ``-W -n --all``:
+    a clean build in which any warning (a missing chapter, a broken
+    reference) fails the build. A failed build is one ``ChapterFailed`` with
+    its cause (the full disk, say) and the build's last lines.
     """
     book = book_dir()
-    failed = failed_notebooks(book / "chapters")
-    if failed:
-        names = ", ".join(p.name for p in failed)
-        raise ChapterFailed(f"refusing to build the book: failed chapter runs in {book / 'chapters'}: {names}; "
-                            "rerun those chapters (a good run removes its .failed notebook) or delete them")
+    remove_stale(book / "chapters")
     exe = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(exe), "build", str(book), "--builder", "html"]
     if strict:
         cmd += ["--all", "-W", "-n", "--keep-going"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
-        raise ChapterFailed(f"jupyter-book build failed:\n{tail}")
+        text = proc.stdout + proc.stderr
+        if "No space left on device" in text:
+            raise ChapterFailed(f"jupyter-book build failed: no space left on the device holding {book / '_build'}")
+        tail = "\n".join(line for line in text.strip().splitlines()[-40:] if "WARNING" in line or "rror" in line)
+        raise ChapterFailed(f"jupyter-book build failed:\n{tail or text.strip().splitlines()[-1]}")
     return book / "_build" / "html" / "index.html"

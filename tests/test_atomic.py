@@ -39,7 +39,8 @@ def test_atomic_write_replaces_keeps_mode_and_leaves_no_temp(tmp_path):
 
 def test_enospc_during_record_keeps_the_previous_results_byte_for_byte(tmp_path, monkeypatch):
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
-    good = results.record("coverage-collapse", {"acc": list(range(2000))}, {"seed": 0}).read_bytes()
+    results.record("coverage-collapse", {"acc": list(range(2000))}, {"seed": 0})
+    good = results.result_path("coverage-collapse").read_bytes()
     monkeypatch.setattr(rio.os, "write", _enospc_after(4096))
     with pytest.raises(OSError) as err:
         results.record("coverage-collapse", {"acc": list(range(3000))}, {"seed": 1})
@@ -49,12 +50,21 @@ def test_enospc_during_record_keeps_the_previous_results_byte_for_byte(tmp_path,
     assert [p.name for p in tmp_path.iterdir()] == ["coverage-collapse.json"]  # the torn temp is gone
 
 
+# The toy records its results, then fails at seed 13: after the results cell, as a real chapter can.
+RECORD_THEN_FAIL = (
+    "from rcakit import results\n"
+    "results.record('car-shapley', {'square_sum': 5 + seed}, {'seed': seed})\n"
+    "assert seed != 13, 'planted failure'\n"
+    "print(seed)"
+)
+
+
 @pytest.fixture()
 def toy(tmp_path, monkeypatch):
     """A project whose car-shapley chapter is a three-case toy, and a scratch book."""
     (tmp_path / "root" / "notebooks").mkdir(parents=True)
     (tmp_path / "root" / "notebooks" / "car_shapley.md").write_text(
-        TOY_CHAPTER.replace('print(len(cases), "cases")', 'assert seed != 13, "planted failure"\nprint(seed)'))
+        TOY_CHAPTER.replace('print(len(cases), "cases")', RECORD_THEN_FAIL))
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path / "root"))
     monkeypatch.setenv("RCAKIT_BOOK_DIR", str(tmp_path / "book"))
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
@@ -97,17 +107,50 @@ def test_enospc_when_publishing_the_notebook_keeps_the_good_one(toy, monkeypatch
     assert _chapters(toy) == ["car_shapley.ipynb"]
 
 
-def test_a_failed_run_goes_beside_the_good_one_and_the_book_refuses_it(toy):
+def test_a_failed_run_keeps_the_last_good_notebook_and_results_byte_for_byte(toy):
     good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
-    with pytest.raises(runner.ChapterFailed, match=r"planted failure \(see .*car_shapley.failed.ipynb"):
+    good_results = (toy / "results" / "car-shapley.json").read_bytes()
+    with pytest.raises(runner.ChapterFailed, match=r"planted failure \(see .*failed/car_shapley.ipynb"):
         runner.run_chapter("car-shapley", {"seed": 13}, show_progress=False)
-    assert _chapters(toy) == ["car_shapley.failed.ipynb", "car_shapley.ipynb"]
+    assert _chapters(toy) == ["car_shapley.ipynb"]  # the failed run is not beside the pages
     assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
-    assert b"planted failure" in (toy / "book" / "chapters" / "car_shapley.failed.ipynb").read_bytes()
-    with pytest.raises(runner.ChapterFailed, match="refusing to build the book.*car_shapley.failed.ipynb"):
-        runner.build_book()
+    assert (toy / "results" / "car-shapley.json").read_bytes() == good_results  # its staged results were dropped
+    assert sorted(p.name for p in (toy / "results").iterdir()) == ["car-shapley.json"]
+    assert b"planted failure" in (toy / "book" / "failed" / "car_shapley.ipynb").read_bytes()
+    assert runner.failed_notebooks() == [toy / "book" / "failed" / "car_shapley.ipynb"]
     runner.run_chapter("car-shapley", {"seed": 2}, show_progress=False)  # a good rerun clears the failure
-    assert _chapters(toy) == ["car_shapley.ipynb"]
+    assert runner.failed_notebooks() == [] and b'"square_sum": 7' in (toy / "results" / "car-shapley.json").read_bytes()
+
+
+def test_sigterm_mid_run_leaves_no_temporary_file_and_the_last_good_pair(toy):
+    good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
+    marker = toy / "running"
+    proc = subprocess.Popen([sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05",
+                             "-p", "marker", str(marker)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.terminate()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.decode().count("\n") == 1, err
+    assert _chapters(toy) == ["car_shapley.ipynb"]  # no .running notebook
+    assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
+    assert not [p for p in (toy / "results").iterdir() if p.name.startswith(".")]
+
+
+def test_stale_running_files_of_dead_processes_are_removed_and_live_ones_kept(toy):
+    runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False)
+    folder = toy / "book" / "chapters"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = [folder / f".car_shapley.{dead.pid}.running.ipynb", folder / ".car_shapley.ab12cd.running.ipynb"]
+    live = folder / f".car_shapley.{os.getppid()}.running.ipynb"
+    for path in [*stale, live]:
+        path.write_text("{}")
+    (toy / "results" / f".car-shapley.{dead.pid}.staged").mkdir()
+    removed = runner.remove_stale()
+    assert sorted(removed) == sorted([*stale, toy / "results" / f".car-shapley.{dead.pid}.staged"])
+    assert live.exists()
 
 
 def test_a_killed_run_leaves_the_last_good_notebook_and_results(toy):

@@ -98,8 +98,8 @@ def test_store_refuses_other_parameters(tmp_path):
 def test_record_is_sorted_plain_json(tmp_path, monkeypatch):
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
     numbers = {"b": np.float64(0.5), "a": {"arr": np.arange(3), "s": pd.Series([1.5, np.nan])}}
-    path = results.record("demo", numbers, {"seed": 1})
-    text = path.read_text()
+    assert results.record("demo", numbers, {"seed": 1}) is None  # shows nothing in a notebook
+    text = results.result_path("demo").read_text()
     assert text.index('"a"') < text.index('"b"')
     back = results.load("demo")
     assert back["a"]["arr"] == [0, 1, 2] and back["a"]["s"] == [1.5, None]

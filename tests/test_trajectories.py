@@ -648,12 +648,21 @@ def test_real_log_scoring_merges_the_analytic_random_baseline_and_the_margins():
     assert set(scored.numbers) >= {"handoff_trace_gain", "handoff_trace_role_gap"}
 
 
-def test_who_and_when_facts_without_the_logs_are_all_missing():
-    from rcakit.trajectories import evaluation
+def test_who_and_when_facts_cover_only_the_subsets_read():
+    """A folder holding one subset gives that subset's facts and none of the other's (no NaN to glue)."""
+    from rcakit.trajectories import evaluation, offline_locators
 
-    facts = evaluation.who_and_when_facts(None)
-    assert {"who_n_hand", "gain_algo", "hand_bin_min", "hand_min_width", "algo_root1"} <= set(facts)
-    assert all(np.isnan(v) for v in facts.values())
+    steps = tuple(Step(i, ["Planner", "WebSurfer"][i % 2], None, f"step {i} reports the price") for i in range(6))
+    logs = [Trajectory(f"h{i}", "Hand-Crafted", "task", steps[: 4 + i], Label("WebSurfer", 1)) for i in range(2)]
+    subsets = {"Hand-Crafted": logs}
+    scored = evaluation.score_subsets(offline_locators(0), subsets, evaluation.official_denominators(subsets, False))
+    facts = evaluation.who_and_when_facts(scored)
+    assert facts["who_n_hand"] == 2 and facts["hand_max_length"] == 5
+    assert not any(k.endswith("_algo") or k.startswith("algo_") for k in facts)
+    assert not any(isinstance(v, float) and np.isnan(v) for v in facts.values())
+    numbers = evaluation.who_and_when_numbers(scored, rejected=0)
+    assert set(numbers["who_and_when"]) == {"Hand-Crafted"}
+    assert list(evaluation.beside_published(claims_block(), scored).columns) == ["Hand-Crafted"]
 
 
 @needs_who_and_when
@@ -665,7 +674,7 @@ def test_who_and_when_facts_name_the_same_numbers_as_without_the_logs():
     assert [len(ts) for ts in subsets.values()] == [58, 126]
     scored = evaluation.score_subsets(offline_locators(0), subsets, evaluation.official_denominators(subsets, True))
     facts = evaluation.who_and_when_facts(scored)
-    assert set(facts) == set(evaluation.who_and_when_facts(None))
+    assert {"who_n_hand", "gain_algo", "hand_bin_min", "hand_min_width", "algo_root1"} <= set(facts)
     assert (facts["who_n_hand"], facts["who_official_algo"]) == (58, 126)
     beside = evaluation.beside_published(claims_block(), scored)
     assert beside.loc["n (strict)"].tolist() == [58, 126] and "terminal (official)" in beside.index

@@ -196,7 +196,7 @@ def score_synthetic(locators: Sequence[Locator], bench: Sequence[Trajectory]) ->
 def beside_published(published: Mapping[str, Mapping], scored: Mapping[str, ScoredSet]) -> pd.DataFrame:
     """Who&When step accuracy (percent), the published rows, then ours: each offline locator under
     the strict and the official scorer, the analytic random baseline and both denominators."""
-    table = pd.DataFrame(published)
+    table = pd.DataFrame(published)[[s for s in published if s in scored]]  # the subsets that were read
     subsets = list(table.columns)
     rows = {}
     for name in OFFLINE_LOCATORS:
@@ -412,36 +412,35 @@ def merge_comparisons(runs: Iterable[LLMComparison | None]) -> LLMComparison:
     )
 
 
-def who_and_when_facts(scored: Mapping[str, ScoredSet] | None) -> dict:
-    """The numbers the chapter's prose quotes about the Who&When logs (NaN when they are absent):
+def who_and_when_facts(scored: Mapping[str, ScoredSet]) -> dict:
+    """The numbers the chapter's prose quotes about the Who&When logs, for the subsets that were read:
     set sizes and official denominators, the analytic random baseline and the tracing lead (percent),
     how many Hand-Crafted roots lie within 10 steps of the end (percent) and the longest log, how
     many first error words sit at step 2 or earlier, the Hand-Crafted bins' fewest and most logs and
     narrowest interval (:func:`bin_spread`), how many Algorithm-Generated roots are at 0 and 1."""
     keys = {"hand": "Hand-Crafted", "algo": "Algorithm-Generated"}
-    if not scored:
-        names = [f"{p}_{k}" for k in keys for p in ("who_n", "who_official", "random_analytic", "gain")]
-        names += ["hand_near_end", "hand_max_length", "hand_early_error", "algo_root0", "algo_root1"]
-        names += ["hand_bin_min", "hand_bin_max", "hand_min_width"]
-        return dict.fromkeys(names, float("nan"))
     facts = {}
     for key, subset in keys.items():
+        if subset not in scored:
+            continue
         numbers = scored[subset].numbers
         facts[f"who_n_{key}"] = len(scored[subset].trajectories)
         facts[f"who_official_{key}"] = numbers["random"]["n_official"]
         facts[f"random_analytic_{key}"] = 100 * numbers["random"]["expected_exact"]
         facts[f"gain_{key}"] = 100 * numbers["handoff_trace_gain"]
+    if "Algorithm-Generated" in scored:
+        algo_roots = pd.Series([t.label.step for t in scored["Algorithm-Generated"].trajectories])
+        facts |= {"algo_root0": int((algo_roots == 0).sum()), "algo_root1": int((algo_roots == 1).sum())}
+    if "Hand-Crafted" not in scored:
+        return facts
     spread = bin_spread(strata_numbers(scored["Hand-Crafted"].cases))
     facts |= {"hand_bin_min": spread["bin_min"], "hand_bin_max": spread["bin_max"],
               "hand_min_width": 100 * spread["min_width"]}
     hand = scored["Hand-Crafted"].cases["terminal"]
-    algo_roots = pd.Series([t.label.step for t in scored["Algorithm-Generated"].trajectories])
     return facts | {
         "hand_near_end": 100 * float((hand["root_to_end"] <= 10).mean()),
         "hand_max_length": int(hand["length"].max()),
         "hand_early_error": int((scored["Hand-Crafted"].cases["first_error_signal"]["step"] <= 2).sum()),
-        "algo_root0": int((algo_roots == 0).sum()),
-        "algo_root1": int((algo_roots == 1).sum()),
     }
 
 
@@ -527,12 +526,10 @@ def who_and_when_denominators(subsets: Mapping[str, Sequence[Trajectory]], path)
 def who_and_when_numbers(scored: Mapping[str, ScoredSet], rejected: int) -> dict:
     """What the Who&When section records: every subset's numbers, the rejected logs and the
     Hand-Crafted strata (:func:`strata_numbers`)."""
-    return {
-        "who_and_when": {s: sc.numbers for s, sc in scored.items()},
-        "who_and_when_details": {
-            "rejected": rejected, "hand_crafted_strata": strata_numbers(scored["Hand-Crafted"].cases),
-        },
-    }
+    details: dict = {"rejected": rejected}
+    if "Hand-Crafted" in scored:
+        details["hand_crafted_strata"] = strata_numbers(scored["Hand-Crafted"].cases)
+    return {"who_and_when": {s: sc.numbers for s, sc in scored.items()}, "who_and_when_details": details}
 
 
 def printed_facts(printed: Mapping[str, Mapping[str, float]]) -> dict:
