@@ -120,3 +120,66 @@ def parameter_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
             rows.append({"chapter": chapter_id, "parameter": name, "value": _text(value),
                          "default": _text(defaults[name]) if name in defaults else DASH})
     return pd.DataFrame(rows, columns=["chapter", "parameter", "value", "default"])
+
+
+# --- the landing page's findings ---------------------------------------------------
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _join(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def findings_markdown(table: pd.DataFrame) -> str:
+    """The book's findings in four or five sentences, as a MyST admonition, from :func:`rcakit.claims.compare_all`.
+
+    Mechanism claims only in the counts; unmeasured and off-setting claims are
+    named apart and never counted as disagreeing; identity checks come last,
+    as checks of the code. Every number comes from the table.
+    """
+    mech = table[table["kind"] == "mechanism"]
+    by_paper = claims.headline_counts(table, by="paper_name")
+    checked = by_paper["agrees"] + by_paper["differs"]
+    agree, differ = int(by_paper["agrees"].sum()), int(by_paper["differs"].sum())
+    sentences = [
+        f"This book checks {_count(len(mech), 'mechanism claim')}, the claims that test a paper and could have "
+        f"come out the other way: in this build, {agree} of the {agree + differ} that were checked agree with "
+        f"the paper and {differ} {'does' if differ == 1 else 'do'} not."]
+    per_paper = [f"{p} {by_paper.loc[p, 'agrees']} of {checked[p]}" for p in by_paper.index if checked[p]]
+    if per_paper:
+        sentences.append(f"Agreeing, by source: {_join(per_paper)}.")
+    if differ:
+        where = [f"{p} ({by_paper.loc[p, 'differs']})" for p in by_paper.index if by_paper.loc[p, "differs"]]
+        sentences.append(f"The claims that do not reproduce are in {_join(where)}; the verdict box at the top "
+                         "of each chapter says why.")
+    sentences += [s for s in [_unchecked_sentence(mech)] if s]
+    hold, fail = int(by_paper["identities hold"].sum()), int(by_paper["identities fail"].sum())
+    sentences.append(f"Apart from these, {hold} of {_count(hold + fail, 'identity check')} "
+                     f"{'holds' if hold + fail == 1 else 'hold'}: they test that the code computes what it "
+                     "claims, not that a paper reproduces.")
+    return "\n".join([":::{admonition} What this book finds", ":class: verdict tip", "", " ".join(sentences), ":::"])
+
+
+def _unchecked_sentence(mech: pd.DataFrame) -> str | None:
+    """The mechanism claims not checked in this build, and why, in one sentence (None if there are none)."""
+    unmeasured = mech[mech["verdict"] == "not measured"]
+    needs_input = int(unmeasured["why"].str.startswith("needs").sum())
+    parts = [f"{needs_input} need a data set or a language model that this build did not have"] * bool(needs_input)
+    if len(unmeasured) - needs_input:
+        parts.append(f"{len(unmeasured) - needs_input} were not recorded (their chapter has not run)")
+    elsewhere = int((mech["verdict"] == "other parameters").sum())
+    parts += [f"{elsewhere} ran away from the paper's setting"] * bool(elsewhere)
+    if not parts:
+        return None
+    return f"Not checked here, and counted neither way: {_join(parts)}."
+
+
+def glue_findings(table: pd.DataFrame, name: str = "findings") -> None:
+    """Glue :func:`findings_markdown` as Markdown for the landing page's first screen, displaying nothing."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(name, Markdown(findings_markdown(table)), display=False)

@@ -1,25 +1,49 @@
 """The built quick book in a headless browser, opened from file:// with the network cut off.
 
-On the primer and one paper chapter: the math is typeset by the MathJax copy the
-book serves (no raw ``$`` left in the prose), every figure has a caption, an
-exercise's solution stays hidden until its toggle is clicked, and no request
-leaves the machine. Screenshots land in ``<book>/screenshots`` for a reviewer.
-Without Debian's ``chromium`` (``make test`` installs it where apt is
-available) the browser tests skip and print why. A last test needs no browser:
-no built page references a remote script or stylesheet.
+Every page of the book is opened and screenshotted into ``<book>/screenshots``
+for a reviewer, and read as a reader sees it. A page fails when:
+
+- a display equation is wider than its container (it would be clipped);
+- raw ``{glue`` markup is left in its text;
+- a table cell is truncated (``…``, or pandas' ``...``) or shows ``nan``/``NaN``/``None``,
+  or the prose does;
+- it shows an absolute path of the machine that built it (the home, temporary,
+  project or virtual-environment folders);
+- a cell's output carries a ``Warning`` line;
+- it is a chapter page (or the landing page) whose first screen lacks the
+  verdict box.
+
+The checks are one extraction in the page (``EXTRACT_JS``) and one pure
+function over it (:func:`problems`); a planted bad page shows that each check
+fails when it should. On the primer and one paper chapter: math is typeset by
+the MathJax copy the book serves, every figure has a caption, and an
+exercise's solution stays hidden until its toggle is clicked. No request may
+leave the machine. Without Debian's ``chromium`` the browser tests skip and
+say why, unless ``RCAKIT_REQUIRE_BROWSER=1`` (as ``make test`` sets), when they
+fail. A last test needs no browser: no built page references a remote script
+or stylesheet.
 """
 
+import os
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from rcakit import chapters
+from rcakit.paths import project_root
+
 PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
+VERDICT_PAGES = [cid.replace("-", "_") for cid in chapters.ORDER if cid != "claims"] + ["intro"]
+VIEWPORT = {"width": 1280, "height": 900}  # the first screen
 LAUNCH_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+REQUIRE = os.environ.get("RCAKIT_REQUIRE_BROWSER") == "1"
 
 # The prose of a page: its main text without code, outputs, typeset math and scripts.
 PROSE_JS = """() => {
@@ -36,6 +60,70 @@ CAPTIONS_JS = """() => {
     return caption ? caption.textContent.trim() : '';
   });
 }"""
+# What a reader sees, gathered once per page for problems().
+EXTRACT_JS = """() => {
+  const main = document.querySelector('main') || document.body;
+  const prose = main.cloneNode(true);
+  prose.querySelectorAll('pre, code, .cell_input, .cell_output, table, mjx-container, script, style, .MathJax')
+      .forEach(e => e.remove());
+  const wide = [...main.querySelectorAll('mjx-container[display="true"], mjx-container[jax][display]')]
+    .filter(box => {
+      const math = box.querySelector('mjx-math') || box;
+      const holder = box.closest('.math-wrapper, div.math, .MathJax_Display') || box.parentElement;
+      return math.getBoundingClientRect().width > holder.getBoundingClientRect().width + 1;
+    })
+    .map(box => (box.getAttribute('aria-label') || box.textContent).slice(0, 80));
+  const verdict = main.querySelector('.verdict');
+  return {
+    text: main.innerText,
+    prose: prose.textContent,
+    cells: [...main.querySelectorAll('td, th')].map(c => c.innerText.trim()),
+    outputs: [...main.querySelectorAll('.cell_output')].map(o => o.innerText),
+    wide_math: wide,
+    verdict_top: verdict ? verdict.getBoundingClientRect().top + window.scrollY : null,
+  };
+}"""
+
+
+def machine_paths() -> list[str]:
+    """Folders of this machine that no page may show: home, temp, project, virtual environment."""
+    found = {str(Path.home()), tempfile.gettempdir(), "/tmp", str(project_root()), sys.prefix,
+             os.environ.get("VIRTUAL_ENV", "")}
+    return sorted((p.rstrip("/") + "/" for p in found if p and p not in ("/", ".")), key=len, reverse=True)
+
+
+BAD_CELL = re.compile(r"(?<![\w-])(?:nan|NaN|None)(?![\w-])")
+BAD_PROSE = re.compile(r"(?<![\w-])(?:nan|NaN)(?![\w-])|(?<![\w-])None(?![\w-])(?!\s+(?:of|at|is|are|was|were|but)\b)")
+WARNING_LINE = re.compile(r"\b\w*Warning\b")
+
+
+def problems(seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["height"]) -> list[str]:
+    """Every defect a reader would meet on a page, from ``EXTRACT_JS``'s view of it."""
+    found = [f"equation wider than its container: {m!r}" for m in seen["wide_math"]]
+    if "{glue" in seen["text"]:
+        found.append("raw glue markup: " + _around(seen["text"], "{glue"))
+    for cell in seen["cells"]:
+        if "…" in cell or cell.endswith("...") or cell == "...":
+            found.append(f"truncated table cell: {cell[:60]!r}")
+        if BAD_CELL.search(cell):
+            found.append(f"nan/None in a table cell: {cell[:60]!r}")
+    for match in BAD_PROSE.finditer(seen["prose"]):
+        found.append("nan/None in the prose: " + _around(seen["prose"], match.group(0), match.start()))
+    for folder in machine_paths():
+        if folder in seen["text"]:
+            found.append(f"a path of the machine that built it ({folder}): " + _around(seen["text"], folder))
+    for output in seen["outputs"]:
+        found += [f"a warning in an output: {line.strip()[:100]!r}" for line in output.splitlines()
+                  if WARNING_LINE.search(line)]
+    if verdict_expected and (seen["verdict_top"] is None or seen["verdict_top"] > first_screen):
+        where = "missing" if seen["verdict_top"] is None else f"at {seen['verdict_top']:.0f}px"
+        found.append(f"no verdict box on the first screen ({where}, the screen is {first_screen}px)")
+    return found
+
+
+def _around(text: str, needle: str, start: int | None = None) -> str:
+    i = text.index(needle) if start is None else start
+    return repr(text[max(0, i - 40): i + len(needle) + 40])
 
 
 def chromium() -> str | None:
@@ -48,7 +136,10 @@ def chromium() -> str | None:
     return found or None
 
 
-def skip(reason: str):
+def unavailable(reason: str):
+    """Skip, saying why; fail instead when the browser is required (RCAKIT_REQUIRE_BROWSER=1)."""
+    if REQUIRE:
+        pytest.fail(f"RCAKIT_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
     print(f"SKIPPED browser tests: {reason}")  # shown with -s, and in the -ra summary below
     pytest.skip(reason)
 
@@ -57,11 +148,11 @@ def skip(reason: str):
 def browser():
     path = chromium()
     if path is None:
-        skip("no chromium and no apt-get to install it (Debian: apt-get install -y chromium)")
+        unavailable("no chromium and no apt-get to install it (Debian: apt-get install -y chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        skip("the playwright package is missing (pip install -e '.[dev]')")
+        unavailable("the playwright package is missing (pip install -e '.[dev]')")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=path, headless=True, args=LAUNCH_FLAGS)
         yield browser
@@ -69,9 +160,9 @@ def browser():
 
 
 @pytest.fixture
-def open_page(browser, quick_book, tmp_path):
-    """Open a built page with every non-local request aborted and recorded."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def offline(browser):
+    """A browser context with every non-local request aborted and recorded; yields (context, leaks)."""
+    context = browser.new_context(viewport=VIEWPORT)
     leaks: list[str] = []
 
     def route(route):
@@ -82,18 +173,29 @@ def open_page(browser, quick_book, tmp_path):
             route.abort()
 
     context.route("**/*", route)
+    yield context, leaks
+    context.close()
+
+
+def load(context, path: Path):
+    """Open a built page and wait for MathJax to finish typesetting."""
+    page = context.new_page()
+    page.goto(path.as_uri(), wait_until="load")
+    if page.locator("script[src*='mathjax']").count():  # Sphinx adds MathJax only to pages with math
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                               timeout=15000)
+        page.evaluate("() => MathJax.startup.promise")
+    return page
+
+
+@pytest.fixture
+def open_page(offline, quick_book):
+    context, leaks = offline
 
     def opener(stem: str):
-        page = context.new_page()
-        page.goto((quick_book / "_build" / "html" / "chapters" / f"{stem}.html").as_uri(), wait_until="load")
-        if page.locator("script[src*='mathjax']").count():  # Sphinx adds MathJax only to pages with math
-            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                   timeout=15000)
-            page.evaluate("() => MathJax.startup.promise")
-        return page, leaks
+        return load(context, quick_book / "_build" / "html" / "chapters" / f"{stem}.html"), leaks
 
-    yield opener
-    context.close()
+    return opener
 
 
 def screenshot(page, quick_book: Path, name: str) -> Path:
@@ -102,6 +204,86 @@ def screenshot(page, quick_book: Path, name: str) -> Path:
     path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def book_pages(quick_book: Path) -> list[Path]:
+    """Every page a reader can open: the chapters, the landing page, the API and bibliography pages."""
+    html = quick_book / "_build" / "html"
+    skip = {"genindex.html", "search.html", "py-modindex.html"}
+    return sorted(p for p in html.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts
+                  and p.name not in skip and "http-equiv=\"refresh\"" not in p.read_text(encoding="utf-8")[:2000])
+
+
+def test_every_page_reads_cleanly(offline, quick_book):
+    context, leaks = offline
+    pages = book_pages(quick_book)
+    stems = {p.stem for p in pages}
+    assert set(VERDICT_PAGES) <= stems, f"pages missing from the build: {set(VERDICT_PAGES) - stems}"
+    report = {}
+    for path in pages:
+        page = load(context, path)
+        name = str(path.relative_to(quick_book / "_build" / "html").with_suffix("")).replace("/", "-")
+        screenshot(page, quick_book, name)
+        found = problems(page.evaluate(EXTRACT_JS), verdict_expected=path.stem in VERDICT_PAGES)
+        if found:
+            report[name] = found
+        page.close()
+    assert report == {}, "\n".join(f"{name}: {p}" for name, found in report.items() for p in found)
+    assert leaks == [], f"requests left the machine: {leaks}"
+
+
+PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main style="width:600px">
+<h1>A bad page</h1>
+<p>The locus is {glue:text}`support_locus_name` and the rate is nan; results in TMP/run-1/out.json.</p>
+<div class="math-wrapper" style="width:600px;overflow:hidden"><mjx-container class="MathJax" jax="CHTML"
+ display="true" aria-label="MV = a very long definition">
+<mjx-math style="display:inline-block;width:2400px">x</mjx-math>
+</mjx-container></div>
+<table class="claims-table"><tr><td>Replay reduction 1 - GCJR/exhaus…</td><td>NaN</td><td>None</td></tr></table>
+<div class="cell_output"><pre>/x/y.py:3: UserWarning: something changed
+value</pre></div>
+<div style="height:3000px"></div>
+<div class="admonition verdict"><p>Verdict</p></div>
+</main></body></html>"""
+
+CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main style="width:600px">
+<div class="admonition verdict"><p>Verdict: 2 of 3 agree.</p></div>
+<p>None of the claims is missing; the value is 0.5 and the note is nonnan-free.</p>
+<table><tr><td>—</td><td>0.500</td><td>a full claim, never cut</td></tr></table>
+<div class="cell_output"><pre>no warnings here</pre></div></main></body></html>"""
+
+
+def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
+    context, _ = offline
+    bad = tmp_path / "bad.html"
+    bad.write_text(PLANTED.replace("TMP/", tempfile.gettempdir() + "/"), encoding="utf-8")
+    found = problems(load(context, bad).evaluate(EXTRACT_JS), verdict_expected=True)
+    kinds = ["equation wider than its container", "raw glue markup", "truncated table cell",
+             "nan/None in a table cell", "nan/None in the prose", "a path of the machine", "a warning in an output",
+             "no verdict box on the first screen"]
+    for kind in kinds:
+        assert any(p.startswith(kind) for p in found), f"not flagged: {kind}\n{found}"
+    assert sum(p.startswith("nan/None in a table cell") for p in found) == 2  # NaN and None
+    clean = tmp_path / "clean.html"
+    clean.write_text(CLEAN, encoding="utf-8")
+    assert problems(load(context, clean).evaluate(EXTRACT_JS), verdict_expected=True) == []
+
+
+def test_a_missing_browser_fails_when_the_browser_is_required(monkeypatch):
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "REQUIRE", True)
+    with pytest.raises(pytest.fail.Exception, match="RCAKIT_REQUIRE_BROWSER=1 but no chromium"):
+        unavailable("no chromium")
+    monkeypatch.setattr(module, "REQUIRE", False)
+    with pytest.raises(pytest.skip.Exception):
+        unavailable("no chromium")
+
+
+def test_machine_paths_cover_home_temp_and_the_environment():
+    paths = machine_paths()
+    assert str(Path.home()).rstrip("/") + "/" in paths and "/tmp/" in paths
+    assert sys.prefix.rstrip("/") + "/" in paths and str(project_root()) + "/" in paths
+    assert "/" not in paths
 
 
 @pytest.mark.parametrize("stem", PAGES)
@@ -114,7 +296,6 @@ def test_math_is_typeset_offline(open_page, quick_book, stem):
     prose = page.evaluate(PROSE_JS)
     raw = re.findall(r"\$\$|\$[^$\s][^$]*\$|\\\(|\\\[", prose)
     assert raw == [], f"{stem}: math source left untypeset: {raw[:5]}"
-    screenshot(page, quick_book, stem)
     assert leaks == [], f"{stem}: requests left the machine: {leaks}"
 
 
