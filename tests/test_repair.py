@@ -494,7 +494,7 @@ def test_hidden_edge_sweep_is_nested_so_recall_never_rises(bench):
 
 def test_noise_sweep_is_exact_without_noise_and_cost_scales_with_r(bench):
     inside = [c for c in bench if c.kind != "sequential_joint"]
-    sweep = experiments.noise_sweep(inside, [0.0, 0.2], [1, 3], ["2/3"])
+    sweep = experiments.noise_sweep(inside, noise_levels=[0.0, 0.2], r_values=[1, 3], theta_values=["2/3"])
     clean = sweep[sweep["noise"] == 0.0]
     assert clean["fem"].eq(1.0).all() and clean["agree"].all()
     calls = clean.groupby(["method", "r"])["replays"].sum()
@@ -504,7 +504,7 @@ def test_noise_sweep_is_exact_without_noise_and_cost_scales_with_r(bench):
 
 def test_schedule_consistency_is_one_without_noise_and_can_fail_with_it(bench):
     inside = [c for c in bench if c.kind != "sequential_joint"]
-    sweep = experiments.noise_sweep(inside, [0.0, 0.2], [3], ["2/3"])
+    sweep = experiments.noise_sweep(inside, noise_levels=[0.0, 0.2], r_values=[3], theta_values=["2/3"])
     gcjr_rows = sweep[sweep["method"] == "GCJR"]
     assert gcjr_rows[gcjr_rows["noise"] == 0.0]["sc"].eq(1.0).all()
     assert gcjr_rows[gcjr_rows["noise"] == 0.2]["sc"].mean() < 1.0
@@ -673,10 +673,10 @@ def test_every_asserted_identity_claim_fails_on_broken_code(bench):
 # --- derived tables and hand-built cases ------------------------------------------------
 
 def test_true_family_uses_the_one_minimality_filter(monkeypatch):
-    from rcakit.repair import oracle, search
+    from rcakit.repair import baselines, benchmark, families, search
 
-    assert oracle.minimal_sets is search.minimal_sets
-    monkeypatch.setattr(oracle, "minimal_sets", lambda sets: F(sets))  # a broken filter keeps every success
+    assert benchmark.minimal_sets is search.minimal_sets is baselines.minimal_sets is families.minimal_sets
+    monkeypatch.setattr(benchmark, "minimal_sets", lambda sets: F(sets))  # a broken filter keeps every success
     case = diamond("alt_or")
     assert true_family(case, q=2) > fam({"B0"}, {"C0"}, {"B0", "C0"}, {"A0", "B0"})  # supersets leak in
 
@@ -756,7 +756,8 @@ def test_main_table_and_per_type_numbers(bench):
 
 def test_sweep_summaries_keep_their_order_and_say_when_noise_is_missing(bench):
     scoped_bench = [c for c in bench if c.kind != "sequential_joint"]
-    summary = experiments.noise_summary(experiments.noise_sweep(scoped_bench, [0.0, 0.2], [3], ["2/3"]))
+    summary = experiments.noise_summary(experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.2], r_values=[3],
+                                                               theta_values=["2/3"]))
     sc = experiments.sc_under_noise(summary, 3, "2/3")
     assert sc["noise"] == sc["largest_noise"] == 0.2 and sc["gcjr"] < 1.0
     assert experiments.sc_under_noise(summary, 5, "2/3") is None  # r = 5 is not in the sweep

@@ -1,4 +1,4 @@
-"""Tests of rcakit.repair.workflow: the four-agent workflow, its replay oracle and the pilot.
+"""Tests of rcakit.repair.pilot: the four-agent workflow, its replay oracle and the pilot.
 
 The search code (``gcjr``, ``exhaustive``, ``singleton_replay``) runs on the
 workflow oracle unchanged. The ``llm`` policy is tested against the local
@@ -15,17 +15,15 @@ import pytest
 from rcakit import RcakitError, claims
 from rcakit.llm import MethodUsage, ResponseCache, cached, provider_from_spec, request_seed
 from rcakit.llm.testing import FakeOllamaServer
-from rcakit.repair import workflow
 from rcakit.repair.baselines import singleton_replay
-from rcakit.repair.search import ABLATIONS, exhaustive, gcjr
-from rcakit.repair.workflow import (
-    CallCounter,
+from rcakit.repair.pilot import (
     ScriptedPolicy,
     Task,
     WorkflowOracle,
     apply,
     build_case,
-    evaluate,
+    experiment,
+    expression_value,
     hand_pilot_case,
     hand_task,
     make_policy,
@@ -34,16 +32,25 @@ from rcakit.repair.workflow import (
     pilot_cases,
     run_pilot,
 )
+from rcakit.repair.pilot.agents import uncharged
+from rcakit.repair.search import ABLATIONS, exhaustive, gcjr
+from rcakit.repair.shared_seeds import SharedSeedOracle
 
 R = 3
 
 
 def split_task(b: str, c: str) -> Task:
-    return Task(f"Compute ({b}) + ({c}).", "split", (b, c), evaluate(b) + evaluate(c))
+    return Task(f"Compute ({b}) + ({c}).", "split", (b, c), expression_value(b) + expression_value(c))
 
 
 def dual_task(b: str) -> Task:
-    return Task(f"Compute {b}. The last digit of the result is {evaluate(b) % 10}.", "dual", (b, b), evaluate(b))
+    return Task(f"Compute {b}. The last digit of the result is {expression_value(b) % 10}.", "dual", (b, b),
+                expression_value(b))
+
+
+def recorded(kind: str, task: Task, faults: dict, case_id: str = "hand"):
+    """A case recorded with the scripted agents."""
+    return build_case(kind, task, ScriptedPolicy(), case_id=case_id, seed=0, offsets=faults)
 
 
 def fam(*sets) -> frozenset:
@@ -53,12 +60,12 @@ def fam(*sets) -> frozenset:
 class Logged(ScriptedPolicy):
     """The scripted policy, logging which events execute."""
 
-    def __init__(self, log=None, counter=None):
-        super().__init__(counter=counter)
+    def __init__(self, log=None, charge=uncharged):
+        super().__init__(charge=charge)
         self.log = [] if log is None else log
 
-    def bound(self, counter):
-        return Logged(self.log, counter)
+    def bound(self, charge):
+        return Logged(self.log, charge)
 
     def plan(self, task, key):
         self.log.append(key.event)
@@ -77,13 +84,13 @@ class Logged(ScriptedPolicy):
 
 def test_expressions_parse_left_to_right_and_reject_malformed_text():
     assert parse_expression("12 * 7 + 5") == (12, (("*", 7), ("+", 5)))
-    assert evaluate("12 * 7 + 5 - 3") == 86
+    assert expression_value("12 * 7 + 5 - 3") == 86
     for bad in ("12", "12 * ", "a * 2", None, 7, "1 * 2 + 3 + 4 + 5"):
         assert parse_expression(bad) is None
 
 
 def test_graph_is_the_run_s_reads():
-    w = build_case("single", split_task("3 * 4 + 1", "5 * 6"), ScriptedPolicy(), "hand", 0, {"B1": 2})
+    w = recorded("single", split_task("3 * 4 + 1", "5 * 6"), {"B1": 2})
     g = w.case.graph
     assert set(g.predecessors("B1")) == {"A0", "B0"} and set(g.predecessors("B0")) == {"A0"}
     assert set(g.predecessors("D0")) == {"A0", "B1", "C0"}
@@ -125,7 +132,7 @@ def test_hand_built_cases_give_the_counted_calls():
     # GCJR: ∅ 0, {A0} 3 (B0, C0, D0), {B0} 1, {C0} 1; the only admitted pair {B0, C0} 1 unless pruned.
     # Exhaustive adds {A0, B0} 2, {A0, C0} 2 and {B0, C0} 1: the graph screens out the pairs with A0.
     for faults, family, gcjr_calls in (({"B0": 2}, fam({"B0"}), R * 5), ({"B0": 2, "C0": 1}, fam({"B0", "C0"}), R * 6)):
-        w = build_case("hand", task, ScriptedPolicy(), "hand", 0, faults)
+        w = recorded("hand", task, faults)
         g, e = WorkflowOracle(w, ScriptedPolicy()), WorkflowOracle(w, ScriptedPolicy())
         assert gcjr(w.case, g).family == exhaustive(w.case, e).family == family
         assert (g.calls, e.calls) == (gcjr_calls, R * 10)
@@ -134,18 +141,18 @@ def test_hand_built_cases_give_the_counted_calls():
 
 def test_alternative_or_needs_both_results_wrong():
     task = dual_task("7 * 8 + 3")
-    w = build_case("alt_or", task, ScriptedPolicy(), "hand", 0, {"B1": 4, "C1": 5})
+    w = recorded("alt_or", task, {"B1": 4, "C1": 5})
     assert not w.failed_correct and w.failed["D0"] == {"answer": 63}  # neither ends in 9: D answers B's
     oracle = WorkflowOracle(w, ScriptedPolicy())
     assert oracle.h({"B1"}) and oracle.h({"C1"}) and not oracle.h({"B0", "C0"}) and not oracle.h({"A0"})
-    one = build_case("alt_or", task, ScriptedPolicy(), "one", 0, {"B1": 4})
+    one = recorded("alt_or", task, {"B1": 4}, case_id="one")
     assert one.failed_correct  # D repairs a single wrong result: no failure to localise
 
 
 # --- replay touches only downstream agents; the counter ------------------------------------------
 
 def test_replay_reexecutes_only_downstream_agents():
-    w = build_case("single", split_task("3 * 4 + 1", "5 * 6 - 2"), ScriptedPolicy(), "hand", 0, {"B1": 2})
+    w = recorded("single", split_task("3 * 4 + 1", "5 * 6 - 2"), {"B1": 2})
     log = []
     oracle = WorkflowOracle(w, Logged(log))
     assert oracle.replay({"B1"}).success and log == ["D0"] * R
@@ -163,24 +170,22 @@ def test_replay_reexecutes_only_downstream_agents():
 
 
 def test_the_call_counter_is_the_oracle_s_own_and_read_only():
-    w = build_case("single", split_task("3 * 4", "5 * 6"), ScriptedPolicy(), "hand", 0, {"C0": 1})
+    w = recorded("single", split_task("3 * 4", "5 * 6"), {"C0": 1})
     first, second = WorkflowOracle(w, ScriptedPolicy(), r=4), WorkflowOracle(w, ScriptedPolicy(), r=4)
     assert first.calls == 0  # recording the clean and failed runs is not charged
     first.replay({"A0"})
     assert (first.calls, second.calls) == (12, 0)
     with pytest.raises(AttributeError):
         first.calls = 0
-    counter = CallCounter()
-    with pytest.raises(AttributeError):
-        counter.count = 5
-    counter.tick()
-    assert counter.count == 1
+    with pytest.raises(RcakitError, match="replays = -1"):
+        first.charge(-1)  # the hook only adds
+    assert isinstance(first, SharedSeedOracle) and first.calls == 12
     with pytest.raises(RcakitError, match="not an intervenable candidate"):
         first.replay({"D0"})
 
 
 def test_theta_is_applied_to_the_shared_seeds():
-    w = build_case("single", split_task("3 * 4", "5 * 6"), ScriptedPolicy(), "hand", 0, {"C0": 1})
+    w = recorded("single", split_task("3 * 4", "5 * 6"), {"C0": 1})
     oracle = WorkflowOracle(w, ScriptedPolicy(), r=3, theta="2/3")
     assert [bool(oracle.passes(k)) for k in range(4)] == [False, False, True, True]
 
@@ -322,7 +327,7 @@ def test_pilot_claims_agree_for_scripted_agents_and_fail_on_a_broken_search(case
     assert (with_llm.loc[asserted.index, "verdict"] == "other parameters").all()
     # singleton-only GCJR misses the Joint-AND pair (FEM, RS@1); without minimality it returns the OR pair (MV)
     for config, broken_keys in ((ABLATIONS["singleton_only"], ("fem", "rs1")), (ABLATIONS["no_minimality"], ("mv",))):
-        monkeypatch.setattr(workflow, "gcjr", functools.partial(gcjr, config=config))
+        monkeypatch.setattr(experiment, "gcjr", functools.partial(gcjr, config=config))
         bad = run_pilot(cases[:6])
         table = claims.compare("gcjr-ablations", {"pilot": bad}, {"pilot_policy": "scripted"}).set_index("claim")
         for key in broken_keys:

@@ -4,13 +4,16 @@ A method is any callable ``method(case, oracle, budget=None) -> Attribution``.
 ``case`` (a :class:`FailedCase`) names the players (hops, events or steps) and
 carries what a family of methods may read: the dependency graph as a GCJR
 ``Case`` with its planted family and fault marks removed, the failed trace
-(RAG hops) or the recorded run as an SCM (support agent). ``oracle`` (a
-:class:`Oracle`) replays the run with a set of players repaired under r shared
-seeds and counts what that costs: seed replays, rollouts and model tokens.
+(RAG hops) or the recorded run as an SCM (support agent). ``oracle`` (an
+:class:`AttributionOracle`) replays the run with a set of players repaired
+under r shared seeds and counts what that costs: seed replays, rollouts and
+model tokens.
 
-The oracle has the interface GCJR's search and baselines call
-(``replay``, ``h``, ``replay_every_subset``, ``schedule``, ``r``), so those run on
-every testbed unchanged. Replays that several methods share inside one
+The oracle is a :class:`~rcakit.repair.shared_seeds.SharedSeedOracle`, the
+base class of every replay oracle: it implements only the successes of a set,
+so GCJR's search and baselines run on every testbed unchanged, and the base
+class owns r, θ, the counter of seed replays and the charging hook, which
+here also takes model tokens. Replays that several methods share inside one
 chapter run are looked up in a :class:`ReplayMemo` keyed by (case, set,
 seed): a memo hit costs no computation, but it is still charged to the method
 (each method pays what it would pay alone); the hits are counted apart.
@@ -20,8 +23,7 @@ Used in the chapters: `attribution-families`.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,7 @@ import numpy as np
 
 from rcakit import RcakitError
 from rcakit.repair.graph import Case
-from rcakit.repair.oracle import THETA, Replay, threshold
+from rcakit.repair.shared_seeds import THETA, SharedSeedOracle, ThetaLike, is_count
 
 KINDS = ("point", "ranking", "family")
 
@@ -57,7 +59,7 @@ class Attribution:
     answer: Any
     cost: Cost = field(default_factory=Cost)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise RcakitError(f"Attribution: kind {self.kind!r} is not one of {', '.join(KINDS)}")
 
@@ -85,7 +87,7 @@ class FailedCase:
 class ReplayMemo:
     """Replay outcomes shared by the methods of one chapter run, keyed by (case, set, seed)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.outcomes: dict[tuple, tuple[bool, int]] = {}
         self.tables: dict[tuple, np.ndarray] = {}
         self.hits = 0
@@ -95,86 +97,82 @@ class ReplayMemo:
 ReplayOne = Callable[[frozenset, int], tuple[bool, int]]
 
 
-class Oracle:
+class AttributionOracle(SharedSeedOracle):
     """h_θ(S) over r shared seeds for one failed case, counting its own cost (GCJR §Core problem).
 
     ``replay_one(S, j) -> (success, tokens)`` replays the run once with the
     players in S repaired under seed j. ``table(r) -> h_θ per bitmask``, when
     given, replays every subset at once under the same r and θ (a vectorised
-    testbed). The
-    counters ``calls`` (seed replays), ``tokens`` and ``memo_hits`` only grow.
-    Extra capabilities (``agent``, ``scm``) are attached by a testbed.
+    testbed). The counters ``calls`` (seed replays), ``tokens`` and
+    ``memo_hits`` only grow, through :meth:`charge` and the memo. Extra
+    capabilities (``agent``, ``scm``) are attached by a testbed.
     """
 
-    def __init__(self, case: Case, replay_one: ReplayOne, r: int = 3, theta=THETA,
-                 memo: ReplayMemo | None = None, table: Callable[[int], np.ndarray] | None = None):
-        if not (isinstance(r, (int, np.integer)) and r >= 1):
-            raise RcakitError(f"Oracle: r = {r!r} must be an integer >= 1")
-        self.case, self.r, self.theta = case, int(r), threshold(theta)
-        self.schedule = 0
+    __slots__ = ("_replay_one", "_table", "memo", "__tokens", "__memo_hits", "agent", "scm")
+
+    def __init__(self, case: Case, replay_one: ReplayOne, r: int = 3, theta: ThetaLike = THETA,
+                 memo: ReplayMemo | None = None, table: Callable[[int], np.ndarray] | None = None) -> None:
+        super().__init__(case, r, theta)
         self._replay_one, self._table = replay_one, table
         self.memo = memo if memo is not None else ReplayMemo()
-        self.calls = self.tokens = self.memo_hits = 0
-        self.agent = None
-        self.scm = None
+        self.__tokens = self.__memo_hits = 0
+        self.agent: Any = None
+        self.scm: Any = None
+
+    @property
+    def tokens(self) -> int:
+        """Model tokens (or words of re-executed text) charged so far (read-only)."""
+        return self.__tokens
+
+    @property
+    def memo_hits(self) -> int:
+        """Seed replays answered by the shared memo so far (charged all the same; read-only)."""
+        return self.__memo_hits
 
     def cost(self) -> Cost:
         """The counters as a :class:`Cost`."""
         return Cost(self.calls, self.tokens, self.memo_hits)
 
     def charge(self, replays: int = 0, tokens: int = 0) -> None:
-        """Charge work done outside ``replay`` (a probe re-running the agent, a contrastive rollout)."""
-        self.calls += int(replays)
-        self.tokens += int(tokens)
-
-    def passes(self, successes):
-        """The θ rule in integers: successes / r >= θ."""
-        return successes * self.theta.denominator >= self.theta.numerator * self.r
+        """Charge work: seed replays (a probe re-running the agent, a contrastive rollout) and tokens."""
+        if not is_count(tokens, 0):
+            raise RcakitError(f"AttributionOracle.charge: tokens = {tokens!r} must be an integer >= 0")
+        super().charge(replays)
+        self.__tokens += int(tokens)
 
     def _seed(self, events: frozenset, j: int) -> bool:
         key = (self.case.case_id, events, j)
         if key in self.memo.outcomes:
             self.memo.hits += 1
-            self.memo_hits += 1
+            self.__memo_hits += 1
         else:
             self.memo.computed += 1
             self.memo.outcomes[key] = self._replay_one(events, j)
         success, tokens = self.memo.outcomes[key]
-        self.calls += 1
-        self.tokens += tokens
+        self.charge(tokens=tokens)
         return success
 
-    def replay(self, events: Iterable) -> Replay:
-        """Replay one set under the r seeds (charges r seed replays)."""
-        events = frozenset(events)
-        self.case.mask(events)  # a non-player is a one-line error
-        successes = sum(self._seed(events, j) for j in range(self.r))
-        return Replay(events, successes, self.r, bool(self.passes(successes)))
-
-    def h(self, events: Iterable) -> bool:
-        """h_θ(S) (charges r seed replays)."""
-        return self.replay(events).success
-
-    def value(self, events: Iterable) -> float:
-        """The mean replay success of a set, (1/r) Σ_j Y_j(S) (charges r seed replays)."""
-        return float(self.replay(events).mean)
+    def successes(self, events: frozenset[str]) -> int:
+        """Σ_j Y_j(S), each seed's replay looked up in the memo or computed (and its tokens charged)."""
+        return sum(self._seed(events, j) for j in range(self.r))
 
     def replay_every_subset(self) -> np.ndarray:
-        """h_θ of every subset of the players, indexed by bitmask (charges r·2^n seed replays)."""
+        """h_θ of every subset of the players, indexed by bitmask (charges r·2^n seed replays).
+
+        With a ``table``, one vectorised call shared through the memo; else set by set.
+        """
+        if self._table is None:
+            return super().replay_every_subset()
         n = len(self.case.candidates)
         key = (self.case.case_id, "every subset", self.r)
-        if self._table is not None:
-            if key in self.memo.tables:
-                self.memo.hits += self.r << n
-                self.memo_hits += self.r << n
-            else:
-                self.memo.computed += self.r << n
-                self.memo.tables[key] = self._table(self.r)
-            self.calls += self.r << n
-            return self.memo.tables[key]
-        players = self.case.candidates
-        subsets = itertools.chain.from_iterable(itertools.combinations(players, k) for k in range(n + 1))
-        out = np.zeros(1 << n, dtype=bool)
-        for s in subsets:
-            out[self.case.mask(s)] = self.h(s)
-        return out
+        if key in self.memo.tables:
+            self.memo.hits += self.r << n
+            self.__memo_hits += self.r << n
+        else:
+            self.memo.computed += self.r << n
+            self.memo.tables[key] = self._table(self.r)
+        self.charge(self.r << n)
+        return self.memo.tables[key]
+
+
+Oracle = AttributionOracle  # the name the adapters and testbeds import

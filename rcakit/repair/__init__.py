@@ -6,8 +6,13 @@ Repair Families via Counterfactual Replay*. Submodules, by concept:
 - ``graph``: execution DAGs (``Case``), the failure slice, pair admission,
   hidden-edge views and schedules;
 - ``benchmark``: the seeded Controlled-DAG generator and hand-built cases;
-- ``oracle``: counterfactual replay with r shared seeds, θ = 2/3 and noise;
-  the oracle counts its own calls;
+- ``shared_seeds``: replay under r shared seeds, θ = 2/3 and the rule h_θ,
+  the ``Oracle`` interface and ``SharedSeedOracle``, the one base class of
+  every replay oracle, which counts its own calls;
+- ``oracle``: the symbolic counterfactual replay of a Controlled-DAG case,
+  with noise (``ReplayOracle``);
+- ``families``: repair families, the inclusion-minimality filter, the
+  ranking and ``RepairResult``;
 - ``search``: GCJR, exhaustive search and the ablation switches;
 - ``baselines``: singleton, execution-window, Shapley top-2, centrality,
   random pairs at a matched budget;
@@ -15,9 +20,9 @@ Repair Families via Counterfactual Replay*. Submodules, by concept:
 - ``experiments``: the chapter's comparisons, ablations, baselines, and its
   hidden-edge, noise and cost sweeps with the tables derived from them;
 - ``figures``: a hash-order-free drawing of an execution DAG and the sweep figures;
-- ``workflow``: the four-agent DualSolve-style workflow (planner, two solvers,
-  aggregator) whose messages are replayed, its scripted and LLM policies, and
-  the pilot run by GCJR and exhaustive search on it.
+- ``pilot``: the four-agent DualSolve-style workflow (planner, two solvers,
+  aggregator) whose messages are replayed, its scripted and LLM policies, its
+  replay oracle, and the pilot run by GCJR and exhaustive search on it.
 
 Used in the chapters: `primer`, `gcjr-ablations`.
 """
@@ -36,7 +41,9 @@ from rcakit.repair.benchmark import (
     execution_graph,
     hand_built_case,
     make_case,
+    true_family,
 )
+from rcakit.repair.families import RepairResult, minimal_sets, ranked
 from rcakit.repair.figures import (
     draw_case,
     hidden_edge_figure,
@@ -65,29 +72,8 @@ from rcakit.repair.metrics import (
     summarise,
     summary_table,
 )
-from rcakit.repair.oracle import (
-    THETA,
-    Replay,
-    ReplayOracle,
-    clean_success,
-    replay,
-    threshold,
-    true_family,
-)
-from rcakit.repair.search import (
-    ABLATIONS,
-    EXHAUSTIVE,
-    GCJR,
-    RepairResult,
-    SearchConfig,
-    ablation_configs,
-    exhaustive,
-    gcjr,
-    in_domain,
-    minimal_sets,
-    replay_search,
-)
-from rcakit.repair.workflow import (
+from rcakit.repair.oracle import ReplayOracle, clean_success, replay
+from rcakit.repair.pilot import (
     LLMPolicy,
     ScriptedPolicy,
     WorkflowCase,
@@ -97,6 +83,19 @@ from rcakit.repair.workflow import (
     pilot_cases,
     run_pilot,
 )
+from rcakit.repair.search import (
+    ABLATIONS,
+    EXHAUSTIVE,
+    GCJR,
+    Method,
+    SearchConfig,
+    ablation_configs,
+    exhaustive,
+    gcjr,
+    in_domain,
+    replay_search,
+)
+from rcakit.repair.shared_seeds import THETA, Oracle, Replay, SharedSeedOracle, threshold
 
 __all__ = [
     "ABLATIONS",
@@ -107,11 +106,14 @@ __all__ = [
     "KINDS",
     "KIND_LABELS",
     "LLMPolicy",
+    "Method",
+    "Oracle",
     "RepairResult",
     "Replay",
     "ReplayOracle",
     "ScriptedPolicy",
     "SearchConfig",
+    "SharedSeedOracle",
     "Structure",
     "THETA",
     "WorkflowCase",
@@ -148,6 +150,7 @@ __all__ = [
     "pilot_cases",
     "random_pairs",
     "random_topological_order",
+    "ranked",
     "replay",
     "replay_search",
     "run_pilot",

@@ -1,4 +1,4 @@
-"""Baselines of GCJR §Experiments, each returning a ``RepairResult``.
+"""Baselines of GCJR §Experiments, each a ``Method``: ``(case, oracle) -> RepairResult``.
 
 The paper names them but not their details; the choices are:
 
@@ -29,18 +29,19 @@ import networkx as nx
 import numpy as np
 
 from rcakit import RcakitError
+from rcakit.repair.families import RepairResult, minimal_sets, ranked
 from rcakit.repair.graph import Case, failure_slice
-from rcakit.repair.oracle import ReplayOracle
-from rcakit.repair.search import EXHAUSTIVE, RepairResult, minimal_sets, ranked, replay_search
+from rcakit.repair.search import EXHAUSTIVE, Method, replay_search
+from rcakit.repair.shared_seeds import Oracle
 from rcakit.shapley import shapley_exact
 
 
-def singleton_replay(case: Case, oracle: ReplayOracle) -> RepairResult:
+def singleton_replay(case: Case, oracle: Oracle) -> RepairResult:
     """Every candidate replayed alone; no slicing, no pairs."""
     return replay_search(case, oracle, case.order(oracle.schedule), replace(EXHAUSTIVE, q=1))
 
 
-def execution_window(case: Case, oracle: ReplayOracle, w: int = 4, q: int = 2) -> RepairResult:
+def execution_window(case: Case, oracle: Oracle, w: int = 4, q: int = 2) -> RepairResult:
     """Exhaustive search over the last ``w`` candidates logged before the sink."""
     if not (isinstance(w, (int, np.integer)) and w >= 1):
         raise RcakitError(f"execution_window: w = {w!r} must be an integer >= 1")
@@ -48,7 +49,7 @@ def execution_window(case: Case, oracle: ReplayOracle, w: int = 4, q: int = 2) -
     return replay_search(case, oracle, window, replace(EXHAUSTIVE, q=q))
 
 
-def shapley_top2(case: Case, oracle: ReplayOracle) -> RepairResult:
+def shapley_top2(case: Case, oracle: Oracle) -> RepairResult:
     """The top-2 events by exact Shapley value of h_θ, returned as one joint set."""
     table = oracle.replay_every_subset().astype(float)
     n = len(case.candidates)
@@ -59,7 +60,7 @@ def shapley_top2(case: Case, oracle: ReplayOracle) -> RepairResult:
     return RepairResult(frozenset([s]), (s,))
 
 
-def centrality(case: Case, oracle: ReplayOracle, graph: nx.DiGraph | None = None) -> RepairResult:
+def centrality(case: Case, oracle: Oracle, graph: nx.DiGraph | None = None) -> RepairResult:
     """Pointwise structural blame: the most between-central slice candidate, no replay."""
     view = case.graph if graph is None else graph
     score = nx.betweenness_centrality(view)
@@ -71,7 +72,7 @@ def centrality(case: Case, oracle: ReplayOracle, graph: nx.DiGraph | None = None
     return RepairResult(frozenset([s]), (s,))
 
 
-def random_pairs(case: Case, oracle: ReplayOracle, budget: int, rng: np.random.Generator) -> RepairResult:
+def random_pairs(case: Case, oracle: Oracle, budget: int, rng: np.random.Generator) -> RepairResult:
     """Random distinct pairs at a budget of ``budget`` seed replays (∅ included, no singletons)."""
     order = case.order(oracle.schedule)
     pool = [frozenset(c) for c in itertools.combinations(order, 2)]
@@ -87,14 +88,14 @@ def random_pairs(case: Case, oracle: ReplayOracle, budget: int, rng: np.random.G
     return RepairResult(family, ranked(family, means, order))
 
 
-def baseline_methods(budgets: dict[str, int], seed: int, w: int = 4, q: int = 2) -> dict:
+def baseline_methods(budgets: dict[str, int], seed: int, w: int = 4, q: int = 2) -> dict[str, Method]:
     """The five baselines as ``method(case, oracle)`` callables, keyed by name.
 
     ``budgets`` maps a case id to GCJR's replay count on it (for the
     matched-budget random-pairs baseline, whose draws are seeded by (seed,
     case, schedule)).
     """
-    def random_at_budget(case: Case, oracle: ReplayOracle) -> RepairResult:
+    def random_at_budget(case: Case, oracle: Oracle) -> RepairResult:
         rng = np.random.default_rng([seed, case.seed, oracle.schedule])
         return random_pairs(case, oracle, budgets[case.case_id], rng)
 

@@ -45,12 +45,27 @@ import numpy as np
 import pandas as pd
 
 from rcakit import RcakitError
+from rcakit.repair.families import minimal_sets
 from rcakit.repair.graph import KINDS, Case, Structure, distinct_schedules, failure_slice, is_schedule
-from rcakit.repair.oracle import true_family
+from rcakit.repair.oracle import clean_success
 
 SINK = "out"
 N_SCHEDULES = 3
 MAX_GRAPHS = 50
+
+
+def true_family(case: Case, q: int = 2) -> frozenset:
+    """F_{q,θ} under noiseless replay: all inclusion-minimal successes of size <= q.
+
+    The reference every method is scored against (MRFR, GCJR §Technical
+    contribution); replay here is free and is not counted.
+    """
+    return minimal_sets(
+        frozenset(s)
+        for k in range(1, q + 1)
+        for s in itertools.combinations(case.candidates, k)
+        if clean_success(case, case.mask(s))
+    )
 
 
 def _add_chain(g: nx.DiGraph, agent: str, k: int, rng: np.random.Generator, p_tool: float) -> list[str]:

@@ -27,10 +27,12 @@ import pandas as pd
 
 from rcakit import RcakitError
 from rcakit.repair.baselines import baseline_methods
+from rcakit.repair.families import RepairResult
 from rcakit.repair.graph import IN_SCOPE_KINDS, Case, Structure, failure_slice, hide_edges
 from rcakit.repair.metrics import evaluate_method, per_kind, scoped, summarise, summary_table
-from rcakit.repair.oracle import THETA, ReplayOracle, threshold
-from rcakit.repair.search import GCJR, ablation_configs, exhaustive, gcjr
+from rcakit.repair.oracle import ReplayOracle
+from rcakit.repair.search import GCJR, SearchConfig, ablation_configs, exhaustive, gcjr
+from rcakit.repair.shared_seeds import THETA, Oracle, ThetaLike, threshold
 
 Runs = Mapping[str, pd.DataFrame]  # method name -> ``evaluate_method`` frame
 
@@ -40,18 +42,19 @@ def _require(values: Sequence, name: str) -> None:
         raise RcakitError(f"{name}: the sweep needs at least one value")
 
 
-def theta_label(theta) -> str:
+def theta_label(theta: ThetaLike) -> str:
     """θ as a short exact label for tables and results, e.g. ``"2/3"``."""
     return str(threshold(theta))
 
 
-def _gcjr_hidden(case: Case, oracle, fraction: float, seed: int, draw: int, config=GCJR):
+def _gcjr_hidden(case: Case, oracle: Oracle, *, fraction: float, seed: int, draw: int,
+                 config: SearchConfig = GCJR) -> RepairResult:
     view = hide_edges(case.graph, fraction, np.random.default_rng([seed, case.seed, draw]))
     return gcjr(case, oracle, config, graph=view)
 
 
-def hidden_edge_sweep(cases: list[Case], fractions: Sequence[float], draws: int, seed: int,
-                      q: int = 2, r: int = 3, theta=THETA) -> pd.DataFrame:
+def hidden_edge_sweep(cases: list[Case], fractions: Sequence[float], *, draws: int, seed: int,
+                      q: int = 2, r: int = 3, theta: ThetaLike = THETA) -> pd.DataFrame:
     """GCJR with a fraction of edges hidden from its view; the oracle keeps the true graph.
 
     Draw d hides a nested prefix of one random edge permutation per case, so
@@ -68,8 +71,8 @@ def hidden_edge_sweep(cases: list[Case], fractions: Sequence[float], draws: int,
     return pd.concat(frames, ignore_index=True)
 
 
-def noise_sweep(cases: list[Case], noise_levels: Sequence[float], r_values: Sequence[int],
-                theta_values: Sequence, q: int = 2) -> pd.DataFrame:
+def noise_sweep(cases: list[Case], *, noise_levels: Sequence[float], r_values: Sequence[int],
+                theta_values: Sequence[ThetaLike], q: int = 2) -> pd.DataFrame:
     """GCJR and exhaustive search under per-seed replay noise, for each (noise, r, θ).
 
     Scored against the noiseless family. GCJR runs under all three schedules,
@@ -101,7 +104,7 @@ class CostTerms(NamedTuple):
     admitted_sets: int  # p
 
 
-def gcjr_cost_terms(case: Case, *, r: int = 3, theta=THETA, noise: float = 0.0, schedule: int = 0,
+def gcjr_cost_terms(case: Case, *, r: int = 3, theta: ThetaLike = THETA, noise: float = 0.0, schedule: int = 0,
                     q: int = 2) -> CostTerms:
     """m and p of GCJR's cost r(1+m+p), read from the graph, not from a search.
 
@@ -118,7 +121,7 @@ def gcjr_cost_terms(case: Case, *, r: int = 3, theta=THETA, noise: float = 0.0, 
     pairs = nx.Graph()
     pairs.add_nodes_from(scope)
     pairs.add_edges_from((u, v) for u, v in itertools.combinations(scope, 2) if structure.admissible(u, v))
-    referee = ReplayOracle(case, r, theta, noise, schedule)
+    referee = ReplayOracle(case, r=r, theta=theta, noise=noise, schedule=schedule)
     succeeds = functools.lru_cache(maxsize=None)(lambda s: referee.h(s))
     p = 0
     for clique in nx.enumerate_all_cliques(pairs):
@@ -130,8 +133,8 @@ def gcjr_cost_terms(case: Case, *, r: int = 3, theta=THETA, noise: float = 0.0, 
     return CostTerms(len(scope), p)
 
 
-def cost_check(cases: list[Case], gcjr_frame: pd.DataFrame, exhaustive_frame: pd.DataFrame, r: int,
-               theta=THETA, q: int = 2) -> pd.DataFrame:
+def cost_check(cases: list[Case], gcjr_frame: pd.DataFrame, exhaustive_frame: pd.DataFrame, *, r: int,
+               theta: ThetaLike = THETA, q: int = 2) -> pd.DataFrame:
     """The oracle's counted calls beside r(1+m+p) for GCJR and r(1 + Σ_{k<=q} C(n,k)) for exhaustive search.
 
     At q = 2 the second is the paper's r(1+n+C(n,2)). Both frames come from
@@ -185,7 +188,8 @@ def cost_summary(cost: pd.DataFrame, r: int) -> dict:
 
 # --- the main comparison (GCJR §Results) ------------------------------------------------
 
-def gcjr_and_exhaustive(cases: list[Case], *, q: int = 2, r: int = 3, theta=THETA) -> dict[str, pd.DataFrame]:
+def gcjr_and_exhaustive(cases: list[Case], *, q: int = 2, r: int = 3,
+                        theta: ThetaLike = THETA) -> dict[str, pd.DataFrame]:
     """GCJR and exhaustive search on every case under all three schedules, noiseless."""
     methods = {"GCJR": functools.partial(gcjr, config=replace(GCJR, q=q)),
                "exhaustive": functools.partial(exhaustive, q=q)}
@@ -257,8 +261,8 @@ def scoped_cases(cases: list[Case], frame: pd.DataFrame) -> list[Case]:
 
 # --- ablations and baselines (GCJR §Experiments, §Limitations) --------------------------
 
-def ablation_runs(cases: list[Case], hidden_sweep: pd.DataFrame | None, *, q: int = 2, r: int = 3, theta=THETA,
-                  reference: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+def ablation_runs(cases: list[Case], hidden_sweep: pd.DataFrame | None, *, q: int = 2, r: int = 3,
+                  theta: ThetaLike = THETA, reference: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """Each ablation of ``search.ABLATIONS`` on every case (first schedule), plus 10% hidden edges.
 
     ``reference`` is an existing GCJR evaluation reused as the ``gcjr`` row;
@@ -310,7 +314,7 @@ def ablation_beside_paper(numbers: Mapping, published: Mapping) -> pd.DataFrame:
 
 
 def baseline_runs(cases: list[Case], gcjr_frame: pd.DataFrame, *, seed: int, window: int = 4, q: int = 2,
-                  r: int = 3, theta=THETA) -> dict[str, pd.DataFrame]:
+                  r: int = 3, theta: ThetaLike = THETA) -> dict[str, pd.DataFrame]:
     """The five baselines on every case under all three schedules; random pairs gets GCJR's replays per case."""
     budgets = dict(zip(gcjr_frame["case_id"], gcjr_frame["replays"], strict=True))
     methods = baseline_methods(budgets, seed, w=window, q=q)
@@ -345,7 +349,7 @@ def noise_summary(sweep: pd.DataFrame) -> pd.DataFrame:
     return sweep.groupby(["method", "theta", "r", "noise"])[columns].mean().reset_index()
 
 
-def sc_under_noise(summary: pd.DataFrame, r: int, theta) -> dict | None:
+def sc_under_noise(summary: pd.DataFrame, r: int, theta: ThetaLike) -> dict | None:
     """GCJR's schedule consistency at the main (r, θ), at the smallest and largest positive noise.
 
     None when the sweep has no positive noise level at that (r, θ).

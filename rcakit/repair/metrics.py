@@ -16,7 +16,7 @@ under noiseless replay:
 - MV: 1 if P holds a non-minimal set, i.e. a strict superset of a member of T
   (minimality violation).
 - replays: seed replays on the first schedule, as counted by the oracle
-  itself (``ReplayOracle.calls``), never as reported by the method.
+  itself (``Oracle.calls``), never as reported by the method.
 
 Over a group of cases each metric is a mean; macro FEM is the mean over the
 in-scope types of the per-type FEM. ``per_kind`` gives the per-type means
@@ -27,15 +27,18 @@ Used in the chapters: `gcjr-ablations`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
+from rcakit.repair.benchmark import true_family
+from rcakit.repair.families import RepairResult
 from rcakit.repair.graph import IN_SCOPE_KINDS, KINDS, Case
-from rcakit.repair.oracle import THETA, ReplayOracle, clean_success, true_family
-from rcakit.repair.search import RepairResult, in_domain
+from rcakit.repair.oracle import ReplayOracle, clean_success
+from rcakit.repair.search import Method, in_domain
+from rcakit.repair.shared_seeds import THETA, ThetaLike
 
-Method = Callable[[Case, ReplayOracle], RepairResult]
 SCORES = ("fem", "aj", "recall", "rs1", "repair_success1", "mv", "sc", "replays")  # per-case metric columns
 
 
@@ -60,13 +63,13 @@ def format_family(family: Iterable[frozenset]) -> str:
     return " | ".join(sets) if sets else "∅"
 
 
-def counted_run(case: Case, method: Method, **oracle_args) -> tuple[RepairResult, int]:
+def counted_run(case: Case, method: Method, **oracle_args: Any) -> tuple[RepairResult, int]:
     """``method``'s result on one case and the seed replays its oracle counted."""
     oracle = ReplayOracle(case, **oracle_args)
     return method(case, oracle), oracle.calls
 
 
-def evaluate_method(cases: list[Case], method: Method, *, q: int = 2, r: int = 3, theta=THETA,
+def evaluate_method(cases: list[Case], method: Method, *, q: int = 2, r: int = 3, theta: ThetaLike = THETA,
                     noise: float = 0.0, schedules: Iterable[int] = (0, 1, 2)) -> pd.DataFrame:
     """Run ``method`` on every case under each schedule; one row per case.
 

@@ -5,8 +5,9 @@ slices the graph, admits only structurally plausible multi-event sets and
 prunes sets that contain a successful smaller set; exhaustive search does
 none of that and keeps the final inclusion-minimality filter. The paper's
 ablations are further settings of the same switches (``ABLATIONS``).
-``minimal_sets`` is the one inclusion-minimality filter of the package; the
-oracle's reference family uses it too.
+The search is typed against the :class:`~rcakit.repair.shared_seeds.Oracle`
+interface, so it runs unchanged on every replay oracle, and returns a
+:class:`~rcakit.repair.families.RepairResult`.
 
 Used in the chapters: `primer`, `gcjr-ablations`.
 """
@@ -14,16 +15,17 @@ Used in the chapters: `primer`, `gcjr-ablations`.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from rcakit import RcakitError
+from rcakit.repair.families import RepairResult, minimal_sets, ranked
 from rcakit.repair.graph import Case, Structure, failure_slice
+from rcakit.repair.shared_seeds import Oracle
 
-if TYPE_CHECKING:  # the oracle imports ``minimal_sets`` from here; the search only calls the oracle
-    from rcakit.repair.oracle import ReplayOracle
+Method = Callable[[Case, Oracle], RepairResult]  # a repair method: a case and its oracle -> a family
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class SearchConfig:
     prune: bool = True
     minimality: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not (isinstance(self.q, int) and self.q >= 1):
             raise RcakitError(f"SearchConfig: q = {self.q!r} must be an integer >= 1")
 
@@ -65,32 +67,7 @@ ABLATIONS = {
 }
 
 
-@dataclass(frozen=True)
-class RepairResult:
-    """A method's output on one case.
-
-    family: the returned sets; ranking: the same sets, best first (size, then
-    mean replay success, then earliest event in the schedule). The replay
-    cost is not part of the result: the oracle counts it (``ReplayOracle.calls``).
-    """
-
-    family: frozenset
-    ranking: tuple
-
-
-def minimal_sets(sets) -> frozenset:
-    """The inclusion-minimal members of ``sets`` (an antichain)."""
-    sets = set(sets)
-    return frozenset(s for s in sets if not any(t < s for t in sets))
-
-
-def ranked(family, means: dict, order: list[str]) -> tuple:
-    """``family`` best first: smaller sets, then higher mean replay success, then the earliest event in ``order``."""
-    pos = {v: i for i, v in enumerate(order)}
-    return tuple(sorted(family, key=lambda s: (len(s), -means[s], min(pos[v] for v in s))))
-
-
-def replay_search(case: Case, oracle: ReplayOracle, pool: list[str], config: SearchConfig,
+def replay_search(case: Case, oracle: Oracle, pool: list[str], config: SearchConfig,
                   structure: Structure | None = None) -> RepairResult:
     """Replay ∅, every singleton of ``pool``, then larger sets level by level.
 
@@ -117,7 +94,7 @@ def replay_search(case: Case, oracle: ReplayOracle, pool: list[str], config: Sea
     return RepairResult(family, ranked(family, means, pool))
 
 
-def gcjr(case: Case, oracle: ReplayOracle, config: SearchConfig = GCJR,
+def gcjr(case: Case, oracle: Oracle, config: SearchConfig = GCJR,
          graph: nx.DiGraph | None = None) -> RepairResult:
     """Graph-Constrained Joint Replay on GCJR's view of the graph.
 
@@ -135,12 +112,12 @@ def gcjr(case: Case, oracle: ReplayOracle, config: SearchConfig = GCJR,
     return replay_search(case, oracle, order, config, structure)
 
 
-def exhaustive(case: Case, oracle: ReplayOracle, q: int = 2) -> RepairResult:
+def exhaustive(case: Case, oracle: Oracle, q: int = 2) -> RepairResult:
     """Every set of size <= q over all candidates, then the minimality filter."""
     return gcjr(case, oracle, replace(EXHAUSTIVE, q=q))
 
 
-def in_domain(case: Case, family, graph: nx.DiGraph | None = None) -> bool:
+def in_domain(case: Case, family: Iterable[frozenset[str]], graph: nx.DiGraph | None = None) -> bool:
     """Whether every set of ``family`` lies in GCJR's candidate domain D_G.
 
     D_G: singletons of the slice, and admissible sets of slice events. GCJR
