@@ -186,6 +186,13 @@ def _missing_why(needs: Mapping[str, Any], inputs: Mapping[str, str], measured: 
     return "the chapter has not run" if not measured else "not recorded by this run"
 
 
+def _why(claim: Mapping, value: Any, inputs: Mapping[str, str], measured: Mapping) -> str:
+    """Why a claim is not measured: its section's missing input, or its identity's missing expected value."""
+    if value is not None:
+        return f"its value at these parameters ({claim['expected']}) was not recorded"
+    return _missing_why(_needs(claim, inputs), inputs, measured)
+
+
 def _target(claim: Mapping, measured: Mapping, params: Mapping) -> Any:
     """The value an identity must have at these parameters (its ``expected`` key), else None."""
     key = claim.get("expected")
@@ -212,7 +219,7 @@ def _check(claim: Mapping, value: Any, ci: Any, target: Any) -> str:
 
 def _verdict(claim: Mapping, value: Any, ci: Any, target: Any, params: Mapping | None,
              inputs: Mapping[str, str]) -> str:
-    if value is None:
+    if value is None or (claim.get("kind") == "identity" and "expected" in claim and target is None):
         return "not measured"
     setting = _setting(claim, inputs)
     off_setting = params is not None and any(params.get(k) != v for k, v in setting.items())
@@ -290,7 +297,7 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
                 "CI": "" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
                 "rule": _rule(claim, ci),
                 "verdict": verdict,
-                "why": _missing_why(_needs(claim, inputs), inputs, measured) if verdict == "not measured" else "",
+                "why": _why(claim, value, inputs, measured) if verdict == "not measured" else "",
                 "note": str(claim.get("note") or claim.get("reason") or ""),
                 "holds": bool(claim.get("holds", False)),
                 "asserted": _asserted(claim, params, inputs),

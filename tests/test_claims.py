@@ -183,6 +183,15 @@ def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_cla
     assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["verdict"].tolist() == ["differs"]
 
 
+def test_an_identity_whose_expected_value_was_not_recorded_is_not_measured(fake_claims):
+    fake_claims({"car-shapley": {"claims": [
+        claim(claim="share", kind="identity", paper=1.0, tolerance=1e-9, expected="share_of_hop1", holds=True)]}})
+    table = claims.compare("car-shapley", {"x": 0.53})
+    assert table["verdict"].tolist() == ["not measured"]  # never checked against the paper's 1.0 instead
+    assert table["why"].tolist() == ["its value at these parameters (share_of_hop1) was not recorded"]
+    claims.assert_holds(table)
+
+
 def test_a_section_that_needs_data_or_a_model_is_not_measured_and_says_why(fake_claims):
     fake_claims({"longrca-strata": {"claims": [
         claim(claim="loaded", kind="identity", expect="== 58", when={"who_and_when_path": "who-and-when"}),
