@@ -1,6 +1,8 @@
 # rcakit: the README's commands.
 #   make book   run every chapter with its default parameters and build the HTML
 #   make test   the lint gate, unit tests, every chapter with its quick parameters, strict nbval, book build -W
+#   make unit   the unit tests alone (no chapter runs)
+#   make build  the HTML from the executed pages present (keeps reruns)
 #   make lint   ruff over rcakit, tests, benchmarks, scripts and the chapters' code (scripts/lint.py)
 #   make lab    JupyterLab with jupytext: the MyST chapters open as notebooks
 SHELL := /bin/bash
@@ -10,7 +12,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
+.PHONY: book build unit install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -26,18 +28,36 @@ book: install-book
 	$(VENV)/bin/rcakit book
 	@echo "Open the book: file://$(CURDIR)/book/_build/html/index.html"
 
+# Only the HTML, from the executed pages present (after `rcakit run`, say).
+build: install-book
+	$(VENV)/bin/rcakit build
+
 # The lint gate first (it fails the target on any finding), then two pytest
-# passes: the first runs the chapters (quick) into a scratch book and builds it
-# with -W; the second re-executes those notebooks under strict nbval.
+# passes. The first runs the unit tests and every page at quick into a scratch
+# book with an empty data home (a new user's first build) and builds it with
+# -W. The second re-executes those notebooks under strict nbval with another
+# PYTHONHASHSEED, comparing figures byte for byte (tests/nbval_figures.py);
+# the results it rewrites must then be byte-identical to the first run's.
 lint: install-dev
 	$(PY) scripts/lint.py
 
-test: install-dev
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) || true  # the browser test
+install-browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+TEST_ENV := RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results RCAKIT_DATA_DIR=$(TEST_BOOK)/data-home
+
+test: install-dev install-browser
 	$(PY) scripts/lint.py
 	rm -rf $(TEST_BOOK)
-	RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results $(PY) -m pytest tests
-	RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results RCAKIT_DATA_DIR=$(TEST_BOOK)/data-home $(PY) -m pytest --nbval $(TEST_BOOK)/chapters -p no:cacheprovider
+	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests
+	cp -r $(TEST_BOOK)/results $(TEST_BOOK)/results-first
+	$(TEST_ENV) PYTHONHASHSEED=123 PYTHONPATH=tests $(PY) -m pytest --nbval -p nbval_figures \
+	  $(TEST_BOOK)/chapters -p no:cacheprovider
+	diff -r $(TEST_BOOK)/results-first $(TEST_BOOK)/results
+
+# The unit tests alone: no chapter runs, no book (the fast inner loop).
+unit: install-dev
+	$(PY) -m pytest tests -m "not chapters" -q
 
 lab: $(PY)
 	$(PY) -m pip install -q -e ".[lab]"

@@ -102,6 +102,9 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
         elif params[name] != chapter.parameters[name].default:
             _check_data(params[name], name, where)
     _probe_models(chapter_id, params)
+    from rcakit.inputs import check_parameters  # data files, plug-ins, the scheduler: each read before a kernel
+
+    check_parameters(chapter_id, params)
 
 
 def _check_data(value: Any, name: str, where: str) -> None:

@@ -1,0 +1,108 @@
+"""The project around the package: environment.yml, the lint gate, compare_results, the API page."""
+
+import json
+from pathlib import Path
+
+LINT = Path(__file__).parents[1] / "scripts" / "lint.py"
+
+def _lint(*paths):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, str(LINT), *map(str, paths)], capture_output=True, text=True)
+
+
+def _script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_environment_yml_mirrors_pyproject_lower_bounds():
+    import re
+    import tomllib
+
+    import yaml
+
+    from rcakit.paths import project_root
+
+    project = tomllib.loads((project_root() / "pyproject.toml").read_text())["project"]
+    declared = project["dependencies"] + [d for k, v in project["optional-dependencies"].items()
+                                          if k != "local-llm" for d in v]
+    env = yaml.safe_load((project_root() / "environment.yml").read_text())["dependencies"]
+    pins = [d for d in env if isinstance(d, str)] + next(d["pip"] for d in env if isinstance(d, dict))
+    for requirement in declared:
+        name = re.split(r"[<>=]", requirement)[0]
+        mirrored = [p for p in pins if re.split(r"[<>=]", p)[0] == name]
+        assert mirrored == [requirement], f"{requirement} is not mirrored in environment.yml"
+
+
+def test_make_test_runs_the_lint_gate_before_pytest():
+    import re
+
+    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    recipe = [line.strip() for line in re.search(r"^test:.*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()]
+    lint = recipe.index("$(PY) scripts/lint.py")  # the entry point the tests below run
+    first_pytest = min(i for i, line in enumerate(recipe) if "pytest" in line)
+    assert lint < first_pytest  # under .SHELLFLAGS -e a lint finding stops the target before any test runs
+    assert "-eo pipefail" in makefile
+
+
+def test_lint_gate_fails_on_an_unused_import_in_code_and_in_a_chapter(tmp_path):
+    clean = tmp_path / "clean.py"
+    clean.write_text("import os\n\nprint(os.sep)\n")
+    assert _lint(clean).returncode == 0
+    dirty = tmp_path / "dirty.py"
+    dirty.write_text("import os\nimport sys\n\nprint(os.sep)\n")
+    proc = _lint(clean, dirty)
+    assert proc.returncode == 1 and f"{dirty}:2:8: F401" in proc.stdout and "`sys` imported but unused" in proc.stdout
+    head = (Path(__file__).parents[1] / "notebooks" / "claims.md").read_text().split("\n---\n")[0] + "\n---\n"
+    cell = "```{{code-cell}} ipython3\n{}\n```\n\n"
+    chapter = tmp_path / "toy.md"
+    body = "# Toy\n\n" + cell.format(":tags: [parameters]\n\nseed = 0  # s")
+    body += cell.format("import math\n\nmath.pi * seed")  # an import atop a later cell is not E402
+    chapter.write_text(head + body)  # the last expression of a cell is its output, not B018
+    assert _lint(chapter).returncode == 0, _lint(chapter).stdout
+    chapter.write_text(head + body + cell.format("import json\n\nseed"))
+    proc = _lint(tmp_path)  # a folder: its .py files and its chapters
+    assert proc.returncode == 1
+    assert f"{chapter}:cell 4:1:8: F401 [*] `json` imported but unused" in proc.stdout
+    assert f"{dirty}:2:8: F401" in proc.stdout and "`math`" not in proc.stdout
+
+
+def test_compare_results_names_the_differing_keys_and_passes_only_identical_or_expected(tmp_path):
+    cmp = _script("compare_results")
+    base, head = tmp_path / "base", tmp_path / "head"
+    base.mkdir()
+    head.mkdir()
+    tree = {"a": {"phi": [0.5, 0.25], "n": 3}, "params": {"seed": 0, "store": "results/cases"}}
+    (base / "x.json").write_text(json.dumps(tree, sort_keys=True, indent=2) + "\n")
+    (head / "x.json").write_text(json.dumps(tree, sort_keys=True, indent=2) + "\n")
+    assert cmp.compare("x", base, head, set()) == (True, "x: byte-identical")
+    moved = {**tree, "params": {"seed": 0, "store": "cases"}}
+    (head / "x.json").write_text(json.dumps(moved, sort_keys=True, indent=2) + "\n")
+    assert cmp.compare("x", base, head, set()) == (False, "x: differs at params.store")
+    assert cmp.compare("x", base, head, {"params.store"}) == (True, "x: identical except the expected keys "
+                                                                     "params.store")
+    changed = {"a": {"phi": [0.5, 0.26], "n": 3.0, "new": 1}, "params": moved["params"]}
+    (head / "x.json").write_text(json.dumps(changed, sort_keys=True, indent=2) + "\n")
+    ok, line = cmp.compare("x", base, head, {"params.store"})
+    assert not ok and line == "x: differs at a.n, a.new (only in head), a.phi.1"  # 3 and 3.0 are other bytes
+    assert cmp.compare("x", base, head, {"params.store", "a.new"}) == (False, "x: differs at a.n, a.phi.1")
+    (head / "x.json").write_text(json.dumps(tree, sort_keys=True) + "\n")  # same values, other layout
+    assert cmp.compare("x", base, head, set())[0] is False
+    assert cmp.compare("y", base, head, set()) == (False, f"y: no results file in the base run ({base / 'y.json'})")
+    assert cmp.differing_keys([1, 2], [1, 2, 3]) == ["(whole file)"]
+
+
+def test_api_page_lists_every_public_module_and_is_up_to_date():
+    api = _script("api_page")
+    page = api.page()
+    assert (Path(__file__).parents[1] / "book" / "api.md").read_text(encoding="utf-8") == page
+    for name in ("rcakit.scm", "rcakit.shapley", "rcakit.repair", "rcakit.rag", "rcakit.trajectories",
+                 "rcakit.llm", "rcakit.stats", "rcakit.claims"):
+        assert f".. automodule:: {name}\n   :members:" in page
+    assert api.source_of("rcakit.no_such_module") is None
