@@ -183,6 +183,52 @@ def _toy_root(tmp, cleanup):
     return {"RCAKIT_ROOT": str(tmp / "root")}
 
 
+def _serve_in_thread(tmp, cleanup, content: Callable[[str], bytes | None]) -> str:
+    """A bounded HTTP server on 127.0.0.1 (tests/shared_data.py) for one case; its base URL, no slash."""
+    from shared_data import start_server
+
+    server = start_server(content)
+    cleanup.append(server.stop)
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _hostile_file_list(name: str):
+    """A Hub listing of LongRCA Bench whose last record name is ``name``; ``{tmp}/sentinel.json`` is what
+    a ``../`` name reaches from the data set's folder (an earlier fetch left ``data/full`` behind)."""
+
+    def setup(tmp, cleanup):
+        import json
+
+        (tmp / "sentinel.json").write_text('{"kept": "byte for byte"}\n')
+        (tmp / "data-home" / "longrca-bench" / "data" / "full").mkdir(parents=True)
+        names = ["README.md", *(f"data/full/{i}.json" for i in range(1, 1140)), name.replace("{tmp}", str(tmp))]
+        listing = json.dumps({"siblings": [{"rfilename": n} for n in names]}).encode()
+        url = _serve_in_thread(tmp, cleanup, lambda p: listing if p.startswith("api/") else b'{"history": []}')
+        return {"RCAKIT_DATA_DIR": str(tmp / "data-home"), "RCAKIT_DATA_URL": url + "/", "HF_ENDPOINT": url}
+
+    return setup
+
+
+def _html_mirror(tmp, cleanup):
+    """A mirror that answers every path with a 63-byte HTML page (a rate-limit page)."""
+    page = b"<!DOCTYPE html><html><body>429 Too Many Requests</body></html>\n"
+    url = _serve_in_thread(tmp, cleanup, lambda p: page)
+    return {"RCAKIT_DATA_DIR": str(tmp / "data-home"), "RCAKIT_DATA_URL": url + "/"}
+
+
+DATA_CASES = [
+    Case("LongRCA file list: a name with ../", ["data", "fetch", "longrca-bench"],
+         "lists 'data/full/../../../../sentinel.json', which is not a path inside the data set's folder ('..' leads "
+         "out of the folder); nothing was fetched", setup=_hostile_file_list("data/full/../../../../sentinel.json")),
+    Case("LongRCA file list: an absolute name", ["data", "fetch", "longrca-bench"],
+         "lists '{tmp}/sentinel.json', which is not a path inside the data set's folder (an absolute path)",
+         setup=_hostile_file_list("{tmp}/sentinel.json")),
+    Case("an HTML page served as MuSiQue", ["data", "fetch", "musique"],
+         "musique: musique_ans_v1.0_dev.jsonl: refused at first fetch (an HTML page: 63 bytes, the registry expects "
+         "28.9 MB to 31.9 MB); nothing from http://127.0.0.1:", setup=_html_mirror),
+]
+
+
 PLUS = "+" * 5000
 DIGITS = "1" * 5000
 DEEP = "[" * 60_000 + "]" * 60_000  # one argument may hold at most 128 KiB
@@ -232,6 +278,7 @@ CASES = [
          setup=_readonly_results, mount=True),
     Case("full results folder", ["run", "car-shapley"], "results folder (RCAKIT_RESULTS_DIR): ",
          setup=_full_results, mount=True),
+    *DATA_CASES,
     Case("missing -p value", ["run", "car-shapley", "-p", "q"], "argument -p/--param: expected 2 arguments"),
     Case("unknown parameter", ["run", "car-shapley", "-p", "qq", "1"], "unknown parameter 'qq'"),
     Case("unknown chapter", ["run", "no-such-chapter"], "unknown chapter 'no-such-chapter'"),
