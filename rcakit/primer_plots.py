@@ -1,0 +1,146 @@
+"""The primer's figures: a run as a causal graph, the minimal repair family of a small DAG, and
+estimates beside their closed forms.
+
+In the graphs, nodes are text boxes, so a label always fits its node and no node is clipped
+at the edge of the axes; arrows end at the boxes' borders. The colours are
+named once here, by the word a reader sees on the page, so that a caption can
+name them as drawn: in the book's colourblind palette ``C3`` is a vermillion
+that reads as orange.
+
+Used in the chapters: `primer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.patches import FancyBboxPatch
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+
+from rcakit.plotting import ci_errorbar
+from rcakit.repair import Case, format_family
+
+SOUND = "C0"  # blue: a step or event without an injected error
+FAULT = "C3"  # orange: the step or events that carry the error
+OUTCOME = "C7"  # grey: the outcome, or the event where the failure shows
+REPAIR = "C2"  # green: the outline of one minimal repair set
+REFERENCE = "C3"  # orange crosses: a closed form or a bound
+BARS = ("C0", "C2")  # blue, then green: the columns of a bar chart
+
+Position = tuple[float, float]
+
+
+def draw_graph(ax: plt.Axes, edges: Iterable[tuple[str, str]], pos: Mapping[str, Position],
+               colours: Mapping[str, str], fontsize: float = 10) -> dict[str, Text]:
+    """Nodes as coloured boxes at ``pos``, arrows between their borders; returns the boxes by node.
+
+    The axes' limits are set from the positions with a margin, and the boxes
+    are never clipped, so the whole graph is drawn whatever the figure size.
+    """
+    boxes = {
+        node: ax.text(x, y, node, ha="center", va="center", color="white", fontsize=fontsize, zorder=3,
+                      bbox={"boxstyle": "round,pad=0.5", "facecolor": colours[node], "edgecolor": "none"})
+        for node, (x, y) in pos.items()
+    }
+    for tail, head in edges:
+        ax.annotate("", xy=(0.5, 0.5), xycoords=boxes[head], xytext=(0.5, 0.5), textcoords=boxes[tail],
+                    arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1, "shrinkA": 2, "shrinkB": 2,
+                                "patchA": boxes[tail].get_bbox_patch(), "patchB": boxes[head].get_bbox_patch()})
+    xs, ys = zip(*pos.values(), strict=True)
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_ylim(min(ys) - 0.5, max(ys) + 0.5)
+    ax.set_axis_off()
+    return boxes
+
+
+def run_graph_figure(edges: Iterable[tuple[str, str]], pos: Mapping[str, Position], faulty: Iterable[str],
+                     outcome: str = "Y") -> plt.Figure:
+    """A run as a structural causal model (CAR §2): ``faulty`` steps in orange, ``outcome`` in grey, the rest blue."""
+    faulty = set(faulty)
+    colours = {n: FAULT if n in faulty else OUTCOME if n == outcome else SOUND for n in pos}
+    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    draw_graph(ax, edges, pos, colours)
+    return fig
+
+
+def _outline(ax: plt.Axes, boxes: Iterable[Text]) -> None:
+    """A dashed green outline around ``boxes``: one repair set. Call it once the figure is laid out and drawn."""
+    renderer = ax.figure.canvas.get_renderer()
+    extent = Bbox.union([box.get_bbox_patch().get_window_extent(renderer) for box in boxes])
+    (x0, y0), (x1, y1) = ax.transData.inverted().transform(extent.get_points())
+    pad = 0.07
+    ax.add_patch(FancyBboxPatch((x0 - pad, y0 - pad), x1 - x0 + 2 * pad, y1 - y0 + 2 * pad,
+                                boxstyle="round,pad=0.03", fill=False, edgecolor=REPAIR, lw=2, ls="--", zorder=4))
+
+
+def repair_family_figure(cases: Mapping[str, Case], families: Mapping[str, Iterable[frozenset]],
+                         pos: Mapping[str, Position], rules: Mapping[str, str]) -> plt.Figure:
+    """One panel per case: its DAG with each set of its minimal repair family outlined (GCJR §Methodology).
+
+    Faulty events are orange, the failure sink grey, the other events blue.
+    Each set of ``families[name]`` gets its own dashed green outline, so a
+    jointly necessary pair is one outline around two events and two
+    alternative repairs are two outlines. ``rules[name]`` is written under the
+    sink: how its inputs corrupt it.
+    """
+    fig, axes = plt.subplots(1, len(cases), figsize=(4 * len(cases), 3.2), squeeze=False)
+    drawn = []
+    for ax, (name, case) in zip(axes[0], cases.items(), strict=True):
+        graph = case.graph
+        colours = {n: FAULT if graph.nodes[n]["fault"] else OUTCOME if n == case.sink else SOUND for n in pos}
+        boxes = draw_graph(ax, sorted(graph.edges), pos, colours)
+        x, y = pos[case.sink]
+        ax.text(x, y - 0.25, rules[name], ha="center", va="top", fontsize=8, style="italic", wrap=True)
+        ax.set_title(f"{name}: F = {format_family(families[name])}", fontsize=9)
+        drawn.append((ax, boxes, families[name]))
+    fig.tight_layout()
+    fig.canvas.draw()  # places the boxes, whose extents the outlines read
+    for ax, boxes, family in drawn:
+        for members in family:
+            _outline(ax, [boxes[m] for m in sorted(members)])
+    return fig
+
+
+def bars_with_reference(bars: pd.DataFrame, reference: pd.Series, *, ylabel: str,
+                        reference_label: str = "closed form", interval: tuple[str, float, float] | None = None,
+                        line: tuple[float, str] | None = None) -> plt.Figure:
+    """One bar per row and column of ``bars`` (blue, then green), ``reference`` as orange crosses.
+
+    The crosses sit over the first column's bars. ``interval`` is ``(row, lo, hi)``,
+    an error bar drawn on that row's first bar; ``line`` is ``(value, label)``, a
+    dashed horizontal line (a threshold).
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 2.8))
+    bars.plot.bar(ax=ax, rot=0, color=list(BARS[: bars.shape[1]]), legend=False)
+    first = {row: patch.get_x() + patch.get_width() / 2 for row, patch in zip(bars.index, ax.patches, strict=False)}
+    ax.scatter([first[row] for row in reference.index], reference, marker="x", s=80, color=REFERENCE, zorder=3,
+               label=reference_label)
+    if interval is not None:
+        row, lo, hi = interval
+        value = bars.iloc[:, 0][row]
+        yerr = [[max(value - lo, 0.0)], [max(hi - value, 0.0)]]  # an interval computed apart may round past the bar
+        ax.errorbar([first[row]], [value], yerr=yerr, color="black", capsize=5, zorder=4)
+    if line is not None:
+        ax.axhline(line[0], color="black", ls="--", lw=1, label=line[1])
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
+    return fig
+
+
+def effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) -> plt.Figure:
+    """Contrastive effects with their intervals beside the closed forms, the locus shaded orange (CAR §4).
+
+    ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 2.8))
+    if locus is not None:
+        ax.axvspan(locus - 0.4, locus + 0.4, color="C1", alpha=0.2)
+    effect = table["effect"]  # a percentile interval may, rarely, miss its own estimate: widen it to hold it
+    lo, hi = table["effect_lo"].clip(upper=effect), table["effect_hi"].clip(lower=effect)
+    ci_errorbar(ax, table["name"], effect, lo, hi, reference=closed, reference_label="closed form", label="replayed")
+    ax.set_ylabel("effect on P(bad)")
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
+    return fig
