@@ -274,7 +274,8 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
     numbers about to be recorded); ``params`` defaults to ``measured["params"]``
     when that is present. Columns: ``claim, kind, source, paper, workbench, CI,
     rule, verdict, why`` (why a number is not measured), ``note`` (why the
-    verdict is what it is), ``holds`` and ``asserted`` (what :func:`assert_holds` checks).
+    verdict is what it is), ``section`` (the chapter section that computes it),
+    ``holds`` and ``asserted`` (what :func:`assert_holds` checks).
     """
     measured = to_jsonable(measured)  # numpy arrays and frames become lists, as in the results file
     if params is None:
@@ -299,6 +300,7 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
                 "verdict": verdict,
                 "why": _why(claim, value, inputs, measured) if verdict == "not measured" else "",
                 "note": str(claim.get("note") or claim.get("reason") or ""),
+                "section": claim.get("section"),
                 "holds": bool(claim.get("holds", False)),
                 "asserted": _asserted(claim, params, inputs),
             }
@@ -465,18 +467,16 @@ def in_book_order(chapter_ids: Iterable[str]) -> list[str]:
 def compare_all(results: Mapping[str, Mapping]) -> pd.DataFrame:
     """The closing page's table: every chapter's claims against its results file, in book order.
 
-    Adds ``chapter``, ``paper`` (its short name, or the chapter id for a page
-    without a paper), ``section`` and ``link`` (the section's address relative
-    to the closing page) to :func:`compare`'s columns.
+    Adds ``chapter``, ``paper_name`` (the paper's short name, or the chapter id
+    for a page without a paper) and ``link`` (the section's address relative to
+    the closing page) to :func:`compare`'s columns.
     """
     frames = []
     for chapter_id in in_book_order(_load()):
         table = compare(chapter_id, results.get(chapter_id, {}))
-        sections = [c.get("section") for c in chapter_claims(chapter_id)["claims"]]
         table.insert(0, "chapter", chapter_id)
         table.insert(1, "paper_name", paper_name(chapter_id) or chapter_id)
-        table["section"] = sections
-        table["link"] = [section_link(chapter_id, s) for s in sections]
+        table["link"] = [section_link(chapter_id, s) for s in table["section"]]
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
 

@@ -72,7 +72,6 @@ def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) ->
     """
     titles = titles or {}
     counts = claims.headline_counts(table)
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
     body = []
     for chapter_id, group in table.groupby("chapter", sort=False):
         body.append(
@@ -80,15 +79,53 @@ def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) ->
             f"{chapter_link(chapter_id, titles.get(chapter_id))} "
             f'<span style="font-weight:normal">({html.escape(_chapter_note(counts.loc[chapter_id]))})</span></th></tr>'
         )
-        for kind in claims.kind_order(group["kind"]):
-            rows = group[group["kind"] == kind]
-            for i, (_, row) in enumerate(rows.iterrows()):
-                cells = _cells(row)
-                lead = "" if i else (f'<td rowspan="{len(rows)}" style="vertical-align:top">'
-                                     f"<em>{html.escape(kind)}</em></td>")
-                body.append("<tr>" + lead + "".join(_td(cells[c], _CELL_STYLE.get(c)) for c in COLUMNS[1:]) + "</tr>")
+        body += _kind_rows(group)
+    return _claims_table(body)
+
+
+def _claims_table(body: list[str]) -> str:
+    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
     return (f'<table class="dataframe claims-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def _kind_rows(group: pd.DataFrame) -> list[str]:
+    """The rows of one chapter's claims, grouped by kind, mechanism first."""
+    body = []
+    for kind in claims.kind_order(group["kind"]):
+        rows = group[group["kind"] == kind]
+        for i, (_, row) in enumerate(rows.iterrows()):
+            cells = _cells(row)
+            lead = "" if i else (f'<td rowspan="{len(rows)}" style="vertical-align:top">'
+                                 f"<em>{html.escape(kind)}</em></td>")
+            body.append("<tr>" + lead + "".join(_td(cells[c], _CELL_STYLE.get(c)) for c in COLUMNS[1:]) + "</tr>")
+    return body
+
+
+class Comparison:
+    """A chapter's claims table as a notebook shows it: HTML in the book, the claims and verdicts as text."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        linked = table.copy()
+        linked["link"] = ["#" + claims.section_anchor(s) if s else "" for s in linked["section"]]
+        self.table = linked
+
+    def _repr_html_(self) -> str:
+        return _claims_table(_kind_rows(self.table))
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{r.verdict}: {r.claim}" for r in self.table.itertuples())
+
+
+def comparison(table: pd.DataFrame) -> Comparison:
+    """A chapter's :func:`rcakit.claims.compare` table for its comparison section.
+
+    The same layout as the closing page: grouped by kind, mechanism first; the
+    verdict in the book's palette with why a claim is not measured under it; the
+    note under the claim; the interval under the workbench's value; each claim
+    linked to its section on the page; "—" for a value that does not apply.
+    """
+    return Comparison(table)
 
 
 def _chapter_note(counts: pd.Series) -> str:

@@ -86,16 +86,20 @@ def test_an_edited_claims_file_is_read_again(fake_claims):
     assert claims.compare("car-shapley", {})["paper"].tolist() == [2.0]
 
 
-def test_compare_returns_the_kind_and_takes_numpy_values():
+def test_compare_returns_the_kind_and_takes_numpy_values(fake_claims):
     import numpy as np
 
-    measured = {"interaction": {"phi": np.array([0.45, 0.45, 0.0]), "phi_ci": np.array([[0.43, 0.47]] * 3),
-                                "efficiency": np.float64(0.91)}}
+    fake_claims({"car-shapley": {"claims": [
+        claim(claim="phi_0", measured="phi.0", ci="phi_ci.0", paper=0.44),
+        claim(claim="phi_2", measured="phi.2", ci="phi_ci.2", paper=0.0),
+        claim(claim="efficiency", kind="identity", measured="efficiency", paper=0.91, tolerance=1e-9)]}})
+    measured = {"phi": np.array([0.45, 0.45, 0.0]), "phi_ci": np.array([[0.43, 0.47]] * 3),
+                "efficiency": np.float64(0.91)}
     table = claims.compare("car-shapley", measured, {"q": 0.3}).set_index("claim")
     assert list(table.columns[:1]) == ["kind"]
-    assert table.loc["Efficiency sum vs analytic 1 - q^2 = 0.91", "kind"] == "identity"
-    assert table.loc["Shapley phi_0, two-step interaction SCM", "verdict"] == "agrees"  # numpy CI is read
-    assert table.loc["Shapley phi_2 (irrelevant step) ~ 0", "verdict"] == "differs"  # 0 outside [0.43, 0.47]
+    assert table.loc["efficiency", "kind"] == "identity" and table.loc["efficiency", "verdict"] == "agrees"
+    assert table.loc["phi_0", "verdict"] == "agrees" and table.loc["phi_0", "CI"] == "[0.430, 0.470]"  # numpy CI
+    assert table.loc["phi_2", "verdict"] == "differs"  # 0 outside [0.43, 0.47]
 
 
 def test_section_anchor_is_the_id_the_markdown_parser_gives_the_heading():
@@ -130,9 +134,9 @@ def toy_table():
     return pd.DataFrame(
         [{"chapter": c, "paper_name": c.upper(), "claim": f"{c}{i} <x> & y", "kind": k, "source": "§1",
           "paper": 0.0416, "workbench": [0.1, 2], "CI": "", "rule": "> 0", "verdict": v,
-          "why": "needs a language model (parameter provider)" if v == "not measured" else "",
+          "why": "needs a language model (parameter provider)" if v == "not measured" else "", "section": "S",
           "note": "why it is so" if i == 1 else "", "holds": h, "asserted": h and k == "identity",
-          "section": "S", "link": f"{c}.html#s"}
+          "link": f"{c}.html#s"}
          for i, (c, k, v, h) in enumerate(rows)]
     )
 
@@ -398,3 +402,14 @@ def test_claims_page_fails_when_the_results_folder_is_a_file(tmp_path, monkeypat
 def test_in_book_order_follows_the_chapter_order_and_puts_unknown_ids_last():
     ids = ["zz-unknown", chapters.ORDER[-1], chapters.ORDER[0], "aa-unknown"]
     assert claims.in_book_order(ids) == [chapters.ORDER[0], chapters.ORDER[-1], "zz-unknown", "aa-unknown"]
+
+
+def test_a_chapter_comparison_links_each_claim_to_its_section_on_the_page():
+    table = claims.compare("car-shapley", {}, {"q": 0.3})
+    shown = claims_pages.comparison(table)
+    page = shown._repr_html_()
+    sections = [claims.section_anchor(s) for s in table["section"]]
+    assert page.count('<a href="#') == len(table) and all(f'href="#{a}"' in page for a in sections)
+    assert page.index("<em>mechanism</em>") < page.index("<em>identity</em>")
+    assert "nan" not in page.lower().replace("nanc", "") and "…" not in page
+    assert repr(shown).splitlines()[0].startswith("not measured: ")
