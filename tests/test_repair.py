@@ -454,7 +454,7 @@ def test_family_scores_on_known_families():
     assert s["fem"] == 0 and s["aj"] == pytest.approx(1 / 3) and s["recall"] == 0.5
     assert s["rs1"] == 0 and s["mv"] == 0
     empty = family_scores(case, RepairResult(F(), ()), F())
-    assert empty["fem"] == 1 and empty["aj"] == 1 and empty["rs1"] == 0
+    assert empty["fem"] == 1 and empty["aj"] == 1 and empty["rs1"] == 1  # nothing repairs, nothing returned
 
 
 def test_evaluate_method_and_summarise_on_the_benchmark(bench):
@@ -615,9 +615,12 @@ def test_dag_figure_bytes_do_not_depend_on_the_hash_seed():
     assert len(digests) == 1
 
 
-def verdict_of(key: str, value) -> str:
-    """The verdict of the gcjr-ablations claim measured under dotted ``key`` when it reads ``value``."""
-    measured: dict = {}
+def verdict_of(key: str, value, context: dict | None = None) -> str:
+    """The verdict of the gcjr-ablations claim measured under dotted ``key`` when it reads ``value``.
+
+    ``context`` holds what else the run records (the closed forms, the formula's reduction) at q = 2.
+    """
+    measured: dict = {k: dict(v) if isinstance(v, dict) else v for k, v in (context or {}).items()}
     node = measured
     *parents, leaf = key.split(".")
     for part in parents:
@@ -661,13 +664,44 @@ def test_every_asserted_identity_claim_fails_on_broken_code(bench):
         "ablation.no_minimality.mv_alt_or": _kind_mean(run(no_minimality_with_filter), "alt_or", "mv"),
     }
     g = run(gcjr, schedules=(0,))
+    ex = run(exhaustive, schedules=(0,))
     bad_ex = run(_exhaustive_with_a_repeat, schedules=(0,))
     broken["cost.exhaustive_formula_match"] = float(experiments.cost_check(inside, g, bad_ex, r=3)[
         "exhaustive_match"].mean())
+    # a GCJR that replays a pair twice saves less than the cost formulas say
+    broken["replay_reduction"] = experiments.replay_reduction({"GCJR": run(_replays_a_pair_twice, schedules=(0,)),
+                                                               "exhaustive": ex})
+    formula = experiments.cost_summary(experiments.cost_check(inside, g, ex, r=3), 3)["formula_reduction"]
+    context = {"closed": experiments.closed_forms(2), "cost": {"formula_reduction": formula}}
+    assert verdict_of("replay_reduction", experiments.replay_reduction({"GCJR": g, "exhaustive": ex}),
+                      context) == "agrees"
     # gcjr.sc and cost.gcjr_formula_match have their own tests above, the pilot's identities in test_workflow.py
     assert {k for k in asserted if not k.startswith("pilot.")} - set(broken) == {"gcjr.sc", "cost.gcjr_formula_match"}
     for key, value in broken.items():
-        assert verdict_of(key, value) == "differs", (key, value)
+        assert verdict_of(key, value, context) == "differs", (key, value)
+
+
+def test_the_closed_forms_hold_at_q_1_and_q_3(bench):
+    """The q-dependent identities take the values ``closed_forms`` gives at q = 1 and q = 3, not those of q = 2."""
+    for q in (1, 3):
+        frames = experiments.ablation_runs(bench, None, q=q)
+        numbers = experiments.ablation_numbers(frames)
+        shapley = summarise(scoped(evaluate_method(bench, shapley_top2, q=q, schedules=(0,))))
+        closed = experiments.closed_forms(q)
+        assert numbers["singleton_only"]["fem_joint_and"] == closed["singleton_only_fem_joint_and"], q
+        assert numbers["no_minimality"]["fem_alt_or"] == closed["no_minimality_fem_alt_or"], q
+        assert numbers["no_minimality"]["mv_alt_or"] == closed["no_minimality_mv_alt_or"], q
+        assert shapley["macro_fem"] == pytest.approx(closed["shapley_top2_macro_fem"]), q
+        assert shapley["mv"] == pytest.approx(closed["shapley_top2_mv"]), q
+    assert experiments.closed_forms(1) != experiments.closed_forms(2) == experiments.closed_forms(3)
+
+
+def test_rs1_is_one_for_an_empty_family_when_nothing_repairs():
+    case = diamond("joint_and")
+    assert true_family(case, q=1) == F()
+    assert family_scores(case, RepairResult(F(), ()), F())["rs1"] == 1.0  # nothing to rank, nothing there
+    assert family_scores(case, RepairResult(fam({"B0"}), (F({"B0"}),)), F())["rs1"] == 0.0
+    assert family_scores(case, RepairResult(F(), ()), fam({"B0", "C0"}))["rs1"] == 0.0
 
 
 # --- derived tables and hand-built cases ------------------------------------------------

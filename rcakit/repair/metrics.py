@@ -7,6 +7,9 @@ under noiseless replay:
 - AJ: ``|P ∩ T| / |P ∪ T|``, sets compared as whole sets; 1 when both are empty.
 - recall: ``|P ∩ T| / |T|``, the share of true minimal repairs recovered.
 - RS@1: 1 if the first-ranked set of P is a member of T (0 if P is empty).
+  When T is empty (no repair of size <= q exists, e.g. a Joint-AND case at
+  q = 1), RS@1 is 1 for the empty P and 0 otherwise, as AJ and recall are 1
+  when both are empty: FEM = 1 then implies RS@1 = 1 at every q.
 - repair_success1: 1 if the first-ranked set restores success under
   noiseless replay, minimal or not (an alternative reading of RS@1).
 - SC: 1 if P is the same under all three schedules (schedule consistency).
@@ -51,7 +54,7 @@ def family_scores(case: Case, result: RepairResult, truth: frozenset) -> dict:
         "fem": float(pred == truth),
         "aj": len(pred & truth) / len(union) if union else 1.0,
         "recall": len(pred & truth) / len(truth) if truth else 1.0,
-        "rs1": float(top is not None and top in truth),
+        "rs1": float(top in truth) if top is not None else float(not truth),
         "repair_success1": float(top is not None and clean_success(case, case.mask(top))),
         "mv": float(any(t < s for s in pred for t in truth)),
     }
