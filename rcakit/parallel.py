@@ -19,9 +19,17 @@ store like a serial one (``rcakit.store.CaseStore.run``).
 
 Failure: a case that raises is retried up to ``retries`` more times; on a cluster,
 a case whose worker dies is rescheduled by Dask (``distributed.scheduler.allowed-
-failures``). A case that fails every attempt stops the run: no new case starts,
+failures``), and a case that Dask cancels because the workers holding the shipped
+``work`` died is resubmitted by its index, with ``work`` shipped again, up to
+``retries`` times. A case that fails every attempt stops the run: no new case starts,
 those in flight on this machine finish and reach ``on_result``, and
 :class:`CaseFailed` names the key and the last error in one line.
+
+Bounded waits: :func:`probe_scheduler` makes a Dask handshake with the scheduler
+and asks its identity, on a thread of its own, so a peer that accepts and never
+answers, or that answers bytes that are not Dask's, fails within the timeout.
+Preflight calls it before a kernel starts, and a run calls it before its client
+connects.
 
 Where the model lives: ``work`` builds nothing host-specific in the driver. A
 model client made with :class:`PerProcess` is built in the process that runs the
@@ -37,10 +45,13 @@ Used in the chapters: `coverage-collapse`, `content-corruption`, `longrca-strata
 
 from __future__ import annotations
 
+import asyncio
+import math
 import os
 import queue
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +62,7 @@ SCHEDULER_ENV = "RCAKIT_DASK_SCHEDULER"
 RETRIES = 2  # extra attempts of a case that raised, before the run stops
 MAX_WORKERS = 256  # a thread per in-flight case; beyond this a cluster is the tool
 CONNECT_SECONDS = 10  # how long to wait for a Dask scheduler to answer
+WORKER_SECONDS = 60  # how long to wait for a live Dask worker to take a sweep's work (a restart included)
 
 
 class CaseFailed(RcakitError):
@@ -169,6 +181,72 @@ def check_scheduler(scheduler, param: str = "scheduler") -> str:
         if not scheduler.startswith("tcp://") or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise RcakitError(f"{param}: expected '' or a Dask scheduler address tcp://HOST:PORT, got {scheduler!r}")
     return scheduler
+
+
+def probe_scheduler(address: str, timeout: float = CONNECT_SECONDS) -> None:
+    """A Dask handshake with the scheduler at ``address`` (``tcp://HOST:PORT``), within ``timeout`` seconds.
+
+    Connects over TCP, exchanges Dask's handshake and asks the peer's identity,
+    which must be a scheduler's. The exchange runs on a daemon thread with its
+    own event loop and this call waits for it at most ``timeout`` seconds of
+    wall time, whatever the peer does: a closed port, a port that accepts and
+    never answers, or one that answers bytes that are not Dask's each give a
+    one-line :class:`RcakitError` naming the address.
+    """
+    check_scheduler(address, param="scheduler")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+        raise RcakitError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
+    try:
+        import distributed  # noqa: F401 - only its presence is checked here
+    except ImportError:
+        raise RcakitError("scheduler: Dask distributed is not installed; pip install 'rcakit[cluster]'") from None
+    answer: list[str] = []
+    thread = threading.Thread(target=lambda: answer.append(_handshake(address, timeout)), daemon=True,
+                              name="rcakit-probe-scheduler")
+    thread.start()
+    thread.join(timeout)
+    problem = answer[0] if answer else _silent(address, timeout)
+    if problem:
+        raise RcakitError(f"scheduler: {problem}")
+
+
+def _silent(address: str, timeout: float) -> str:
+    return (f"{address} accepted a connection but gave no Dask handshake within {timeout:g} s "
+            "(is it a Dask scheduler's address?)")
+
+
+def _handshake(address: str, timeout: float) -> str:
+    """``""`` when a Dask scheduler answers at ``address``, else what went wrong (one line, no prefix)."""
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    deadline = time.monotonic() + timeout
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:  # refused, unreachable, unknown host: no need to wait for the handshake
+        return f"cannot reach the Dask scheduler at {address} ({one_line(exc)})"
+    left = max(deadline - time.monotonic(), 0.001)
+    try:
+        identity = asyncio.run(asyncio.wait_for(_identity(address, left), left))
+    except TimeoutError:
+        return _silent(address, timeout)
+    except Exception as exc:  # a closed stream, a frame too large to allocate, bytes msgpack cannot read
+        return f"{address} accepted a connection but does not speak Dask's protocol ({one_line(exc)[:160]})"
+    kind = identity.get("type") if isinstance(identity, dict) else None
+    if kind == "Scheduler":
+        return ""
+    what = f"a Dask {kind}" if isinstance(kind, str) and kind.isidentifier() else "something else"
+    return f"{address} answered Dask's handshake but is {what}, not a scheduler"
+
+
+async def _identity(address: str, timeout: float) -> object:
+    """Dask's handshake, then the ``identity`` request; the peer's answer as read."""
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
 
 
 def scheduler_address(scheduler: str | None = None) -> str:
@@ -302,34 +380,70 @@ def _threads(items: Sequence, work: Callable, workers: int, retries: int, stop: 
 def _on_cluster(items: Sequence, work: Callable, address: str, retries: int, stop: threading.Event) -> Iterator:
     """Cases as Dask tasks on the cluster at ``address``; results stream back as they finish.
 
-    Once ``stop`` is set the unfinished tasks are cancelled (a task running on a
-    worker is dropped: the rerun computes it again).
+    ``work`` is scattered to every worker once. When the workers holding it die,
+    Dask cancels the cases that needed it: each is resubmitted under a new key,
+    ``work`` scattered again, at most ``retries`` times per case. Once ``stop`` is
+    set the unfinished tasks are cancelled (a task running on a worker is dropped:
+    the rerun computes it again).
     """
     try:
         from distributed import Client, as_completed
     except ImportError:
         raise RcakitError("scheduler: Dask distributed is not installed; pip install 'rcakit[cluster]'") from None
+    probe_scheduler(address, CONNECT_SECONDS)  # a peer that is not Dask fails here, within the timeout
     try:
         client = Client(address, timeout=f"{CONNECT_SECONDS}s", set_as_default=False)
-    except (OSError, TimeoutError) as exc:
+    except Exception as exc:  # OSError, TimeoutError, or whatever a scheduler that went away mid-handshake gives
         raise RcakitError(f"scheduler: cannot reach the Dask scheduler at {address} ({one_line(exc)})") from None
-    futures: dict = {}
+    run = uuid.uuid4().hex[:8]
+    futures: dict = {}  # future -> (index, attempt, the shipped generation it read)
+    shipped: list = []  # the scattered ``work`` of each generation
+
+    def ship() -> None:
+        try:
+            shipped.append(client.scatter([work], broadcast=True, hash=False, timeout=WORKER_SECONDS)[0])
+        except TimeoutError:
+            raise RcakitError(f"scheduler: no Dask worker at {address} took the sweep's work within "
+                              f"{WORKER_SECONDS} s (does the cluster have running workers?)") from None
+
+    def submit(index: int, attempt: int) -> object:
+        future = client.submit(_attempts, shipped[-1], items[index][1], retries, pure=False,
+                               key=f"rcakit-case-{run}-{index}" + (f"-{attempt}" if attempt else ""))
+        futures[future] = (index, attempt, len(shipped))
+        return future
+
     try:
         announce(f"rcakit: Dask cluster at {address}, dashboard {client.dashboard_link}")
-        [shipped] = client.scatter([work], broadcast=True, hash=False)
-        run = uuid.uuid4().hex[:8]
-        futures = {client.submit(_attempts, shipped, item, retries, key=f"rcakit-case-{run}-{i}", pure=False): i
-                   for i, (_, item) in enumerate(items)}
-        for future in as_completed(futures, loop=client.loop):
+        ship()
+        pending = as_completed([submit(i, 0) for i in range(len(items))], loop=client.loop)
+        for future in pending:
             if stop.is_set():
                 return
-            if future.status == "error":
-                yield futures[future], False, _dask_error(future), Served(), 1
+            index, attempt, generation = futures[future]
+            got = _gathered(future)
+            if got is None and attempt < retries:  # the workers holding ``work`` died: ship it again, resubmit
+                if generation == len(shipped):
+                    ship()
+                pending.add(submit(index, attempt + 1))
+            elif got is None:
+                yield index, False, f"the cluster lost the case {attempt + 1} times (its workers died)", Served(), 1
             else:
-                yield (futures[future], *future.result())
+                yield (index, *got)
     finally:
-        client.cancel(list(futures))
+        client.cancel([*futures, *shipped])
         client.close()
+
+
+def _gathered(future) -> tuple | None:
+    """A finished task's ``(ok, value, served, attempts)``; ``None`` when Dask cancelled it (its input was lost)."""
+    from concurrent.futures import CancelledError
+
+    if future.status == "error":
+        return False, _dask_error(future), Served(), 1
+    try:
+        return None if future.status == "cancelled" else future.result()
+    except CancelledError:  # finished, then lost with its worker before it was gathered
+        return None
 
 
 def _dask_error(future) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from rcakit.attribution import (
     BUILT_IN,
     Attribution,
     ReplayMemo,
+    check_methods,
     correct,
     load_methods,
     run_method,
@@ -169,3 +171,122 @@ def test_not_applicable_methods_are_skipped(beds):
     assert set(scores.loc[scores["method"] == "coverage", "testbed"]) == {"rag_hops"}
     assert set(scores.loc[scores["method"] == "contrastive", "testbed"]) == {"support_agent"}
     assert np.isfinite(scores["replays"]).all()
+
+
+# --- a user's methods: checked before the run, stopped by the time limit, named in errors ---------
+
+PLUGINS = '''
+import time
+
+from rcakit.attribution import Attribution
+
+
+def sleepy(case, oracle, budget=None):
+    time.sleep(60)
+    return Attribution("point", None)
+
+
+def broken(case, oracle, budget=None):
+    raise ValueError(f"no verdict for {len(case.players)} players")
+
+
+def two_args(case, oracle):
+    return Attribution("point", None)
+
+
+def replays_hop9(case, oracle, budget=None):
+    return Attribution("point", "hop9" if oracle.h(["hop9"]) else None)
+
+
+not_a_function = 3
+'''
+
+
+@pytest.fixture
+def plugins(tmp_path, monkeypatch):
+    """The module ``user_plugins_<n>`` (a fresh name per test) holding :data:`PLUGINS`; returns its name."""
+    name = f"user_plugins_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(PLUGINS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+@pytest.fixture(scope="module")
+def one_rag_case():
+    return {"rag_hops": tb.rag_testbed(0, 1)[:1]}
+
+
+def test_a_sleeping_method_is_stopped_by_the_time_limit_naming_method_and_case(plugins, one_rag_case):
+    [case] = one_rag_case["rag_hops"]
+    start = time.monotonic()
+    with pytest.raises(RcakitError) as info:
+        score_methods(one_rag_case, load_methods(f"{plugins}:sleepy"), method_timeout=1.5)
+    assert time.monotonic() - start < 10
+    assert str(info.value) == (f"method 'sleepy' on rag_hops case {case.case.case_id!r}: stopped after 1.5 s "
+                               "(method_timeout); raise method_timeout or make the method faster")
+
+
+def test_an_error_in_a_users_method_names_the_method_and_the_case(plugins, one_rag_case):
+    [case] = one_rag_case["rag_hops"]
+    with pytest.raises(RcakitError) as info:
+        score_methods(one_rag_case, load_methods(f"coverage,{plugins}:broken"))
+    assert str(info.value) == (f"method 'broken' on rag_hops case {case.case.case_id!r} failed: "
+                               f"ValueError: no verdict for {len(case.case.players)} players")
+    assert isinstance(info.value.__cause__, ValueError)
+    with pytest.raises(RcakitError, match=r"^method 'replays_hop9' on rag_hops case .* failed: .*not an intervenable"):
+        score_methods(one_rag_case, load_methods(f"{plugins}:replays_hop9"))
+
+
+def test_built_in_methods_run_outside_the_limit_and_a_users_method_gives_the_same_answers(beds, tmp_path,
+                                                                                        monkeypatch):
+    (tmp_path / "toy_limited_method.py").write_text(textwrap.dedent(TOY))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    small = {bed: cases[:2] for bed, cases in beds.items()}
+    built_in = {k: BUILT_IN[k] for k in ("coverage", "gcjr", "shapley_top2", "centrality")}
+    # a 1 ms limit would stop every one of them if they ran under it
+    assert score_methods(small, built_in, method_timeout=1e-3).equals(score_methods(small, built_in))
+    assert all(ad.is_built_in(m) for m in load_methods("builtin").values())
+    [toy] = load_methods("toy_limited_method:first_singleton").values()
+    assert not ad.is_built_in(toy)
+    from toy_limited_method import first_singleton as direct
+
+    for cases in small.values():
+        for c in cases:
+            limited, oracle = run_method(toy, c, ReplayMemo()), c.oracle(ReplayMemo())
+            got = direct(c.case, oracle)
+            assert (limited.kind, limited.answer, limited.cost) == (got.kind, got.answer, oracle.cost())
+
+
+def test_check_methods_imports_and_checks_every_path_without_running_it(plugins):
+    start = time.monotonic()
+    check_methods(f"builtin,{plugins}:sleepy,{plugins}:broken, gcjr,")  # nothing runs: no sleep, no error
+    assert time.monotonic() - start < 30
+    for spec, message in [
+        (f"{plugins}:two_args", f"methods: '{plugins}:two_args' cannot be called as method(case, oracle, budget)"),
+        (f"{plugins}:not_a_function", f"methods: '{plugins}:not_a_function' is not callable"),
+        (f"{plugins}:missing", f"methods: cannot import '{plugins}:missing': AttributeError: module "),
+        ("no_such_module_xyz:f", "methods: cannot import 'no_such_module_xyz:f': ModuleNotFoundError: No module "),
+        ("gcjr,nope", "methods: 'nope' is neither a built-in method"),
+        (" , ", "methods: the list is empty"),
+    ]:
+        with pytest.raises(RcakitError) as info:
+            check_methods(spec)
+        assert str(info.value).startswith(message) and "\n" not in str(info.value), str(info.value)
+
+
+def test_a_module_that_fails_on_import_and_a_name_twice_are_one_line(tmp_path, monkeypatch, plugins):
+    (tmp_path / "user_plugins_broken_import.py").write_text("x = 1 / 0\n")
+    (tmp_path / "user_plugins_same_name.py").write_text(PLUGINS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RcakitError, match="^methods: importing 'user_plugins_broken_import:f' failed: "
+                                          "ZeroDivisionError: division by zero$"):
+        check_methods("user_plugins_broken_import:f")
+    with pytest.raises(RcakitError, match="^methods: two methods are named 'sleepy'; rename one of the callables$"):
+        check_methods(f"{plugins}:sleepy,user_plugins_same_name:sleepy")
+    assert list(load_methods("gcjr,builtin,gcjr")) == ["gcjr", *(m for m in BUILT_IN if m != "gcjr")]  # kept once
+
+
+@pytest.mark.parametrize("value", [0, -1, float("inf"), float("nan"), "60", True])
+def test_a_bad_method_timeout_is_one_line(beds, value):
+    with pytest.raises(RcakitError, match="^method_timeout: expected a number of seconds > 0"):
+        score_methods(beds, {"coverage": BUILT_IN["coverage"]}, method_timeout=value)

@@ -9,12 +9,14 @@ Dask tests skip, with the reason, when ``distributed`` is not installed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +35,7 @@ from rcakit.parallel import (
     Runner,
     check_scheduler,
     check_workers,
+    probe_scheduler,
     run_cases,
 )
 from rcakit.rag import build_world
@@ -286,6 +289,70 @@ def test_a_scheduler_that_does_not_answer_is_one_line(monkeypatch):
         run_cases([("a", 1)], lambda i: {}, scheduler="tcp://127.0.0.1:9")
 
 
+# --- a peer that is not a Dask scheduler: bounded waits ------------------------------------------
+
+
+@contextlib.contextmanager
+def not_dask(reply: bytes | None):
+    """A TCP server on 127.0.0.1 that accepts and then says nothing (``reply`` None) or sends ``reply``."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                held.append(conn)  # kept open: the peer never hangs up
+                if reply is not None:
+                    conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+
+
+GARBAGE = {"silent": None, "http": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+           "short frame": b"\x01" + bytes(7) + b"\x05" + bytes(7) + b"abcde", "huge frame": b"\xff" * 64}
+
+
+@pytest.mark.parametrize("peer", list(GARBAGE))
+def test_a_port_that_is_not_dask_fails_the_probe_within_the_timeout(peer):
+    pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
+    with not_dask(GARBAGE[peer]) as address:
+        start = time.monotonic()
+        with pytest.raises(RcakitError) as info:
+            probe_scheduler(address)  # the default timeout, 10 s
+        seconds = time.monotonic() - start
+    message = str(info.value)
+    assert seconds < 15 and message.startswith(f"scheduler: {address} accepted a connection but ")
+    assert "\n" not in message and len(message) < 300
+    if peer == "silent":
+        assert seconds > 9 and "no Dask handshake within 10 s" in message
+    else:
+        assert seconds < 5 and "does not speak Dask's protocol" in message
+
+
+def test_a_run_on_a_silent_scheduler_stops_within_the_connect_timeout(monkeypatch):
+    pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
+    monkeypatch.setattr("rcakit.parallel.CONNECT_SECONDS", 2)
+    with not_dask(None) as address:
+        start = time.monotonic()
+        with pytest.raises(RcakitError, match=f"^scheduler: {address} accepted a connection but gave no Dask "
+                                              "handshake within 2 s"):
+            run_cases([("a", 1)], lambda i: {}, scheduler=address)
+        assert time.monotonic() - start < 6
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("inf"), float("nan"), "10", True])
+def test_a_bad_probe_timeout_is_one_line(timeout):
+    with pytest.raises(RcakitError, match="^timeout: expected a number of seconds > 0"):
+        probe_scheduler("tcp://127.0.0.1:9", timeout)
+
+
 # --- a killed parallel run -----------------------------------------------------------------------
 
 SWEEP_SCRIPT = """
@@ -443,6 +510,75 @@ def test_a_case_whose_cluster_worker_dies_is_retried(cluster, tmp_path):
     out = run_cases(items, DiesOnce(tmp_path / "marker", 2), scheduler=local.scheduler_address)
     assert (tmp_path / "marker").read_text() == "died"
     assert out.values == [{"y": i * i} for i in range(6)]
+
+
+def test_the_probe_accepts_the_scheduler_and_refuses_a_worker(cluster):
+    local, _ = cluster
+    probe_scheduler(local.scheduler_address)
+    worker = next(iter(local.scheduler_info["workers"]))
+    with pytest.raises(RcakitError, match=f"^scheduler: {worker} answered Dask's handshake but is a Dask "
+                                          "Worker, not a scheduler$"):
+        probe_scheduler(worker, timeout=5)
+
+
+class Marked(ChatSweep):
+    """:class:`ChatSweep`, slowed, leaving ``started-<case>-<pid>`` and ``done-<case>-<pid>`` files in ``folder``."""
+
+    def __init__(self, cache_folder: Path, folder: Path):
+        super().__init__(cache_folder)
+        self.folder = folder
+
+    def __call__(self, item):
+        mark = f"q{item[0]}:{item[1]}-{os.getpid()}"
+        (self.folder / f"started-{mark}").touch()
+        time.sleep(0.25)
+        value = super().__call__(item)
+        (self.folder / f"done-{mark}").touch()
+        return value
+
+
+def _in_flight(folder: Path) -> dict[str, int]:
+    """``{case: pid}`` of the cases that started and did not finish."""
+    started = {p.name.removeprefix("started-") for p in folder.glob("started-*")}
+    running = started - {p.name.removeprefix("done-") for p in folder.glob("done-*")}
+    return {mark.rpartition("-")[0]: int(mark.rpartition("-")[2]) for mark in running}
+
+
+@pytest.mark.parametrize("victims", [1, 2])
+def test_a_sweep_whose_workers_are_killed_mid_case_gives_the_serial_bytes(cluster, tmp_path, monkeypatch, victims):
+    """SIGKILL one worker process (its case is rerun), or both at once (the shipped work is lost with them:
+    every pending case is resubmitted with the work shipped again); either way the serial bytes."""
+    from distributed import Client
+
+    local, server = cluster
+    monkeypatch.setenv("OLLAMA_HOST", server.url)
+    serial = run_cases(CASES, ChatSweep(tmp_path / "serial-cache"))
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    killed: dict[str, int] = {}
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(marks.glob("done-*"))) < 2:
+            time.sleep(0.01)
+        while time.monotonic() < deadline and len(set(_in_flight(marks).values())) < victims:
+            time.sleep(0.005)
+        for case, pid in list(_in_flight(marks).items())[:victims]:
+            os.kill(pid, signal.SIGKILL)
+            killed[case] = pid
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    outcome = run_cases(CASES, Marked(tmp_path / "cluster-cache", marks), scheduler=local.scheduler_address)
+    thread.join()
+    assert len(set(killed.values())) == victims, "the kill must land while a case runs"
+    assert as_bytes(outcome.values) == as_bytes(serial.values)
+    assert outcome.served.calls == serial.served.calls
+    for case, pid in killed.items():  # the killed case ran again, in another process, to the end
+        assert not (marks / f"done-{case}-{pid}").exists()
+        assert any(p.name != f"done-{case}-{pid}" for p in marks.glob(f"done-{case}-*"))
+    with Client(local.scheduler_address, set_as_default=False) as client:  # the nannies restart the workers
+        client.wait_for_workers(2, timeout=120)
 
 
 # --- the coverage-collapse sweep, agent=llm, through rcakit.parallel ------------------------------

@@ -3,16 +3,17 @@
 - ``oracle``: the ``Attribution`` answer type, the ``FailedCase`` a method reads,
   the counting replay ``Oracle`` and the shared ``ReplayMemo``;
 - ``adapters``: the existing methods of CAR, GCJR and AgenticRAG-FP behind one
-  signature ``method(case, oracle, budget=None)``, and loading a user's method
-  by import path;
+  signature ``method(case, oracle, budget=None)``, and loading (and checking)
+  a user's method by import path;
 - ``testbeds``: RAG hops, Controlled-DAG events and support-agent steps;
-- ``experiments``: scoring, the summary tables and the cost frontier;
+- ``experiments``: scoring (a user's method under a per-case time limit), the
+  summary tables and the cost frontier;
 - ``plotting``: accuracy against replay cost per testbed.
 
 Used in the chapters: `attribution-families`.
 """
 
-from rcakit.attribution.adapters import BUILT_IN, FAMILY_OF, load_method, load_methods
+from rcakit.attribution.adapters import BUILT_IN, FAMILY_OF, check_methods, load_method, load_methods
 from rcakit.attribution.experiments import (
     accuracy_table,
     correct,
@@ -40,6 +41,7 @@ __all__ = [
     "TestbedCase",
     "accuracy_table",
     "build_testbeds",
+    "check_methods",
     "correct",
     "cost_frontier",
     "families_table",

@@ -30,7 +30,11 @@ player alone and blames the first one whose repair restores success::
         return Attribution("point", None)
 
 Run it in the chapter with ``rcakit run attribution-families -p methods
-"mypackage.mymodule:first_singleton"``.
+"mypackage.mymodule:first_singleton"``. :func:`check_methods` imports every
+path and checks that it can be called as ``method(case, oracle, budget)``
+before a kernel starts; a user's method then runs on each case under a time
+limit, and its errors name it and the case
+(:func:`rcakit.attribution.experiments.run_method`).
 
 Used in the chapters: `attribution-families`.
 """
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -199,7 +204,13 @@ FAMILY_OF = {
 
 
 def load_method(spec: str) -> Method:
-    """A built-in method by name, or a user's by import path ``package.module:callable``."""
+    """A built-in method by name, or a user's by import path ``package.module:callable``.
+
+    The module is imported and the callable checked: it must accept
+    ``(case, oracle, budget)``. Nothing is run; every problem is one line.
+    """
+    from rcakit.parallel import one_line
+
     spec = spec.strip()
     if spec in BUILT_IN:
         return BUILT_IN[spec]
@@ -210,10 +221,30 @@ def load_method(spec: str) -> Method:
     try:
         target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as err:
-        raise RcakitError(f"methods: cannot import {spec!r}: {err}") from None
+        raise RcakitError(f"methods: cannot import {spec!r}: {one_line(err)}") from None
+    except Exception as err:  # whatever the user's module raises as it is imported
+        raise RcakitError(f"methods: importing {spec!r} failed: {one_line(err)}") from None
     if not callable(target):
         raise RcakitError(f"methods: {spec!r} is not callable")
+    try:
+        inspect.signature(target).bind(None, None, None)
+    except TypeError:
+        raise RcakitError(f"methods: {spec!r} cannot be called as method(case, oracle, budget)") from None
+    except ValueError:  # a callable without a signature (a C function): nothing more to check
+        pass
     return target
+
+
+def check_methods(specs: str) -> None:
+    """Preflight of a chapter's ``methods`` parameter: every name and import path as :func:`load_methods`
+    reads it (imported and checked, never run); a one-line error for the first that is wrong."""
+    load_methods(specs)
+
+
+def is_built_in(method: Method) -> bool:
+    """Whether ``method`` (or the function a ``functools.partial`` wraps) is rcakit's own code."""
+    base = method.func if isinstance(method, functools.partial) else method
+    return (getattr(base, "__module__", None) or "").startswith("rcakit.")
 
 
 def load_methods(specs: str, shapley_permutations: int = 4, contrastive_samples: int = 60,
@@ -227,7 +258,7 @@ def load_methods(specs: str, shapley_permutations: int = 4, contrastive_samples:
     names = [s.strip() for s in specs.split(",") if s.strip()]
     if not names:
         raise RcakitError("methods: the list is empty")
-    names = [n for s in names for n in (BUILT_IN if s == "builtin" else [s])]
+    names = list(dict.fromkeys(n for s in names for n in (BUILT_IN if s == "builtin" else [s])))
     options = {"shapley_mc": {"permutations": shapley_permutations, "seed": seed},
                "contrastive": {"k_samples": contrastive_samples, "seed": seed}}
     out = {}
@@ -235,5 +266,8 @@ def load_methods(specs: str, shapley_permutations: int = 4, contrastive_samples:
         method = load_method(spec)
         if spec in options:
             method = functools.wraps(method)(functools.partial(method, **options[spec]))
-        out[spec.partition(":")[2] or spec] = method
+        name = spec.partition(":")[2] or spec
+        if name in out:
+            raise RcakitError(f"methods: two methods are named {name!r}; rename one of the callables")
+        out[name] = method
     return out

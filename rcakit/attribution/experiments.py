@@ -14,13 +14,15 @@ Used in the chapters: `attribution-families`.
 
 from __future__ import annotations
 
+import math
+import threading
 from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from rcakit import RcakitError, stats
-from rcakit.attribution.adapters import FAMILY_OF, Method
+from rcakit.attribution.adapters import FAMILY_OF, Method, is_built_in
 from rcakit.attribution.oracle import Attribution, NotApplicable, ReplayMemo
 from rcakit.attribution.testbeds import FAULT_TYPES, TestbedCase
 
@@ -50,29 +52,86 @@ def answer_text(attribution: Attribution) -> str:
     return family_text(attribution.answer)
 
 
-def run_method(method: Method, case: TestbedCase, memo: ReplayMemo, budget: int | None = None):
-    """One method on one case with a fresh oracle: its attribution with the oracle's cost, or None."""
+METHOD_TIMEOUT = 60.0  # seconds a user's method may spend on one case
+
+
+def check_method_timeout(value: float, param: str = "method_timeout") -> float:
+    """``value`` as seconds, a number > 0 and finite; anything else is a one-line error."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise RcakitError(f"{param}: expected a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def run_method(method: Method, case: TestbedCase, memo: ReplayMemo, budget: int | None = None, *,
+               name: str | None = None, method_timeout: float = METHOD_TIMEOUT) -> Attribution | None:
+    """One method on one case with a fresh oracle: its attribution with the oracle's cost, or None.
+
+    A built-in method is called as it is. A user's method (one whose code is
+    not rcakit's) runs on a daemon thread for at most ``method_timeout``
+    seconds; past that, or when it raises, a one-line :class:`RcakitError`
+    names the method (``name``, else its own name) and the case. A method
+    stopped by the limit is abandoned, and ends with the process.
+    """
     oracle = case.oracle(memo)
+    what = f"method {name or _method_name(method)!r} on {case.case.testbed} case {case.case.case_id!r}"
     try:
-        found = method(case.case, oracle, budget)
+        if is_built_in(method):
+            found = method(case.case, oracle, budget)
+        else:
+            found = _within(method, (case.case, oracle, budget), check_method_timeout(method_timeout), what)
     except NotApplicable:
         return None
     if not isinstance(found, Attribution):
-        raise RcakitError(f"method {getattr(method, '__name__', method)!r} returned {type(found).__name__}, "
-                          "not an Attribution")
+        raise RcakitError(f"{what} returned {type(found).__name__}, not an Attribution")
     return Attribution(found.kind, found.answer, oracle.cost())
+
+
+def _method_name(method: Method) -> str:
+    base = getattr(method, "func", method)
+    return getattr(base, "__name__", None) or type(base).__name__
+
+
+def _within(method: Method, args: tuple, seconds: float, what: str) -> Attribution:
+    """``method(*args)`` on a daemon thread, waited for ``seconds`` at most; its errors name it (``what``)."""
+    from rcakit.parallel import one_line
+
+    done: list = []
+
+    def call() -> None:
+        try:
+            done.append((True, method(*args)))
+        except BaseException as exc:  # noqa: B036 - whatever a user's method raises reaches the caller
+            done.append((False, exc))
+
+    thread = threading.Thread(target=call, daemon=True, name="rcakit-user-method")
+    thread.start()
+    thread.join(seconds)
+    if not done:
+        raise RcakitError(f"{what}: stopped after {seconds:g} s (method_timeout); "
+                          "raise method_timeout or make the method faster")
+    ok, value = done[0]
+    if ok:
+        return value
+    if isinstance(value, NotApplicable):
+        raise value
+    raise RcakitError(f"{what} failed: {one_line(value)}") from value
 
 
 def score_methods(testbeds: Mapping[str, list[TestbedCase]], methods: Mapping[str, Method],
                   budget: int | None = None, memo: ReplayMemo | None = None,
-                  progress: Callable[[Iterable], Iterable] | None = None) -> pd.DataFrame:
-    """One row per (testbed, case, method) that applies: kind, correct, replays, tokens, memo hits."""
+                  progress: Callable[[Iterable], Iterable] | None = None, *,
+                  method_timeout: float = METHOD_TIMEOUT) -> pd.DataFrame:
+    """One row per (testbed, case, method) that applies: kind, correct, replays, tokens, memo hits.
+
+    A user's method gets ``method_timeout`` seconds per case (:func:`run_method`).
+    """
+    check_method_timeout(method_timeout)
     memo = memo if memo is not None else ReplayMemo()
     items = [(bed, case) for bed, cases in testbeds.items() for case in cases]
     rows = []
     for bed, case in progress(items) if progress else items:
         for name, method in methods.items():
-            found = run_method(method, case, memo, budget)
+            found = run_method(method, case, memo, budget, name=name, method_timeout=method_timeout)
             if found is None:
                 continue
             rows.append({"testbed": bed, "fault_type": case.fault_type, "case_id": case.case.case_id,
