@@ -183,6 +183,135 @@ def _toy_root(tmp, cleanup):
     return {"RCAKIT_ROOT": str(tmp / "root")}
 
 
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+# -- inputs a chapter reads, checked before its kernel starts (rcakit.inputs, issue 20)
+
+def _musique(edit: Callable[[list], list] = list, tail: bytes = b""):
+    """A setup: ``{tmp}/musique.jsonl``, the fixture's questions after ``edit`` and then ``tail``, and a
+    fake model server (the RAG chapters read MuSiQue only with the LLM agent)."""
+
+    def setup(tmp, cleanup):
+        import json
+
+        from rcakit.llm.testing import FakeOllamaServer
+
+        lines = (FIXTURES / "musique" / "musique_fixture.jsonl").read_text(encoding="utf-8").splitlines()
+        records = edit([json.loads(line) for line in lines])
+        (tmp / "musique.jsonl").write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records) + tail)
+        server = FakeOllamaServer()
+        cleanup.append(server.close)
+        return {"OLLAMA_HOST": server.url}
+
+    return setup
+
+
+def _hop_2_refers_to_hop_5(records: list) -> list:
+    records[0]["question_decomposition"][1]["question"] = "Where was #5 born?"
+    return records
+
+
+def _untitled_paragraph(records: list) -> list:
+    del records[1]["paragraphs"][3]["title"]
+    return records
+
+
+def _longrca(name: str, make: Callable[[list[str]], str]):
+    """A setup: ``{tmp}/<name>`` made by ``make`` from the LongRCA fixture's lines."""
+
+    def setup(tmp, cleanup):
+        lines = (FIXTURES / "longrca_sample.jsonl").read_text(encoding="utf-8").splitlines()
+        (tmp / name).write_text(make(lines), encoding="utf-8")
+        return {}
+
+    return setup
+
+
+def _who_and_when(good: int, bad: int = 0, subset_folders: bool = True):
+    """A setup: ``{tmp}/who/Hand-Crafted`` (or ``{tmp}/who`` itself) with ``good`` valid and ``bad`` invalid logs."""
+
+    def setup(tmp, cleanup):
+        import json
+
+        folder = tmp / "who" / ("Hand-Crafted" if subset_folders else "")
+        folder.mkdir(parents=True)
+        history = [{"role": r, "content": f"turn {i}"} for i, r in enumerate(["User", "Planner", "Planner"])]
+        log = {"question": "q", "history": history, "mistake_agent": "Planner", "mistake_step": "1"}
+        for i in range(good):
+            (folder / f"{i + 1}.json").write_text(json.dumps(log), encoding="utf-8")
+        for i in range(good, good + bad):
+            (folder / f"{i + 1}.json").write_text("{}", encoding="utf-8")
+        return {}
+
+    return setup
+
+
+def _failing_plugin(tmp, cleanup):
+    (tmp / "brokenplugin.py").write_text("raise ValueError('needs a GPU')\n")
+    return {"PYTHONPATH": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _not_a_scheduler(tmp, cleanup):
+    """A port that accepts connections and never speaks Dask; its address in ``{where}``."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    cleanup.append(s.close)
+    (tmp / "where").write_text(f"tcp://127.0.0.1:{s.getsockname()[1]}")
+    return {}
+
+
+WORLD = ["-p", "world", "{tmp}/musique.jsonl", "-p", "agent", "llm", "-p", "provider", "ollama:fake"]
+WHO = ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/who"]
+INPUT_CASES = [
+    Case("MuSiQue: a malformed line", ["run", "coverage-collapse", *WORLD],
+         "parameter 'world': {tmp}/musique.jsonl, line 7: not a MuSiQue question", setup=_musique(tail=b'{"id": \n')),
+    Case("MuSiQue: no three-hop question", ["run", "content-corruption", *WORLD],
+         "{tmp}/musique.jsonl holds no answerable 3-hop question",
+         setup=_musique(lambda rs: [r for r in rs if len(r["question_decomposition"]) != 3])),
+    Case("MuSiQue: a question without a decomposition", ["run", "coverage-collapse", *WORLD],
+         "line 1: not a MuSiQue question (missing field 'question_decomposition')",
+         setup=_musique(lambda rs: [{k: v for k, v in rs[0].items() if k != "question_decomposition"}, *rs[1:]])),
+    Case("MuSiQue: an empty decomposition", ["run", "coverage-collapse", *WORLD],
+         "line 1: not a MuSiQue question (question_decomposition is empty)",
+         setup=_musique(lambda rs: [{**rs[0], "question_decomposition": []}, *rs[1:]])),
+    Case("MuSiQue: a #5 reference in a three-hop question", ["run", "content-corruption", *WORLD],
+         "{tmp}/musique.jsonl, line 1: question '3hop1__9001_9002_9003': hop 2 refers to #5",
+         setup=_musique(_hop_2_refers_to_hop_5)),
+    Case("MuSiQue: invalid UTF-8", ["run", "coverage-collapse", *WORLD],
+         "parameter 'world': {tmp}/musique.jsonl, line 7: invalid UTF-8 at byte 11",
+         setup=_musique(tail=b'{"id": "caf\xe9"}\n')),
+    Case("MuSiQue: a paragraph without a title", ["run", "coverage-collapse", *WORLD],
+         "line 2: not a MuSiQue question (paragraph 3 lacks 'title')", setup=_musique(_untitled_paragraph)),
+    Case("LongRCA: no usable record", ["run", "longrca-strata", "-p", "longrca", "{tmp}/records.jsonl"],
+         "parameter 'longrca': {tmp}/records.jsonl: no labelled LongRCA record (0 unlabelled, 2 rejected",
+         setup=_longrca("records.jsonl", lambda lines: '{"question_ID": "x"}\n[]\n')),
+    Case("LongRCA: a trailing comma", ["run", "longrca-strata", "-p", "longrca", "{tmp}/records.json"],
+         "invalid JSON at line 4 column 1: a trailing comma",
+         setup=_longrca("records.json", lambda lines: "[" + ",\n".join(lines) + ",\n]\n")),
+    Case("LongRCA: duplicate question_IDs", ["validate", "{tmp}/records.jsonl"],
+         "{tmp}/records.jsonl:4: question_ID: 'swebench_pro-0001' repeats {tmp}/records.jsonl:1",
+         setup=_longrca("records.jsonl", lambda lines: "\n".join([*lines, lines[0]]) + "\n")),
+    Case("Who&When: an empty subset folder", WHO, "parameter 'who_and_when_path': {tmp}/who/Hand-Crafted: "
+         "folder holds no .json files", setup=_who_and_when(0)),
+    Case("Who&When: a folder of logs with no subset folder", WHO, "{tmp}/who: no Who&When subset folder",
+         setup=_who_and_when(2, subset_folders=False)),
+    Case("Who&When: a subset with no good log", WHO, "{tmp}/who/Hand-Crafted: no Hand-Crafted log (0 unlabelled, "
+         "2 rejected", setup=_who_and_when(0, bad=2)),
+    Case("plug-in method that cannot be imported", ["run", "attribution-families", "-p", "methods",
+                                                    "builtin,nosuch.module:fn"],
+         "methods: cannot import 'nosuch.module:fn'"),
+    Case("plug-in method that is not callable", ["run", "attribution-families", "-p", "methods",
+                                                 "rcakit.parallel:CONNECT_SECONDS"],
+         "methods: 'rcakit.parallel:CONNECT_SECONDS' is not callable"),
+    Case("plug-in module that fails on import", ["run", "attribution-families", "-p", "methods", "brokenplugin:x"],
+         "methods: importing 'brokenplugin:x' failed: ValueError: needs a GPU", setup=_failing_plugin),
+    Case("scheduler port that does not speak Dask", ["run", "coverage-collapse", "-p", "scheduler", "{where}"],
+         "coverage-collapse: scheduler: tcp://127.0.0.1:", setup=_not_a_scheduler),
+]
+
+
 def _serve_in_thread(tmp, cleanup, content: Callable[[str], bytes | None]) -> str:
     """A bounded HTTP server on 127.0.0.1 (tests/shared_data.py) for one case; its base URL, no slash."""
     from shared_data import start_server
@@ -278,6 +407,7 @@ CASES = [
          setup=_readonly_results, mount=True),
     Case("full results folder", ["run", "car-shapley"], "results folder (RCAKIT_RESULTS_DIR): ",
          setup=_full_results, mount=True),
+    *INPUT_CASES,
     *DATA_CASES,
     Case("missing -p value", ["run", "car-shapley", "-p", "q"], "argument -p/--param: expected 2 arguments"),
     Case("unknown parameter", ["run", "car-shapley", "-p", "qq", "1"], "unknown parameter 'qq'"),

@@ -213,3 +213,15 @@ def test_coverage_collapse_runs_end_to_end_on_the_fixture_against_the_fake_serve
     assert numbers["world"]["name"] == "musique" and numbers["world"]["selected"] == 4
     assert numbers["llm_cost"]["llm_reader"]["calls"] > 0
     assert record["params"]["world"] == str(FIXTURE)
+
+
+def test_lines_split_on_newline_only_and_a_leading_bom_is_read(tmp_path):
+    lines = FIXTURE.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["paragraphs"][3]["paragraph_text"] += "\u2028a line separator inside a string"
+    path = tmp_path / "separators.jsonl"
+    path.write_bytes("\ufeff".encode() + json.dumps(record, ensure_ascii=False).encode() + b"\n"
+                     + "\n".join(lines[1:]).encode() + b"\n")
+    assert [r["id"] for r in read_records(path)] == [json.loads(line)["id"] for line in lines]
+    made, selection = build_musique_world(path, n_questions=80)
+    assert selection.selected == 4 and any("\u2028" in p.text for p in made.corpus)

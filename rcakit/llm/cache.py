@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import sqlite3
 import threading
 import time
@@ -105,7 +106,23 @@ class ResponseCache:
                 self.misses += 1
             else:
                 self.hits += 1
-        return None if row is None else Reply(**json.loads(row[0]))
+        return None if row is None else self._reply(row[0])
+
+    def _reply(self, stored) -> Reply:
+        """A stored reply as a :class:`Reply`; a row that is not one (a torn or edited database) is a
+        one-line ``RcakitError`` naming this cache and how to clear it."""
+        try:
+            fields = json.loads(stored)
+            reply = Reply(**fields)
+        except (TypeError, ValueError, RecursionError) as exc:  # not text, not JSON, not a dict, wrong fields
+            why = type(exc).__name__
+        else:
+            tokens = (reply.input_tokens, reply.output_tokens)
+            if isinstance(reply.text, str) and all(type(t) is int and t >= 0 for t in tokens):
+                return reply
+            why = "a field of the wrong type"
+        raise RcakitError(f"{self.path}: a corrupt row in the LLM cache ({why}); clear the cache with "
+                          f"'rm {shlex.quote(str(self.path))}*' (the next run asks the model again)")
 
     def put(self, request: str, reply: Reply) -> None:
         """Store ``reply``; a row already there (a concurrent writer's) is kept."""

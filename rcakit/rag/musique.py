@@ -20,9 +20,11 @@ protocol needs, so a MuSiQue question maps onto the synthetic world's objects:
 - entities are the starts and the hop answers, typed ``number`` (digits only)
   or ``name``, which the interventions draw false objects and drifts from.
 
-The corpus pools the selected questions' paragraphs (a paragraph repeated
-across questions with the same title and text is kept once) and is indexed
-with the same BM25. Selection follows the paper: questions with ``hops``
+Each question keeps its own paragraphs (``World.contexts``, in the file's
+order), the corpus the authors' agent searches; the pool of every selected
+question's paragraphs (a paragraph repeated across questions with the same
+title and text is kept once) is the corpus of ``corpus = "global"``. Both are
+indexed with the same BM25. Selection follows the paper: questions with ``hops``
 sub-questions (three in the paper) that are answerable, the first
 ``n_questions`` of them in file order (the paper does not say how its 80 were
 drawn; file order is the reproducible choice). A MuSiQue answer is a string
@@ -48,6 +50,8 @@ NEVER = r"(?!)"  # a cue that matches no sentence: the rule reader reads nothing
 _REFERENCE = re.compile(r"#(\d+)")
 _NUMERIC = re.compile(r"^[\d.,\s]+$")
 _HOP_FIELDS = ("question", "answer", "paragraph_support_idx")
+_PARAGRAPH_FIELDS = ("idx", "title", "paragraph_text")
+WHERE = "parameter 'world'"  # how errors name the input: the chapters' parameter
 
 
 @dataclass(frozen=True)
@@ -63,34 +67,66 @@ class Selection:
 
 def read_records(path: Path) -> list[dict]:
     """Every line of a MuSiQue JSONL file as a dict; a malformed line is a one-line error naming it."""
+    return [record for _, record in numbered_records(path)]
+
+
+def numbered_records(path: Path) -> list[tuple[int, dict]]:
+    """``(line number, record)`` for every non-blank line of a MuSiQue JSONL file.
+
+    A line that is not UTF-8, not JSON, or not a MuSiQue question (see
+    :func:`_check`) is a one-line ``RcakitError`` naming the file and the line.
+    Lines are split on ``\\n`` only: a JSON string may hold U+2028 and its kin.
+    """
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_bytes().split(b"\n")
     except OSError as err:
-        raise RcakitError(f"world: cannot read {path}: {err.strerror or err}") from None
+        raise RcakitError(f"{WHERE}: cannot read {path}: {err.strerror or err}") from None
     records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
             _check(record)
+        except UnicodeDecodeError as err:
+            raise RcakitError(f"{WHERE}: {path}, line {number}: invalid UTF-8 at byte {err.start}") from None
+        except RecursionError:
+            raise RcakitError(f"{WHERE}: {path}, line {number}: not a MuSiQue question (nested too deeply)") from None
         except (ValueError, TypeError, KeyError) as err:
             why = err.args[0] if isinstance(err, KeyError) and err.args else err
-            raise RcakitError(f"world: {path}, line {number}: not a MuSiQue question ({why})") from None
-        records.append(record)
+            raise RcakitError(f"{WHERE}: {path}, line {number}: not a MuSiQue question ({why})") from None
+        records.append((number, record))
     return records
 
 
 def _check(record: dict) -> None:
+    """What the world builder reads of a record, present and of the right shape (else ``KeyError``,
+    ``TypeError`` or ``ValueError`` saying which field)."""
+    if not isinstance(record, dict):
+        raise TypeError(f"expected a JSON object, got {type(record).__name__}")
     for key in ("id", "question", "answer", "paragraphs", "question_decomposition"):
         if key not in record:
             raise KeyError(f"missing field {key!r}")
-    for hop in record["question_decomposition"]:
-        missing = [k for k in _HOP_FIELDS if k not in hop]
+    steps, paragraphs = record["question_decomposition"], record["paragraphs"]
+    if not isinstance(steps, list) or not steps:
+        raise ValueError("question_decomposition is empty" if steps == [] else "question_decomposition is not a list")
+    if not isinstance(paragraphs, list):
+        raise TypeError("paragraphs is not a list")
+    for i, paragraph in enumerate(paragraphs):
+        for key in _PARAGRAPH_FIELDS:
+            if not isinstance(paragraph, dict) or key not in paragraph:
+                raise KeyError(f"paragraph {i} lacks {key!r}")
+        if not isinstance(paragraph["title"], str) or not isinstance(paragraph["paragraph_text"], str):
+            raise TypeError(f"paragraph {i}: title and paragraph_text must be strings")
+    ids = {p["idx"] for p in paragraphs}
+    for hop, step in enumerate(steps, start=1):
+        missing = [k for k in _HOP_FIELDS if not isinstance(step, dict) or k not in step]
         if missing:
-            raise KeyError(f"a hop lacks {missing[0]!r}")
-        if not any(p["idx"] == hop["paragraph_support_idx"] for p in record["paragraphs"]):
-            raise ValueError(f"paragraph_support_idx {hop['paragraph_support_idx']} is not a paragraph idx")
+            raise KeyError(f"hop {hop} lacks {missing[0]!r}")
+        if not isinstance(step["question"], str):
+            raise TypeError(f"hop {hop}: question is not a string")
+        if step["paragraph_support_idx"] not in ids:
+            raise ValueError(f"paragraph_support_idx {step['paragraph_support_idx']} is not a paragraph idx")
 
 
 def select(records: list[dict], hops: int, n_questions: int) -> tuple[list[dict], dict]:
@@ -130,7 +166,7 @@ def hop_phrase(text: str, hop: int, answers: list[str], start: str) -> str:
         if j == hop - 1:
             return bridge
         if not 1 <= j < hop:
-            raise RcakitError(f"world: hop {hop} refers to #{j}, which is not an earlier hop")
+            raise RcakitError(f"hop {hop} refers to #{j}, which is not an earlier hop")
         return answers[j - 1].replace("{", "{{").replace("}", "}}")
 
     text = _REFERENCE.sub(fill, text)
@@ -161,7 +197,9 @@ class _Builder:
         self.facts: dict[str, dict[str, str]] = {}
         self.home: dict[str, int] = {}
         self.relations: dict[str, Relation] = {}
+        self.contexts: dict[str, tuple[int, ...]] = {}
         self.uncertified = 0
+        self.contexts: dict[str, tuple[int, ...]] = {}
 
     def paragraph(self, title: str, text: str) -> int:
         key = (title, text)
@@ -172,6 +210,8 @@ class _Builder:
 
     def question(self, record: dict) -> Question:
         ids = {p["idx"]: self.paragraph(p["title"], p["paragraph_text"]) for p in record["paragraphs"]}
+        self.contexts[str(record["id"])] = tuple(dict.fromkeys(ids[p["idx"]] for p in record["paragraphs"]))
+        self.contexts[str(record["id"])] = tuple(ids.values())
         steps = record["question_decomposition"]
         answers = [str(s["answer"]) for s in steps]
         start = self.corpus[ids[steps[0]["paragraph_support_idx"]]].title
@@ -195,18 +235,40 @@ class _Builder:
 
 
 def build_musique_world(path: Path, n_questions: int, hops: int = 3) -> tuple[World, Selection]:
-    """The MuSiQue world of the first ``n_questions`` answerable ``hops``-hop questions in ``path``."""
-    records = read_records(path)
-    chosen, counts = select(records, hops, n_questions)
+    """The MuSiQue world of the first ``n_questions`` answerable ``hops``-hop questions in ``path``.
+
+    Every way the file can fail the builder is a one-line ``RcakitError``
+    naming the file (and the line, for a bad record), so :func:`check_file`
+    is this function run before a kernel starts.
+    """
+    numbered = numbered_records(path)
+    line = {id(record): number for number, record in numbered}
+    chosen, counts = select([record for _, record in numbered], hops, n_questions)
     if not chosen:
-        raise RcakitError(f"world: {path} holds no answerable {hops}-hop question "
+        raise RcakitError(f"{WHERE}: {path} holds no answerable {hops}-hop question "
                           f"({counts['read']} read, {counts['with_hops']} with {hops} hops)")
     build = _Builder()
-    questions = [build.question(r) for r in chosen]
+    questions = []
+    for record in chosen:
+        try:
+            questions.append(build.question(record))
+        except RcakitError as err:  # a sub-question's #k reference that names no earlier hop
+            raise RcakitError(f"{WHERE}: {path}, line {line[id(record)]}: question {record['id']!r}: {err}") from None
     for q in questions:
         build.types.setdefault(q.answer, q.answer_type)
-    world = World(build.types, build.facts, build.corpus, questions, build.home, build.relations, "musique")
+    world = World(build.types, build.facts, build.corpus, questions, build.home, build.relations, "musique",
+                  contexts=build.contexts)
     return world, Selection(**counts, uncertified_hops=build.uncertified)
+
+
+def check_file(path: Path, n_questions: int, hops: int = 3) -> None:
+    """``RcakitError`` (one line, naming the file and line) unless ``path`` builds a MuSiQue world.
+
+    The check is the loader itself: every line parsed, the selection made and
+    the selected questions' decompositions mapped, without a retriever or an
+    agent, so it costs one pass over the file.
+    """
+    build_musique_world(path, n_questions, hops)
 
 
 def resolve_world(value: str) -> Path | None:

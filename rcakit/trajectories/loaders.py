@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,11 +50,31 @@ class LoadResult:
 
     trajectories: list[Trajectory] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    rejected: Counter[str] = field(default_factory=Counter)  # rejected records per file, in load order
 
     def extend(self, other: LoadResult) -> None:
-        """Add ``other``'s trajectories and errors to these."""
+        """Add ``other``'s trajectories, errors and rejection counts to these."""
         self.trajectories.extend(other.trajectories)
         self.errors.extend(other.errors)
+        self.rejected.update(other.rejected)
+
+    def announce(self, where: str | Path) -> None:
+        """Count the rejected records on the terminal (:func:`rcakit.progress.warn`, never the notebook).
+
+        One line per file with rejections, then a summary naming the command
+        that prints every reason; nothing when no record was rejected. The
+        notebook shows :meth:`report`.
+        """
+        if not self.errors:
+            return
+        from rcakit.progress import warn
+
+        for file, n in self.rejected.items():
+            warn(f"{file}: {n} record{'' if n == 1 else 's'} rejected")
+        total = len(self.errors) + len(self.trajectories)
+        files = len(self.rejected) or 1
+        warn(f"{where}: {len(self.errors)} of {total} records rejected in {files} file{'' if files == 1 else 's'}; "
+             f"'rcakit validate {where}' prints why")
 
     def by_source(self, sources: Sequence[str]) -> dict[str, list[Trajectory]]:
         """The trajectories of each of ``sources`` (a Who&When subset, say), in their order."""
@@ -103,12 +124,20 @@ def _parse(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RecordError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        why = "a trailing comma" if _trailing_comma(exc) else exc.msg
+        raise RecordError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {why}") from None
     except RecursionError:
         raise RecordError(f"{where}: invalid JSON: nested too deeply to read") from None
     except ValueError:  # an integer literal past the interpreter's digit limit
         digits = sys.get_int_max_str_digits()
         raise RecordError(f"{where}: invalid JSON: a number with more than {digits} digits") from None
+
+
+def _trailing_comma(exc: json.JSONDecodeError) -> bool:
+    """Whether the parser stopped at a comma with nothing after it: ``[1, 2,]``, ``{"a": 1,}`` or a
+    JSON Lines record followed by ``,``."""
+    before, after = exc.doc[: exc.pos].rstrip(), exc.doc[exc.pos :].lstrip()
+    return (before.endswith(",") and after[:1] in ("]", "}")) or (exc.msg == "Extra data" and after.strip() == ",")
 
 
 def entry_problem(path: Path) -> str | None:
@@ -169,8 +198,8 @@ def _folder_files(path: Path) -> list[Path]:
     return sorted((path / n for n in names if n.endswith(".json")), key=_natural_key)
 
 
-def _records(path: Path) -> Iterator[tuple[str, Any]]:
-    """``(where, record-or-RecordError)`` for a JSON file, a JSONL file or a folder of JSON files.
+def _records(path: Path) -> Iterator[tuple[str, str, Any]]:
+    """``(file, where, record-or-RecordError)`` for a JSON file, a JSONL file or a folder of JSON files.
 
     In a folder, every ``*.json`` entry yields its records or one error; an
     entry that is not a readable regular file is one error, never a stop.
@@ -186,25 +215,25 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
     yield from _file_records(path)
 
 
-def _file_records(path: Path) -> Iterator[tuple[str, Any]]:
+def _file_records(path: Path) -> Iterator[tuple[str, str, Any]]:
+    file = str(path)
     try:
         raw = _read_bytes(path)
     except RecordError as exc:
-        yield str(path), exc
+        yield file, file, exc
         return
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(raw.split(b"\n"), start=1):
             where = f"{path}:{lineno}"
             if line.strip():
-                yield where, _guarded(_decoded, line, where)
+                yield file, where, _guarded(_decoded, line, where)
         return
-    where = str(path)
-    data = _guarded(_decoded, raw, where)
+    data = _guarded(_decoded, raw, file)
     if isinstance(data, list):
         for i, record in enumerate(data):
-            yield f"{path}[{i}]", record
+            yield file, f"{path}[{i}]", record
     else:
-        yield where, data
+        yield file, file, data
 
 
 def _guarded(fn: Callable[..., Any], *args) -> Any:
@@ -330,13 +359,34 @@ def parse_longrca(record: Any, where: str) -> Trajectory:
 
 
 def read_longrca(path: str | Path) -> LoadResult:
-    """Every record of a LongRCA JSON file, JSONL file or folder: good ones and error lines."""
-    return _read(Path(path), parse_longrca)
+    """Every record of a LongRCA JSON file, JSONL file or folder: good ones and error lines.
+
+    A record whose ``question_ID`` an earlier record already has is rejected
+    (its labels would be counted twice). Rejections are counted on the
+    terminal (:meth:`LoadResult.announce`).
+    """
+    result = _read_longrca(Path(path))
+    result.announce(path)
+    return result
+
+
+def _read_longrca(path: Path) -> LoadResult:
+    return _read(path, parse_longrca, unique="question_ID")
 
 
 def load_longrca(path: str | Path) -> list[Trajectory]:
     """LongRCA records as trajectories; ``RcakitError`` naming file and field on any bad record."""
-    return read_longrca(path).raise_if_errors()
+    return _read_longrca(Path(path)).raise_if_errors()
+
+
+def check_longrca(path: str | Path) -> None:
+    """``RcakitError`` (one line naming ``path``) unless it holds a labelled, valid LongRCA record.
+
+    Records are read in order until the first one, so a good release costs one
+    file; what a chapter would reject (nothing but bad or unlabelled records)
+    is found before it starts.
+    """
+    _first_usable(Path(path), parse_longrca, "labelled LongRCA record")
 
 
 # ---------------------------------------------------------------- Who&When
@@ -397,31 +447,81 @@ WHO_AND_WHEN_SIZES = {"Hand-Crafted": 58, "Algorithm-Generated": 126}  # logs pe
 
 
 def read_who_and_when(path: str | Path, subset: str | None = None) -> LoadResult:
-    """Every Who&When log under ``path``: good trajectories and error lines."""
+    """Every Who&When log under ``path`` (any shape :func:`who_and_when_folders` takes): good
+    trajectories and error lines; rejections are counted on the terminal (:meth:`LoadResult.announce`)."""
+    result = _read_who_and_when(path, subset)
+    result.announce(path)
+    return result
+
+
+def _read_who_and_when(path: str | Path, subset: str | None = None) -> LoadResult:
     result = LoadResult()
     for name, folder in who_and_when_folders(path, subset):
-        result.extend(_read(folder, lambda rec, where, s=name: parse_who_and_when(rec, where, s)))
+        result.extend(_read(folder, _who_and_when_parser(name)))
     return result
+
+
+def _who_and_when_parser(subset: str) -> Callable[[Any, str], Trajectory]:
+    return lambda record, where: parse_who_and_when(record, where, subset)
 
 
 def load_who_and_when(path: str | Path, subset: str | None = None) -> list[Trajectory]:
     """Who&When logs as trajectories; ``RcakitError`` naming file and field on any bad log."""
-    return read_who_and_when(path, subset).raise_if_errors()
+    return _read_who_and_when(path, subset).raise_if_errors()
+
+
+def check_who_and_when(path: str | Path) -> None:
+    """``RcakitError`` (one line naming the folder) unless every subset folder under ``path`` holds a
+    valid log: an empty subset folder, a folder with no subset and a subset of bad logs are errors.
+
+    Each subset is read until its first good log, so good data costs one file per subset.
+    """
+    for name, folder in who_and_when_folders(path):
+        _first_usable(folder, _who_and_when_parser(name), f"{name} log")
 
 
 # ---------------------------------------------------------------- shared
 
 
-def _read(path: Path, parse: Callable[[Any, str], Trajectory]) -> LoadResult:
+def _read(path: Path, parse: Callable[[Any, str], Trajectory], unique: str | None = None) -> LoadResult:
+    """Every record under ``path`` parsed; with ``unique`` (a field name), a record whose trajectory
+    id an earlier record has is an error naming that field and the earlier record."""
     result = LoadResult()
-    for where, record in _records(path):
+    first: dict[str, str] = {}
+    for file, where, record in _records(path):
         try:
             if isinstance(record, RecordError):
                 raise record
-            result.trajectories.append(parse(record, where))
+            trajectory = parse(record, where)
+            if unique is not None:
+                if trajectory.id in first:
+                    raise RecordError(f"{where}: {unique}: {_short(trajectory.id)} repeats {first[trajectory.id]}")
+                first[trajectory.id] = where
+            result.trajectories.append(trajectory)
         except RecordError as exc:
             result.errors.append(str(exc))
+            result.rejected[file] += 1
     return result
+
+
+def _first_usable(path: Path, parse: Callable[[Any, str], Trajectory], what: str) -> None:
+    """Return at the first labelled record under ``path`` that parses; else one ``RcakitError``."""
+    errors, unlabelled = [], 0
+    for _, where, record in _records(path):
+        try:
+            if isinstance(record, RecordError):
+                raise record
+            trajectory = parse(record, where)
+        except RecordError as exc:
+            errors.append(str(exc))
+            continue
+        if trajectory.label is not None:
+            return
+        unlabelled += 1
+    if not errors and not unlabelled:
+        raise RcakitError(f"{path}: no records found")
+    first = f"; the first: {errors[0]}" if errors else ""
+    raise RcakitError(f"{path}: no {what} ({unlabelled} unlabelled, {len(errors)} rejected{first})")
 
 
 def detect_format(path: str | Path) -> str:
@@ -441,10 +541,10 @@ def validate_path(path: str | Path, fmt: str = "auto") -> tuple[int, list[str]]:
     """
     path = require_path(Path(path))
     kind = detect_format(path) if fmt == "auto" else fmt
-    readers = {"longrca": read_longrca, "who_and_when": read_who_and_when}
+    readers = {"longrca": _read_longrca, "who_and_when": _read_who_and_when}
     if kind not in readers:
         raise RcakitError(f"format: {fmt!r} is not one of auto, longrca, who_and_when")
-    result = readers[kind](path)
+    result = readers[kind](path)  # quiet: validate prints every error itself
     if not result.trajectories and not result.errors:
         raise RcakitError(f"{path}: no records found")
     return len(result.trajectories), result.errors

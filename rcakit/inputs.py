@@ -1,0 +1,145 @@
+"""Every file, plug-in and address a chapter's parameters name, checked before its kernel starts.
+
+A chapter that meets a bad input inside its kernel fails with exit status 1
+and a ``.failed`` notebook; the same input found here is one line and exit
+status 2, with nothing run (issue 20, "every input checked before the
+kernel"). :func:`check_parameters` runs one check per parameter a chapter
+has, and each check is the loader's own validation, stopped as early as it
+can be, so there is one definition of a valid input:
+
+- ``world`` (the RAG chapters): a MuSiQue file, a data set name or a path, is
+  read with the MuSiQue loader and its selected questions are mapped
+  (:func:`rcakit.rag.musique.check_file`);
+- ``longrca`` and ``who_and_when_path`` (``longrca-strata``): records are read
+  until the first labelled valid one, in every Who&When subset folder
+  (:func:`~rcakit.trajectories.loaders.check_longrca`,
+  :func:`~rcakit.trajectories.loaders.check_who_and_when`). A data set that is
+  not fetched is no error: the chapter says how to fetch it;
+- ``methods`` (``attribution-families``): every import path is imported, as
+  the kernel would import it, and must name a callable;
+- ``scheduler``: a Dask handshake with the connect timeout
+  (:func:`rcakit.parallel.probe_scheduler`).
+
+Each error is one line that names the parameter and the file (and line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from rcakit import RcakitError
+
+Check = Callable[[Any, Mapping[str, Any]], None]
+
+
+def check_parameters(chapter_id: str, params: Mapping[str, Any]) -> None:
+    """Check every input ``params`` name for chapter ``chapter_id``; a bad one raises one ``RcakitError``.
+
+    ``params`` are the checked parameters of the run (``runner.run_parameters``).
+    Local files come first, the network (a scheduler) last.
+    """
+    for name, check in CHECKS.items():
+        if name in params:
+            try:
+                check(params[name], params)
+            except RcakitError as err:
+                raise RcakitError(f"{chapter_id}: {err}") from None
+
+
+def _named(param: str, check: Callable[[], None]) -> None:
+    """``check()``, its ``RcakitError`` prefixed with the parameter it concerns."""
+    try:
+        check()
+    except RcakitError as err:
+        raise RcakitError(f"parameter {param!r}: {err}") from None
+
+
+def musique_world(value: Any, params: Mapping[str, Any]) -> None:
+    """``world``: ``synthetic``, or a MuSiQue file (data set name or path) the chapter can build a world from."""
+    from rcakit.rag.musique import SYNTHETIC, WHERE, check_file, resolve_world
+    from rcakit.trajectories.loaders import entry_problem
+
+    if value == SYNTHETIC:
+        return
+    path = resolve_world(str(value))
+    if path is None:
+        raise RcakitError(f"{WHERE}: the data set {value!r} is not fetched; run 'rcakit data fetch {value}' "
+                          "or pass -p world PATH to a MuSiQue JSONL file")
+    problem = entry_problem(path)
+    if problem is not None:  # a FIFO or a device would block the read
+        raise RcakitError(f"{WHERE}: {path}: {problem}")
+    check_file(path, params.get("n_questions", 120), params.get("hops", 3))
+
+
+def longrca_records(value: Any, params: Mapping[str, Any]) -> None:
+    """``longrca``: ``none``, or records (data set name or path) holding a labelled valid record."""
+    from rcakit import data
+    from rcakit.trajectories.loaders import check_longrca
+    from rcakit.trajectories.release import release_folder
+
+    if value == "none":
+        return
+    path = data.locate(str(value), "longrca")
+    if path is not None:  # a data set that is not fetched: the chapter shows how to fetch it
+        _named("longrca", lambda: check_longrca(release_folder(path)))
+
+
+def who_and_when_logs(value: Any, params: Mapping[str, Any]) -> None:
+    """``who_and_when_path``: a Who&When root, a root with one subset, or a subset folder, each subset
+    folder holding a valid log."""
+    from rcakit import data
+    from rcakit.trajectories.loaders import check_who_and_when
+
+    path = data.locate(str(value), "who_and_when_path")
+    if path is not None:  # a data set that is not fetched: the chapter shows how to fetch it
+        _named("who_and_when_path", lambda: check_who_and_when(path))
+
+
+def plugin_methods(value: Any, params: Mapping[str, Any]) -> None:
+    """``methods``: built-in names and import paths ``package.module:callable``, each importable (from
+    the project folder, the kernel's working folder) and callable as a method, by ``load_method``'s rules."""
+    from rcakit.attribution.adapters import check_methods
+
+    with _project_on_path():
+        check_methods(str(value))
+
+
+@contextlib.contextmanager
+def _project_on_path() -> Iterator[None]:
+    """The project folder first on ``sys.path``, as it is in a chapter's kernel (its working folder)."""
+    from rcakit.paths import project_root
+
+    root = str(project_root())
+    sys.path.insert(0, root)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(root)
+
+
+def dask_scheduler(value: Any, params: Mapping[str, Any]) -> None:
+    """``scheduler`` (or ``$RCAKIT_DASK_SCHEDULER`` when it is empty): a Dask scheduler that answers
+    a handshake within the connect timeout."""
+    from rcakit import parallel
+
+    address = parallel.scheduler_address(str(value))
+    if address:
+        parallel.probe_scheduler(address, parallel.CONNECT_SECONDS)
+
+
+CHECKS: dict[str, Check] = {  # parameter -> its check, cheapest first
+    "methods": plugin_methods,
+    "world": musique_world,
+    "longrca": longrca_records,
+    "who_and_when_path": who_and_when_logs,
+    "scheduler": dask_scheduler,
+}
+
+__all__ = [
+    "CHECKS",
+    "check_parameters",
+]
