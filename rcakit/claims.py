@@ -424,8 +424,8 @@ def _others_line(table: pd.DataFrame) -> str | None:
 def glue_verdict(table: pd.DataFrame, name: str = "verdict") -> None:
     """Glue the verdict box (:func:`verdict_markdown`) for the chapter's first screen, displaying nothing.
 
-    The chapter shows it near its top with ``:::{glue:md} verdict`` and
-    ``:format: myst``.
+    The chapter shows it near its top with a ``glue:md`` directive on
+    ``verdict`` in the ``myst`` format.
     """
     from IPython.display import Markdown
     from myst_nb import glue
@@ -511,6 +511,31 @@ def headline_counts(table: pd.DataFrame, by: str = "chapter") -> pd.DataFrame:
     counts.index.name = by
     counts.columns.name = None
     return counts.astype(int)
+
+
+def headline_numbers(table: pd.DataFrame) -> dict[str, int]:
+    """The numbers a page's headline quotes, mechanism claims only, identities apart.
+
+    ``mechanism``; ``agrees``, ``differs``, ``other_parameters``; ``not_measured``,
+    split into ``needs_input`` (its section needs a data set or a model the run
+    did not have) and ``not_recorded`` (the chapter has not run, or did not
+    record it); ``identities_hold``, ``identities_fail``.
+    """
+    mech = table[table["kind"] == "mechanism"]
+    unmeasured = mech[mech["verdict"] == "not measured"]
+    needs_input = int(unmeasured["why"].str.startswith("needs").sum())
+    identity = table[table["kind"] == "identity"]
+    return {
+        "mechanism": len(mech),
+        "agrees": int((mech["verdict"] == "agrees").sum()),
+        "differs": int((mech["verdict"] == "differs").sum()),
+        "other_parameters": int((mech["verdict"] == "other parameters").sum()),
+        "not_measured": len(unmeasured),
+        "needs_input": needs_input,
+        "not_recorded": len(unmeasured) - needs_input,
+        "identities_hold": int((identity["verdict"] == "agrees").sum()),
+        "identities_fail": int((identity["verdict"] == "differs").sum()),
+    }
 
 
 def mechanism_summary(table: pd.DataFrame) -> pd.DataFrame:

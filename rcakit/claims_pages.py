@@ -23,7 +23,7 @@ from rcakit.tables import DASH, format_value
 
 COLUMNS = ["kind", "claim", "verdict", "paper", "workbench", "rule", "source"]
 _BADGE = "padding:0.1em 0.45em;border-radius:0.3em;white-space:nowrap"
-_CELL_STYLE = {"claim": "min-width:18em", "verdict": "white-space:nowrap", "workbench": "white-space:nowrap",
+_CELL_STYLE = {"claim": "min-width:18em", "verdict": "min-width:9em", "workbench": "white-space:nowrap",
                "rule": "white-space:nowrap"}
 
 
@@ -177,38 +177,34 @@ def findings_markdown(table: pd.DataFrame) -> str:
     named apart and never counted as disagreeing; identity checks come last,
     as checks of the code. Every number comes from the table.
     """
-    mech = table[table["kind"] == "mechanism"]
+    n = claims.headline_numbers(table)
     by_paper = claims.headline_counts(table, by="paper_name")
     checked = by_paper["agrees"] + by_paper["differs"]
-    agree, differ = int(by_paper["agrees"].sum()), int(by_paper["differs"].sum())
     sentences = [
-        f"This book checks {_count(len(mech), 'mechanism claim')}, the claims that test a paper and could have "
-        f"come out the other way: in this build, {agree} of the {agree + differ} that were checked agree with "
-        f"the paper and {differ} {'does' if differ == 1 else 'do'} not."]
+        f"This book checks {_count(n['mechanism'], 'mechanism claim')}, the claims that test a paper and could "
+        f"have come out the other way: in this build, {n['agrees']} of the {n['agrees'] + n['differs']} that were "
+        f"checked agree with the paper and {n['differs']} {'does' if n['differs'] == 1 else 'do'} not."]
     per_paper = [f"{p} {by_paper.loc[p, 'agrees']} of {checked[p]}" for p in by_paper.index if checked[p]]
     if per_paper:
         sentences.append(f"Agreeing, by source: {_join(per_paper)}.")
-    if differ:
+    if n["differs"]:
         where = [f"{p} ({by_paper.loc[p, 'differs']})" for p in by_paper.index if by_paper.loc[p, "differs"]]
         sentences.append(f"The claims that do not reproduce are in {_join(where)}; the verdict box at the top "
                          "of each chapter says why.")
-    sentences += [s for s in [_unchecked_sentence(mech)] if s]
-    hold, fail = int(by_paper["identities hold"].sum()), int(by_paper["identities fail"].sum())
-    sentences.append(f"Apart from these, {hold} of {_count(hold + fail, 'identity check')} "
-                     f"{'holds' if hold + fail == 1 else 'hold'}: they test that the code computes what it "
+    sentences += [s for s in [_unchecked_sentence(n)] if s]
+    hold, total = n["identities_hold"], n["identities_hold"] + n["identities_fail"]
+    sentences.append(f"Apart from these, {hold} of {_count(total, 'identity check')} "
+                     f"{'holds' if total == 1 else 'hold'}: they test that the code computes what it "
                      "claims, not that a paper reproduces.")
     return "\n".join([":::{admonition} What this book finds", ":class: verdict tip", "", " ".join(sentences), ":::"])
 
 
-def _unchecked_sentence(mech: pd.DataFrame) -> str | None:
+def _unchecked_sentence(n: Mapping[str, int]) -> str | None:
     """The mechanism claims not checked in this build, and why, in one sentence (None if there are none)."""
-    unmeasured = mech[mech["verdict"] == "not measured"]
-    needs_input = int(unmeasured["why"].str.startswith("needs").sum())
-    parts = [f"{needs_input} need a data set or a language model that this build did not have"] * bool(needs_input)
-    if len(unmeasured) - needs_input:
-        parts.append(f"{len(unmeasured) - needs_input} were not recorded (their chapter has not run)")
-    elsewhere = int((mech["verdict"] == "other parameters").sum())
-    parts += [f"{elsewhere} ran away from the paper's setting"] * bool(elsewhere)
+    parts = [f"{n['needs_input']} need a data set or a language model that this build did not have"] * bool(
+        n["needs_input"])
+    parts += [f"{n['not_recorded']} were not recorded (their chapter has not run)"] * bool(n["not_recorded"])
+    parts += [f"{n['other_parameters']} ran away from the paper's setting"] * bool(n["other_parameters"])
     if not parts:
         return None
     return f"Not checked here, and counted neither way: {_join(parts)}."

@@ -64,7 +64,8 @@ CAPTIONS_JS = """() => {
 EXTRACT_JS = """() => {
   const main = document.querySelector('main') || document.body;
   const prose = main.cloneNode(true);
-  prose.querySelectorAll('pre, code, .cell_input, .cell_output, table, mjx-container, script, style, .MathJax')
+  // prose: neither code, outputs, tables nor API entries (a Python signature's None is a Python value)
+  prose.querySelectorAll('pre, code, .cell_input, .cell_output, table, mjx-container, script, style, .MathJax, dl.py')
       .forEach(e => e.remove());
   const wide = [...main.querySelectorAll('mjx-container[display="true"], mjx-container[jax][display]')]
     .filter(box => {
@@ -250,6 +251,7 @@ CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main s
 <div class="admonition verdict"><p>Verdict: 2 of 3 agree.</p></div>
 <p>None of the claims is missing; the value is 0.5 and the note is nonnan-free.</p>
 <table><tr><td>—</td><td>0.500</td><td>a full claim, never cut</td></tr></table>
+<dl class="py function"><dt>rcakit.f(x=None)</dt><dd>None when absent.</dd></dl>
 <div class="cell_output"><pre>no warnings here</pre></div></main></body></html>"""
 
 

@@ -413,3 +413,14 @@ def test_a_chapter_comparison_links_each_claim_to_its_section_on_the_page():
     assert page.index("<em>mechanism</em>") < page.index("<em>identity</em>")
     assert "nan" not in page.lower().replace("nanc", "") and "…" not in page
     assert repr(shown).splitlines()[0].startswith("not measured: ")
+
+
+def test_headline_numbers_split_what_was_not_measured_by_why():
+    table = toy_table()
+    table.loc[len(table)] = table.iloc[6].to_dict() | {"claim": "b7", "why": "the chapter has not run"}
+    assert claims.headline_numbers(table) == {
+        "mechanism": 5, "agrees": 1, "differs": 1, "other_parameters": 1, "not_measured": 2, "needs_input": 1,
+        "not_recorded": 1, "identities_hold": 1, "identities_fail": 0}
+    text = claims_pages.findings_markdown(table)
+    assert "1 need a data set or a language model" in text and "1 were not recorded" in text
+    assert text.count("\n") == 4 and "class: verdict" in text
