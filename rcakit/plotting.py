@@ -1,8 +1,10 @@
-"""One figure theme and the few plots that several chapters share.
+"""One figure theme, one palette for verdicts and outcomes, and the few plots that several chapters share.
 
-Used in the chapters: every chapter calls :func:`set_theme`; ``car-shapley``
-draws :func:`contrastive_figure` (on :func:`ci_errorbar`),
-:func:`lineplot_panels` and :func:`support_report_figure`.
+Used in the chapters: every chapter calls :func:`set_theme` and colours
+verdicts and outcomes from :data:`VERDICT_COLOURS` and :data:`OUTCOME_COLOURS`
+(captions name them with :func:`colour_name`); ``car-shapley`` draws
+:func:`contrastive_figure` (on :func:`ci_errorbar`), :func:`lineplot_panels`
+and :func:`support_report_figure`; the landing page :func:`headline_figure`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ OUTCOME_COLOURS = {
 }
 
 
+# The colour cycle C0..C9 of every figure: seaborn's colour-blind order, on the same colours as above, so "C3"
+# is VERMILION and "C2" GREEN wherever a chapter uses the cycle.
+CYCLE = [BLUE, ORANGE, GREEN, VERMILION, PURPLE, "#CA9161", "#FBAFE4", GREY, "#F0E442", SKY]
+
+
 def colour(key: str) -> str:
     """The colour of a verdict or an outcome (``"agrees"``, ``"derailed"``, ``"fault"``)."""
     try:
@@ -52,8 +59,8 @@ def tint(hex_colour: str, amount: float = 0.82) -> str:
 
 
 def set_theme() -> None:
-    """The book's look: seaborn whitegrid, colourblind palette, compact figures."""
-    sns.set_theme(style="whitegrid", palette="colorblind", context="notebook")
+    """The book's look: seaborn whitegrid, the colour-blind :data:`CYCLE`, compact figures."""
+    sns.set_theme(style="whitegrid", palette=CYCLE, context="notebook")
     plt.rcParams.update({"figure.figsize": (6.4, 3.6), "figure.dpi": 100, "axes.titlesize": "medium"})
 
 
@@ -88,7 +95,7 @@ def contrastive_figure(table: pd.DataFrame, locus: int | None) -> plt.Figure:
     ci_errorbar(ax, table["name"], table["effect"], table["effect_lo"], table["effect_hi"],
                 label="effect, 95% bootstrap CI")
     if locus is not None:
-        ax.axvspan(locus - 0.3, locus + 0.3, color="C1", alpha=0.15, label="locus")
+        ax.axvspan(locus - 0.3, locus + 0.3, color=ORANGE, alpha=0.2, label="locus")
     ax.set_ylabel("P(bad | do) − P(bad | observed)")
     ax.legend(frameon=False)
     return fig
@@ -147,7 +154,7 @@ def support_report_figure(
     ci_errorbar(effects, table["name"], table["effect"], table["effect_lo"], table["effect_hi"],
                 label="effect, 95% bootstrap CI")
     if locus is not None:
-        effects.axvspan(locus - 0.3, locus + 0.3, color="C3", alpha=0.15, label="locus")
+        effects.axvspan(locus - 0.3, locus + 0.3, color=OUTCOME_COLOURS["bad"], alpha=0.15, label="locus")
     effects.set_ylabel("P(bad | do) − P(bad | observed)")
     effects.legend(frameon=False, loc="lower right")
     effects.set_title("(d) per-step effects")
@@ -165,7 +172,7 @@ def _trajectory_panel(ax: plt.Axes, trajectory: pd.DataFrame, locus: int | None)
         ax.text(0.02, y, f"{i}  {row.name}", va="center", fontsize=10, weight="bold" if is_locus else "normal",
                 transform=ax.transAxes)
         ax.text(0.45, y, f"→ {row.action}", va="center", fontsize=10, transform=ax.transAxes,
-                bbox={"facecolor": "C3", "alpha": 0.15, "edgecolor": "C3"} if is_locus else None)
+                bbox={"facecolor": VERMILION, "alpha": 0.15, "edgecolor": VERMILION} if is_locus else None)
     if locus is not None:
         ax.text(0.02, -0.02, "bold, shaded: the causal locus", fontsize=8, color="dimgrey", transform=ax.transAxes)
 
@@ -190,8 +197,8 @@ def _context_panel(ax: plt.Axes, lines: Sequence[tuple[str, bool]], locus: int |
 def _outcome_panel(ax: plt.Axes, table: pd.DataFrame) -> None:
     x = np.arange(len(table))
     bad = table["p_bad_do"].to_numpy(dtype=float)
-    ax.bar(x, bad, color="C3", alpha=0.7, label="bad: refund against policy")
-    ax.bar(x, 1 - bad, bottom=bad, color="C2", alpha=0.5, label="good")
+    ax.bar(x, bad, color=OUTCOME_COLOURS["bad"], alpha=0.7, label="bad: refund against policy")
+    ax.bar(x, 1 - bad, bottom=bad, color=OUTCOME_COLOURS["good"], alpha=0.5, label="good")
     below, above = (np.clip(d, 0, None) for d in (bad - table["p_lo"], table["p_hi"] - bad))  # Wilson at 1: 1 - 1e-16
     ax.errorbar(x, bad, yerr=[below, above], fmt="none", color="black", capsize=4)
     ax.set_xticks(x, [f"from {n}" for n in table["name"]], rotation=15)

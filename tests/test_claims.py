@@ -358,6 +358,11 @@ def test_the_palette_names_its_colours_for_captions():
     assert plotting.tint("#000000", 0.5) == "#808080"
     with pytest.raises(KeyError, match="no colour for 'teal'"):
         plotting.colour("teal")
+    from matplotlib.colors import to_hex
+
+    plotting.set_theme()  # the figure cycle is the same palette: C3 is the vermilion of "differs"
+    assert [to_hex(f"C{i}").upper() for i in (0, 2, 3, 7)] == [plotting.BLUE, plotting.GREEN, plotting.VERMILION,
+                                                               plotting.GREY]
 
 
 # --- the table helper ----------------------------------------------------------
@@ -424,3 +429,22 @@ def test_headline_numbers_split_what_was_not_measured_by_why():
     text = claims_pages.findings_markdown(table)
     assert "1 need a data set or a language model" in text and "1 were not recorded" in text
     assert text.count("\n") == 4 and "class: verdict" in text
+
+
+def test_headline_figure_shows_mechanism_verdicts_and_identities_apart():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_hex
+
+    from rcakit import plotting
+
+    counts = claims.headline_counts(toy_table(), by="paper_name")
+    fig = plotting.headline_figure(counts)
+    left, right = fig.axes
+    assert [t.get_text() for t in left.get_yticklabels()] == ["B", "A"]  # first source on top
+    widths = {(to_hex(p.get_facecolor()).upper(), p.get_width()) for p in left.patches if p.get_width()}
+    assert widths == {(plotting.GREEN, 1), (plotting.VERMILION, 1), (plotting.GREY, 1), (plotting.ORANGE, 1)}
+    assert sum(p.get_width() for p in right.patches) == 1  # one identity, apart from the mechanism claims
+    assert "identity" in right.get_title() and "mechanism" in left.get_title()
+    matplotlib.pyplot.close(fig)
