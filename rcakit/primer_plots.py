@@ -83,18 +83,16 @@ def repair_family_figure(cases: Mapping[str, Case], families: Mapping[str, Itera
     Faulty events are orange, the failure sink grey, the other events blue.
     Each set of ``families[name]`` gets its own dashed green outline, so a
     jointly necessary pair is one outline around two events and two
-    alternative repairs are two outlines. ``rules[name]`` is written under the
-    sink: how its inputs corrupt it.
+    alternative repairs are two outlines. ``rules[name]`` is the title's second
+    line: how the sink's inputs corrupt it.
     """
-    fig, axes = plt.subplots(1, len(cases), figsize=(4 * len(cases), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(cases), figsize=(3.6 * len(cases), 3.2), squeeze=False)
     drawn = []
     for ax, (name, case) in zip(axes[0], cases.items(), strict=True):
         graph = case.graph
         colours = {n: FAULT if graph.nodes[n]["fault"] else OUTCOME if n == case.sink else SOUND for n in pos}
         boxes = draw_graph(ax, sorted(graph.edges), pos, colours)
-        x, y = pos[case.sink]
-        ax.text(x, y - 0.25, rules[name], ha="center", va="top", fontsize=8, style="italic", wrap=True)
-        ax.set_title(f"{name}: F = {format_family(families[name])}", fontsize=9)
+        ax.set_title(f"{name}: F = {format_family(families[name])}\n{rules[name]}", fontsize=10)
         drawn.append((ax, boxes, families[name]))
     fig.tight_layout()
     fig.canvas.draw()  # places the boxes, whose extents the outlines read
