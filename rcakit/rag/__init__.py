@@ -10,19 +10,22 @@ sweeps, case stores), ``metrics`` (exact-hop accuracy and the tables),
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
-from rcakit.rag.agent import Agent, Hop, LLMReader, Reader, RuleReader, Trace
+from rcakit.rag.agent import Agent, AgentSettings, Hop, LLMReader, Reader, RuleReader, Trace
 from rcakit.rag.diagnosers import Diagnosis, LLMJudge
 from rcakit.rag.experiments import ArmRun, run_arm
 from rcakit.rag.interventions import CONTENT, STRUCTURAL, Corruption, corrupt_content, inject
 from rcakit.rag.metrics import attribution, predictions
-from rcakit.rag.protocol import DIAGNOSERS, Lab, build_lab, eligible, live
+from rcakit.rag.protocol import DIAGNOSERS, Lab, build_lab, eligible, live, protocol_record
+from rcakit.rag.retrieval import Corpora
 from rcakit.rag.text import answer_correct, classify_outcome, normalise
 from rcakit.rag.world import World, build_world
 
 __all__ = [
     "Agent",
+    "AgentSettings",
     "ArmRun",
     "CONTENT",
+    "Corpora",
     "Corruption",
     "DIAGNOSERS",
     "Diagnosis",
@@ -46,5 +49,6 @@ __all__ = [
     "live",
     "normalise",
     "predictions",
+    "protocol_record",
     "run_arm",
 ]

@@ -1,16 +1,28 @@
-"""A resumable hop-by-hop agent with a pluggable reader (AgenticRAG-FP §3-4).
+"""A resumable hop-by-hop agent with a pluggable reader (AgenticRAG-FP §3-4, the authors' agent by default).
 
 At each hop the agent forms a sub-query from the relation and the current
-bridge entity, retrieves with BM25, and asks its reader for the relation's
-object. The offline ``RuleReader`` misses with probability ``noise``; the
-agent then reformulates once (relation words plus subject) and, failing that,
-guesses from the evidence. A hop that yields nothing leaves its relation
-unresolved for the next hop; the agent has ``spare_hops`` extra hops beyond
-the question's length and answers from its evidence when it runs out.
+bridge entity, retrieves the ``top_k`` best paragraphs of the question's
+corpus with BM25 (``rcakit.rag.retrieval.Corpora``), and asks its reader for
+the relation's object. A hop that yields nothing leaves its relation
+unresolved for the next hop. The hop budget is the question's hop count plus
+``spare_hops``; when it is spent the agent is forced to answer from the
+evidence it has. ``AgentSettings`` holds these choices; its defaults are the
+authors' (``papers/README.md``: a budget of 3 for their three-hop questions,
+one retrieval per hop, ``top_k = 5``); ``reformulate = True`` and
+``spare_hops = 1`` give the workbench's earlier agent, which searched a
+second time inside a hop after a miss and had one spare hop.
 
-Reading noise is drawn from ``random.Random`` keyed by (seed, question, hop,
-attempt), so a rerun from a changed prefix meets the same draws as the clean
-run wherever the situation is the same (common random numbers).
+The offline ``RuleReader`` misses a stated fact with probability ``noise``,
+then guesses from the evidence. It also meets the authors' generic warning
+texts (a false premise, a stale-evidence notice): with probability
+``heed_warnings`` a read whose documents carry such a warning abstains
+(no answer and no guess), as a language model that defers to the warning
+would; otherwise it reads on as if the warning were not there.
+
+Reading noise and heeding are drawn from ``random.Random`` keyed by (seed,
+question, hop, attempt), so a rerun from a changed prefix meets the same
+draws as the clean run wherever the situation is the same (common random
+numbers).
 
 ``LLMReader`` puts a language model behind the same interface: per
 hop it returns a JSON action, answer or search, and keys its seed by the same
@@ -34,7 +46,7 @@ from typing import Protocol
 from rcakit import RcakitError
 from rcakit.llm.base import request_seed
 from rcakit.llm.prompts import clip, is_clipped
-from rcakit.rag.retrieval import Retriever
+from rcakit.rag.retrieval import Corpora
 from rcakit.rag.text import answer_correct
 from rcakit.rag.world import Paragraph, Question, Relation, World
 
@@ -45,13 +57,17 @@ REFORMULATION_WORDS = {
     "located_in": "located in campus", "in_country": "city in country part of",
 }
 NO_ACTION = ("none", "")  # a read that neither answered nor asked for a search (a miss, an abstention)
+ABSTAIN = ("abstain", "")  # a read that heeded a warning: no answer, and no guess after it
+# What the rule reader takes for a warning: the authors' generic false-premise and stale-evidence texts
+# say that the entity does not exist or that the reported value is outdated.
+WARNING_CUE = re.compile(r"does not exist|no specific answer|outdated|superseded", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z]+")
 
 
 @dataclass(frozen=True)
 class Hop:
-    """One hop of a trace. ``mode`` is read, reformulated, guessed or unresolved; ``unread`` marks
+    """One hop of a trace. ``mode`` is read, reformulated, guessed, abstained or unresolved; ``unread`` marks
     evidence set by an intervention, not yet read. ``word_cost`` is the query and document words of the hop.
     """
 
@@ -105,10 +121,14 @@ class Reader(Protocol):
     ``LLMReader`` returns the query its model asked for), so a reader keeps
     at most the one pending query of the read just made. ``mentions`` finds
     the entity names in a sentence; the content interventions use it to
-    choose the span they corrupt.
+    choose the span they corrupt. ``heeds`` says whether the read ``key``
+    abstains because ``docs`` carry a warning; the agent then neither reads
+    nor guesses.
     """
 
     def read(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> str | None: ...
+
+    def heeds(self, docs: Sequence[Paragraph], key: str) -> bool: ...
 
     def reformulate(self, relation: Relation, subject: str, key: str) -> str: ...
 
@@ -129,14 +149,24 @@ class RuleReader:
     object is the first entity mention of the expected type in it, so a
     director that is a country is not read (as a language model would balk).
     A guess takes the first typed object of any sentence stating the relation,
-    whoever its subject: the drift to a neighbouring fact.
+    whoever its subject: the drift to a neighbouring fact. A read whose
+    documents carry a warning (``WARNING_CUE``) abstains with probability
+    ``heed_warnings`` (0: the warning is ignored; 1: always heeded).
     """
 
-    def __init__(self, world: World, noise: float, seed: int):
+    def __init__(self, world: World, noise: float, seed: int, heed_warnings: float = 0.5):
         if not 0.0 <= noise <= 1.0:
             raise RcakitError(f"reading_noise: expected a probability in [0, 1], got {noise}")
-        self.types, self.noise, self.seed = world.types, noise, seed
+        if not 0.0 <= heed_warnings <= 1.0:
+            raise RcakitError(f"heed_warnings: expected a probability in [0, 1], got {heed_warnings}")
+        self.types, self.noise, self.seed, self.heed_warnings = world.types, noise, seed, heed_warnings
         self._max_words = max(len(n.split()) for n in world.types)
+
+    def heeds(self, docs: Sequence[Paragraph], key: str) -> bool:
+        """Whether read ``key`` abstains: its documents carry a warning and the heed draw falls under
+        ``heed_warnings``."""
+        warned = any(WARNING_CUE.search(d.text) for d in docs)
+        return warned and random.Random(f"{self.seed}:heed:{key}").random() < self.heed_warnings
 
     def mentions(self, sentence: str) -> list[str]:
         """Entity names in ``sentence``, longest match first, left to right."""
@@ -271,6 +301,10 @@ class LLMReader:
         """Entity mentions, as the interventions need them: the rule reader's."""
         return self.fallback.mentions(sentence)
 
+    def heeds(self, docs: Sequence[Paragraph], key: str) -> bool:
+        """Never imposed: the model reacts to a warning in its own reply."""
+        return False
+
     def messages(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> list[dict]:
         lines = [f"Sub-question: {relation.sub_question(subject)}", "Documents:"]
         cut = sum(is_clipped(doc.text, self.max_doc_chars) for doc in docs)
@@ -314,48 +348,90 @@ def tokens_read(docs: Sequence[Paragraph]) -> int:
     return sum(len(d.text.split()) for d in docs)
 
 
+@dataclass(frozen=True)
+class AgentSettings:
+    """The agent's budget and search, the authors' by default (``papers/README.md``).
+
+    ``top_k`` paragraphs per retrieval; the hop budget is the question's hops
+    plus ``spare_hops`` (0: the authors' 3 for three-hop questions);
+    ``reformulate`` lets a hop search a second time after a failed read (the
+    authors' agent retrieves once per hop).
+    """
+
+    top_k: int = 5
+    spare_hops: int = 0
+    reformulate: bool = False
+
+    def __post_init__(self):
+        if self.top_k < 1:
+            raise RcakitError(f"top_k: expected >= 1, got {self.top_k}")
+        if self.spare_hops < 0:
+            raise RcakitError(f"spare_hops: expected >= 0, got {self.spare_hops}")
+
+    def budget(self, q: Question) -> int:
+        """The hops question ``q``'s agent may retrieve before it is forced to answer."""
+        return len(q.relations) + self.spare_hops
+
+
 class Agent:
     """Hop-by-hop agent: ``run``, ``resume_from`` a changed prefix, ``force_answer`` from evidence."""
 
-    def __init__(self, world: World, retriever: Retriever, reader: Reader, top_k: int = 3, spare_hops: int = 1):
-        if top_k < 1:
-            raise RcakitError(f"top_k: expected >= 1, got {top_k}")
-        self.world, self.retriever, self.reader = world, retriever, reader
-        self.top_k, self.spare_hops = top_k, spare_hops
+    def __init__(self, world: World, corpora: Corpora, reader: Reader, settings: AgentSettings | None = None):
+        self.world, self.corpora, self.reader = world, corpora, reader
+        self.settings = settings or AgentSettings()
 
-    def fetch(self, query: str) -> tuple[Paragraph, ...]:
-        """Top-k clean paragraphs for ``query``."""
-        return tuple(self.world.corpus[i] for i in self.retriever.search(query, self.top_k))
+    @property
+    def top_k(self) -> int:
+        return self.settings.top_k
+
+    def with_reader(self, reader: Reader) -> Agent:
+        """The same agent (world, corpora, settings) with another reader."""
+        return Agent(self.world, self.corpora, reader, self.settings)
+
+    def fetch(self, q: Question, query: str) -> tuple[Paragraph, ...]:
+        """Top-k clean paragraphs for ``query`` in question ``q``'s corpus."""
+        return self.corpora.search(q, query, self.top_k)
 
     def query_for(self, relation: str, subject: str) -> str:
         """The hop's sub-query: the relation's phrase for ``subject``."""
         return self.world.relations[relation].phrase.format(subject)
 
+    def _read(self, docs, rel: Relation, subject: str, key: str, guess: bool = True) -> tuple[str | None, str]:
+        """One read and, after a miss, a guess: (entity, mode); a heeded warning abstains without a guess."""
+        if self.reader.heeds(docs, key):
+            return None, "abstained"
+        entity = self.reader.read(docs, rel, subject, key)
+        if entity is not None:
+            return entity, "read"
+        if not guess:
+            return None, "missed"
+        entity = self.reader.guess(docs, rel, subject)
+        return entity, "guessed" if entity else "unresolved"
+
     def _hop(self, q: Question, index: int, ri: int, subject: str) -> Hop:
         rel = self.world.relations[q.relations[ri]]
         query = self.query_for(rel.name, subject)
-        docs = self.fetch(query)
-        queries, mode = (query,), "read"
-        entity = self.reader.read(docs, rel, subject, f"{q.id}:{index}:0")
-        if entity is None:
+        docs = self.fetch(q, query)
+        queries = (query,)
+        entity, mode = self._read(docs, rel, subject, f"{q.id}:{index}:0", guess=not self.settings.reformulate)
+        if mode == "missed":
             second = self.reader.reformulate(rel, subject, f"{q.id}:{index}:0")
-            queries, mode = (query, second), "reformulated"
-            fresh = self.fetch(second)
+            queries = (query, second)
+            fresh = self.fetch(q, second)
             docs = docs + tuple(d for d in fresh if d not in docs)
-            entity = self.reader.read(fresh, rel, subject, f"{q.id}:{index}:1")
-        if entity is None:
-            entity = self.reader.guess(docs, rel, subject)
-            mode = "guessed" if entity else "unresolved"
+            entity, mode = self._read(fresh, rel, subject, f"{q.id}:{index}:1", guess=False)
+            if mode == "read":
+                mode = "reformulated"
+            elif mode == "missed":
+                entity = self.reader.guess(docs, rel, subject)
+                mode = "guessed" if entity else "unresolved"
         cost = sum(len(x.split()) for x in queries) + tokens_read(docs)
         return Hop(index, ri, subject, query, docs, entity, mode, cost, queries)
 
     def _read_fixed(self, q: Question, hop: Hop) -> Hop:
         """Read evidence an intervention placed at this hop: no new retrieval, so no reformulation."""
         rel = self.world.relations[q.relations[hop.relation]]
-        entity, mode = self.reader.read(hop.docs, rel, hop.subject, f"{q.id}:{hop.index}:0"), "read"
-        if entity is None:
-            entity = self.reader.guess(hop.docs, rel, hop.subject)
-            mode = "guessed" if entity else "unresolved"
+        entity, mode = self._read(hop.docs, rel, hop.subject, f"{q.id}:{hop.index}:0")
         cost = len(hop.query.split()) + tokens_read(hop.docs)
         return replace(hop, entity=entity, mode=mode, word_cost=cost)
 
@@ -364,7 +440,8 @@ class Agent:
         return self.resume_from(q, (), 1)
 
     def resume_from(self, q: Question, prefix: Sequence[Hop], start_hop: int) -> Trace:
-        """Keep ``prefix`` (hops 1..start_hop-1), read any unread hop in it, then regenerate the suffix."""
+        """Keep ``prefix`` (hops 1..start_hop-1), read any unread hop in it, then regenerate the suffix
+        within the hop budget; a chain still open when the budget is spent is answered from the evidence."""
         if len(prefix) != start_hop - 1:
             raise RcakitError(f"resume_from: prefix has {len(prefix)} hops, start_hop is {start_hop}")
         hops, ri, subject = [], 0, q.start
@@ -374,7 +451,7 @@ class Agent:
             hops.append(hop)
             ri, subject = (hop.relation + 1, hop.entity) if hop.entity else (hop.relation, hop.subject)
         index = start_hop
-        while ri < len(q.relations) and index <= len(q.relations) + self.spare_hops:
+        while ri < len(q.relations) and index <= self.settings.budget(q):
             hop = self._hop(q, index, ri, subject)
             hops.append(hop)
             if hop.entity:
@@ -392,8 +469,7 @@ class Agent:
         subject = q.start
         for ri, name in enumerate(q.relations):
             rel = self.world.relations[name]
-            found = self.reader.read(pooled, rel, subject, f"{q.id}:force:{ri}")
-            found = found or self.reader.guess(pooled, rel, subject)
+            found, _ = self._read(pooled, rel, subject, f"{q.id}:force:{ri}")
             if found is None:
                 return "", tokens_read(pooled)
             subject = found

@@ -26,6 +26,7 @@ import re
 import threading
 from dataclasses import dataclass, replace
 
+from rcakit import RcakitError
 from rcakit.llm.base import request_seed
 from rcakit.llm.prompts import Block, Budget, chat_messages, render
 from rcakit.rag.agent import Agent, Hop, Trace, tokens_read
@@ -138,10 +139,13 @@ def repaired_docs(agent: Agent, trace: Trace, hop: Hop) -> tuple[tuple, int]:
 
     Returns the documents and the query words issued. The recorded query is
     the one the trace shows, so after a query drift it is the drifted query.
+    With the authors' empty-search rule a search always returns documents, so
+    the question is never needed there.
     """
-    docs, issued = agent.fetch(hop.query), len(hop.query.split())
+    q = trace.question
+    docs, issued = agent.fetch(q, hop.query), len(hop.query.split())
     if not docs:
-        docs = agent.fetch(trace.question.text)
+        docs = agent.fetch(q, q.text)
         issued += len(trace.question.text.split())
     return docs, issued
 
@@ -150,6 +154,8 @@ def continue_retrieving(agent: Agent, trace: Trace) -> Diagnosis:
     """Branch 2 alone: keep all n hops, let the agent resume at hop n+1 within its hop budget.
 
     A correct answer names hop n+1 (an early termination, retrieval stage).
+    Under the authors' budget a trace that already holds all its hops cannot
+    retrieve again, so on it the probe is a plain re-answer from its evidence.
     """
     n = len(trace.hops)
     probe = agent.resume_from(trace.question, trace.hops, n + 1)
@@ -205,6 +211,7 @@ def suf_regen(agent: Agent, trace: Trace) -> Diagnosis:
 
 
 JUDGE_STAGES = ("retrieval", "tool", "answer")  # the scoring taxonomy: a drifted query is a retrieval fault
+JUDGE_HOPS = ("any", "trace")  # the authors': any hop >= 0 (n+1 included); the earlier workbench's: 1..n
 JUDGE_SYSTEM = (
     "You diagnose failed runs of a multi-hop search agent. Each hop ran one or two search queries and "
     "read the documents retrieved. Find where the failure first entered: the hop number, and the stage "
@@ -220,26 +227,30 @@ def document_blocks(trace: Trace) -> list[Block]:
     return [Block(tuple((f"  [{d.id}] {d.title}", d.text) for d in hop.docs)) for hop in trace.hops]
 
 
-def judge_prompt(trace: Trace, documents: list[str]) -> list[dict]:
+def judge_prompt(trace: Trace, documents: list[str], hops: str = "any") -> list[dict]:
     """The complete hop-level trace as the judge sees it (§5), with each hop's rendered ``documents``.
 
     The judge sees the question, every hop's queries and documents, the final
-    and the gold answer.
+    and the gold answer. With ``hops = "any"`` it is told it may name hop n+1
+    (the agent stopped before a hop it needed).
     """
     lines = [f"Question: {trace.question.text}", ""]
     for hop, shown in zip(trace.hops, documents, strict=True):
         lines.append(f"Hop {hop.index}")
         lines += [f"  query: {q}" for q in hop.queries or (hop.query,)]
         lines += ["  documents:", shown] if hop.docs else ["  (no documents retrieved)"]
+    n = len(trace.hops)
+    ask = (f"At which hop (1 to {n}, or {n + 1} if the agent stopped before a hop it needed) and stage"
+           if hops == "any" else f"At which hop (1 to {n}) and stage")
     lines += ["", f"Final answer: {trace.answer or '(none)'}", f"Gold answer: {trace.gold}",
-              f"The final answer is wrong. At which hop (1 to {len(trace.hops)}) and stage did the failure start?"]
+              f"The final answer is wrong. {ask} did the failure start?"]
     return chat_messages(JUDGE_SYSTEM, "\n".join(lines))
 
 
-def judge_messages(trace: Trace, max_doc_chars: int | None) -> tuple[list[dict], int]:
+def judge_messages(trace: Trace, max_doc_chars: int | None, hops: str = "any") -> tuple[list[dict], int]:
     """The judge's messages with every document cut at ``max_doc_chars``, and how many were cut."""
     blocks = document_blocks(trace)
-    return judge_prompt(trace, [render(b, max_doc_chars, None) for b in blocks]), sum(
+    return judge_prompt(trace, [render(b, max_doc_chars, None) for b in blocks], hops), sum(
         b.clipped(max_doc_chars) for b in blocks)
 
 
@@ -247,12 +258,14 @@ class LLMJudge:
     """The LLM-Judge diagnoser (AgenticRAG-FP §5): a model reads the whole trace and names (stage, hop).
 
     ``chat`` is a cached provider (``rcakit.llm.cached``), possibly of another
-    model family than the agent's. The reply is validated as
-    ``Shape(stage=JUDGE_STAGES, hop=range(1, hops + 1))`` by
-    ``rcakit.llm.ask_json``: one retry with the error shown, then an
-    abstention, scored as stage "none", hop 0 (a miss). A trace with no hops
-    (early termination at hop 1) has nothing to read: it gets hop 0 without a
-    call. The seed is derived from the chapter seed and the case key, so a
+    model family than the agent's. With ``hops = "any"`` (the authors') the
+    reply is validated as ``Shape(stage=JUDGE_STAGES, hop=int)`` and a negative
+    hop is clipped to 0, so the judge may name hop n+1 (an early termination),
+    even on a trace with no hops; with ``hops = "trace"`` (the earlier
+    workbench's) the hop must lie in 1..n and a trace with no hops gets hop 0
+    without a call. Validation is by ``rcakit.llm.ask_json``: one retry with
+    the error shown, then an abstention, scored as stage "none", hop 0 (a
+    miss). The seed is derived from the chapter seed and the case key, so a
     rerun hits the response cache. Documents are cut at ``max_doc_chars``;
     when that prompt does not fit the model's context window,
     ``rcakit.llm.prompts.Budget.fit`` cuts them further (the one way a prompt
@@ -260,8 +273,11 @@ class LLMJudge:
     ``cost`` is the tokens the diagnosis spent.
     """
 
-    def __init__(self, chat, seed: int, max_doc_chars: int = 600, max_tokens: int = 32):
+    def __init__(self, chat, seed: int, max_doc_chars: int = 600, max_tokens: int = 32, hops: str = "any"):
+        if hops not in JUDGE_HOPS:
+            raise RcakitError(f"judge_hops: expected one of {', '.join(JUDGE_HOPS)}, got {hops!r}")
         self.chat, self.seed, self.max_doc_chars, self.max_tokens = chat, seed, max_doc_chars, max_tokens
+        self.hops = hops
         self.truncated_docs = 0
         self._lock = threading.Lock()
 
@@ -279,10 +295,10 @@ class LLMJudge:
 
     def _fitted(self, trace: Trace) -> tuple[list[dict], int]:
         budget = Budget(self.chat, self.max_tokens)
-        messages, cut = judge_messages(trace, self.max_doc_chars)
+        messages, cut = judge_messages(trace, self.max_doc_chars, self.hops)
         if not budget.fits(messages):
             blocks = document_blocks(trace)
-            fitted = budget.fit(blocks, lambda shown: judge_prompt(trace, shown))
+            fitted = budget.fit(blocks, lambda shown: judge_prompt(trace, shown, self.hops))
             messages, cut = fitted.messages, fitted.clipped(blocks)
         return messages, cut
 
@@ -308,14 +324,16 @@ class LLMJudge:
         usage = self.usage
         if usage is not None:
             usage.add_case()
-        if not trace.hops:
+        if not trace.hops and self.hops == "trace":
             return NO_HOP, 0
-        shape = Shape(stage=JUDGE_STAGES, hop=range(1, len(trace.hops) + 1))
+        hop_spec = int if self.hops == "any" else range(1, len(trace.hops) + 1)
+        shape = Shape(stage=JUDGE_STAGES, hop=hop_spec)
         messages, cut = self._fitted(trace)
         with case_usage() as scope:
             verdict = ask_json(self.chat, messages, shape, seed=request_seed(self.seed, key),
                                max_tokens=self.max_tokens, accounting=self.usage)
         spent = scope.totals(self.chat)
         cost = spent["input_tokens"] + spent["output_tokens"]
-        found = Diagnosis("none", 0, cost) if verdict is None else Diagnosis(verdict["stage"], verdict["hop"], cost)
+        found = (Diagnosis("none", 0, cost) if verdict is None
+                 else Diagnosis(verdict["stage"], max(0, verdict["hop"]), cost))
         return found, cut

@@ -11,7 +11,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -26,9 +26,17 @@ from rcakit.rag import replay as rp
 from rcakit.rag.metrics import attribution
 from rcakit.rag.musique import SYNTHETIC
 from rcakit.rag.protocol import ARMS, Lab, build_lab, case_store, sweep
+from rcakit.rag.protocol import protocol_record as protocol_record_of
 
 CHAPTERS = {"structural": "coverage-collapse", "content": "content-corruption"}  # the chapter of each arm
 LAB_PARAMS = ("n_entities", "n_questions", "hops", "top_k", "reading_noise", "distractor_rate")
+# The protocol's choices, each with the authors' setting (papers/README.md) as its default; a parameter
+# set without them (an older caller) runs the authors' protocol.
+PROTOCOL_DEFAULTS = {"corpus": "question", "empty_search": "first_two", "spare_hops": 0, "reformulate": False,
+                     "interventions": "generic", "heed_warnings": 0.5, "judge_hops": "any"}
+# The workbench's earlier protocol, for the side-by-side run of the chapters' Explore sections.
+EARLIER_PROTOCOL = {"corpus": "global", "empty_search": "nothing", "spare_hops": 1, "reformulate": True,
+                    "interventions": "targeted", "top_k": 3, "judge_hops": "trace"}
 
 
 @dataclass
@@ -81,14 +89,15 @@ def run_arm(arm: str, params: Mapping, chapter_id: str | None = None,
     """
     if arm not in ARMS:
         raise RcakitError(f"arm: expected 'structural' or 'content', got {arm!r}")
-    params = dict(params)
+    params = {**PROTOCOL_DEFAULTS, **params}
     chapter_id = chapter_id or CHAPTERS[arm]
     bar = (lambda desc: partial(progress, desc=desc)) if progress is track else (lambda desc: progress)
     models = lm.models_from_params(params["provider"], params["judge_provider"], params["agent"], params["seed"],
-                                   timeout=params["llm_timeout"])
+                                   timeout=params["llm_timeout"], judge_hops=params["judge_hops"])
     runner = Runner(params.get("workers", 1), params.get("scheduler", ""))
+    protocol = {k: params[k] for k in PROTOCOL_DEFAULTS if k != "judge_hops"}
     lab = build_lab(params["seed"], **{k: params[k] for k in LAB_PARAMS}, reader_chat=models.reader_chat,
-                    world=params.get("world", SYNTHETIC), runner=runner)
+                    world=params.get("world", SYNTHETIC), runner=runner, **protocol)
     depths = list(range(1, params["hops"] + 1))
     store = case_store(chapter_id, _stored(params), params["store"])
     cases = sweep(lab, arm, depths, store, threshold=params["coverage_threshold"], progress=bar(f"{arm} cases"),
@@ -150,6 +159,11 @@ def show_judge(run: ArmRun) -> None:
 
 
 
+def protocol_record(run: ArmRun) -> dict:
+    """The protocol the run used (``rcakit.rag.protocol.protocol_record``) and the judge's hop range."""
+    return {**protocol_record_of(run.lab), "judge_hops": run.params["judge_hops"]}
+
+
 def world_record(lab: Lab) -> dict:
     """Which world produced the numbers: its name, and for MuSiQue the selection counts (§6)."""
     return {"name": lab.world.name, "questions": len(lab.world.questions), "paragraphs": len(lab.world.corpus),
@@ -166,3 +180,85 @@ def describe_world(lab: Lab) -> str:
             f"(of {record['read']} read, {record['with_hops']} with that many hops, {record['answerable']} "
             f"of them answerable); {record['paragraphs']} pooled paragraphs; hops whose supporting paragraph "
             f"does not name the hop's answer: {record['uncertified_hops']}")
+
+
+# What the authors' protocol is, per choice (papers/README.md): label, parameter, the authors' setting, its
+# value here (None: no parameter of the authors' to match), and what the parameter's other values do.
+PROTOCOL_ROWS = (
+    ("corpus", "corpus", "each question's own paragraphs (MuSiQue's 20)", "question",
+     "global searches one index over the whole world"),
+    ("hop budget", "spare_hops", "3 hops for a 3-hop question, then a forced answer", 0,
+     "the budget is the question's hops plus spare_hops"),
+    ("retrievals per hop", "reformulate", "one; no reformulation inside a hop", False,
+     "reformulate adds a second search after a failed read"),
+    ("top_k", "top_k", "5", 5, "paragraphs per retrieval"),
+    ("search where nothing scores", "empty_search", "the corpus's first two paragraphs", "first_two",
+     "nothing returns no paragraph"),
+    ("structural interventions", "interventions", "six generic texts that name no wrong object", "generic",
+     "targeted plants a wrong object of the right type and drifts to a look-alike"),
+    ("continue-retrieving probe", "spare_hops", "resumes at hop n+1 within the budget", 0,
+     "on a full trace it is a plain re-answer"),
+    ("LLM judge's hops", "judge_hops", "any hop >= 0, n+1 included", "any", "trace keeps the judge to hops 1..n"),
+    ("reader's reaction to a warning", "heed_warnings", "the language model's own", None,
+     "the rule reader cannot read a warning; it abstains on one with this probability, chosen once (0.5) "
+     "before any attribution number was seen"),
+    ("agent's reader", "agent", "a language model", None,
+     "no model is reachable offline: the rule reader, or agent llm with a provider"),
+    ("questions", "world", "answerable 3-hop MuSiQue questions", None,
+     "MuSiQue is not reachable here: a synthetic world with certified hop facts (world musique when fetched)"),
+)
+
+
+def _setting_text(value) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+STRUCTURAL_ONLY = ("interventions", "heed_warnings")  # choices that only the structural arm meets
+
+
+def protocol_table(params: Mapping, arm: str = "structural") -> pd.DataFrame:
+    """The chapter's protocol table: per choice, the authors' setting, this run's (its parameter and value)
+    and why; a run that departs from the authors' says so. The content arm leaves out the structural
+    interventions and the reader's reaction to their warnings."""
+    params = {**PROTOCOL_DEFAULTS, "agent": "rule", "world": SYNTHETIC, **params}
+    rows = []
+    for label, name, authors, default, note in PROTOCOL_ROWS:
+        if arm != "structural" and name in STRUCTURAL_ONLY:
+            continue
+        value = params.get(name)
+        if default is None:
+            why = note
+        elif value == default:
+            why = f"the authors' setting; {note}"
+        else:
+            why = f"departs from the authors' ({_setting_text(default)}); {note}"
+        rows.append({"choice": label, "authors' protocol": authors, "this chapter": f"{name} = {_setting_text(value)}",
+                     "why": why})
+    return pd.DataFrame(rows).set_index("choice")
+
+
+def protocol_cells(runs: Mapping[str, ArmRun], names: Sequence[str]) -> pd.DataFrame:
+    """Per injected hop (rows): exact-hop accuracy of ``names``, failed n and recovery, each under every
+    protocol run (``runs``: label -> run; columns ``(quantity, label)``), so a reader sees how much the
+    protocol alone moves each cell."""
+    columns = {}
+    for label, run in runs.items():
+        for name in names:
+            cells = run.result["accuracy"].get(name, {})
+            columns[(name, label)] = {d: cells.get(str(d), {}).get("point") for d in run.depths}
+        columns[("failed n", label)] = {d: run.result["failed_n"][str(d)] for d in run.depths}
+        columns[("recovery", label)] = {d: run.result["recovery"][str(d)] for d in run.depths}
+    frame = pd.DataFrame(columns)
+    frame = frame[[c for q in [*names, "failed n", "recovery"] for c in frame.columns if c[0] == q]]
+    return frame.rename_axis("injected hop")
+
+
+def protocol_runs(arm: str, params: Mapping, progress: Callable[..., Iterable] | None = track) -> dict[str, ArmRun]:
+    """The arm under the authors' protocol and under the workbench's earlier one (:data:`EARLIER_PROTOCOL`),
+    both with the rule reader on the synthetic world at ``params``' sizes and reader settings, so only the
+    protocol differs; each has its own case store (a rerun resumes both)."""
+    base = {**params, "provider": "none", "judge_provider": "none", "agent": "rule", "world": SYNTHETIC}
+    authors = {**base, **{k: v for k, v in PROTOCOL_DEFAULTS.items() if k != "heed_warnings"}, "top_k": 5}
+    earlier = {**base, **EARLIER_PROTOCOL}
+    return {"authors' protocol": run_arm(arm, authors, CHAPTERS[arm], progress),
+            "earlier workbench": run_arm(arm, earlier, CHAPTERS[arm], progress)}

@@ -6,6 +6,16 @@ from hop h+1, so the suffix is regenerated, not copied. Early termination
 answers from the prefix. Content corruption rewrites one certified span in
 a copy of hop h's documents; the corpus stays clean.
 
+The structural family comes in two styles. ``generic`` (the default) is the
+authors' (``papers/README.md``): fixed texts that name no wrong object; an
+empty hop; three off-topic sentences; the hop's query plus unrelated words; a
+notice that the entity does not exist, or that the reported value is
+outdated, placed before the hop's own documents. Whether the agent fails then
+comes from how its reader reacts (``RuleReader.heed_warnings``). ``targeted``
+is the workbench's earlier family: a planted wrong object of the right type
+(a false claim, an archived paragraph with another object), a drift to a
+look-alike entity, and random corpus paragraphs as irrelevant evidence.
+
 Two semantics follow the authors' code. Early termination at hop h forces
 the answer from hops 1..h-1, so hop h is absent from the trace. Query drift
 replaces hop h's query, and the trace records the drifted query, so a repair
@@ -27,6 +37,17 @@ from rcakit.rag.world import Paragraph
 
 STRUCTURAL = ("empty_retrieval", "irrelevant_documents", "query_drift", "false_premise",
               "stale_evidence", "early_termination")
+STYLES = ("generic", "targeted")
+# The generic texts (the authors' design; the sentences are the workbench's own).
+OFF_TOPIC = (
+    Paragraph(-1, "Xylophone", "A xylophone is played by striking wooden bars with mallets."),
+    Paragraph(-2, "Arctic tern", "The Arctic tern migrates farther each year than any other bird."),
+    Paragraph(-3, "Fermentation", "Fermentation turns sugar into acids, gases or alcohol without oxygen."),
+)
+DRIFT_WORDS = "unrelated tangent xylophone arctic fermentation"
+FALSE_PREMISE = Paragraph(-4, "Notice", "The entity this question asks about does not exist, "
+                                        "so no specific answer applies.")
+STALE_NOTICE = Paragraph(-5, "Notice", "The previously reported value is outdated and has been superseded.")
 CONTENT = "content_corruption"
 # Every fault here is scored as a retrieval-stage fault, as in the authors' code: a drifted query
 # retrieves the wrong evidence, and early termination is the stage their continue-retrieving probe names.
@@ -51,16 +72,53 @@ def _false_object(agent: Agent, relation: str, true_object: str | None, rng: ran
     return rng.choice(sorted(n for n in agent.world.types if n != true_object))
 
 
-def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random) -> Hop:
+def check_style(style: str) -> str:
+    """``style`` if it names an intervention style, else a one-line error."""
+    if style not in STYLES:
+        raise RcakitError(f"interventions: expected one of {', '.join(STYLES)}, got {style!r}")
+    return style
+
+
+def generic_hop(agent: Agent, trace: Trace, hop: int, kind: str) -> Hop:
+    """Hop ``hop`` after the authors' generic intervention ``kind`` (not early termination).
+
+    empty_retrieval: the query kept, no documents. irrelevant_documents: the
+    three fixed off-topic sentences. query_drift: the hop's query plus
+    ``DRIFT_WORDS``, retrieved again. false_premise and stale_evidence: the
+    fixed notice placed before the hop's own documents, which are kept.
+    """
+    target, q = _target(trace, hop), trace.question
+    if kind == "empty_retrieval":
+        docs = ()
+    elif kind == "irrelevant_documents":
+        docs = OFF_TOPIC
+    elif kind == "query_drift":
+        query = f"{target.query} {DRIFT_WORDS}"
+        return replace(target, query=query, queries=(query,), docs=agent.fetch(q, query), entity=None,
+                       mode="unread", label=kind)
+    elif kind == "false_premise":
+        docs = (FALSE_PREMISE,) + target.docs
+    elif kind == "stale_evidence":
+        docs = (STALE_NOTICE,) + target.docs
+    else:
+        raise RcakitError(f"intervention: unknown kind {kind!r}; known: {', '.join(STRUCTURAL + (CONTENT,))}")
+    return replace(target, docs=docs, entity=None, mode="unread", label=kind)
+
+
+def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random,
+                style: str = "generic") -> Hop:
     """Hop ``hop`` of ``trace`` after structural intervention ``kind`` (Table 1; not early termination).
 
-    empty_retrieval: no documents. irrelevant_documents: top_k random paragraphs
+    ``generic``: :func:`generic_hop`. ``targeted``: empty_retrieval: no documents.
+    irrelevant_documents: top_k random paragraphs
     that never name the subject. query_drift: the sub-query names a same-type
     entity sharing a name token, and its results replace the evidence.
     false_premise: a paragraph claiming a wrong object is placed first, the
     true evidence kept. stale_evidence: the subject's paragraph is replaced by
     an archived version with a different object.
     """
+    if check_style(style) == "generic":
+        return generic_hop(agent, trace, hop, kind)
     target, q = _target(trace, hop), trace.question
     relation = q.relations[target.relation]
     true_object = agent.world.facts.get(target.subject, {}).get(relation)
@@ -71,7 +129,7 @@ def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Ran
     elif kind == "query_drift":
         drifted = _drift(agent, target.subject, rng)
         query = agent.query_for(relation, drifted)
-        return replace(target, query=query, queries=(query,), docs=agent.fetch(query), entity=None,
+        return replace(target, query=query, queries=(query,), docs=agent.fetch(q, query), entity=None,
                        mode="unread", label=kind)
     elif kind == "false_premise":
         claim = agent.world.relations[relation].templates[0].format(
@@ -126,13 +184,15 @@ def _stale(agent: Agent, target: Hop, relation: str, true_object: str | None, rn
     return (stale,) + tuple(d for d in target.docs if d != base)
 
 
-def inject(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random) -> Trace:
-    """The trace after intervention ``kind`` at ``hop``: the prefix kept, the suffix regenerated."""
+def inject(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random, style: str = "generic") -> Trace:
+    """The trace after intervention ``kind`` (in ``style``) at ``hop``: the prefix kept, the suffix regenerated."""
     prefix = trace.hops[:hop - 1]
     _target(trace, hop)
+    check_style(style)
     if kind == "early_termination":
         return agent.force_answer(trace.question, prefix)
-    return agent.resume_from(trace.question, prefix + (changed_hop(agent, trace, hop, kind, rng),), hop + 1)
+    changed = changed_hop(agent, trace, hop, kind, rng, style)
+    return agent.resume_from(trace.question, prefix + (changed,), hop + 1)
 
 
 @dataclass(frozen=True)
@@ -147,7 +207,8 @@ class Corruption:
 
 
 def _span_re(span: str) -> re.Pattern:
-    return re.compile(r"(?<![\w])" + re.escape(span) + r"(?![\w])")
+    """``span`` as a whole word, matched case-insensitively (the authors' matching)."""
+    return re.compile(r"(?<![\w])" + re.escape(span) + r"(?![\w])", re.IGNORECASE)
 
 
 def span_present(span: str, docs) -> bool:
@@ -157,11 +218,12 @@ def span_present(span: str, docs) -> bool:
 
 
 def perturb_number(text: str, rng: random.Random) -> tuple[str, str]:
-    """(kind, new text) for a number: years +-2..5, integers below 100 +1..3, others scaled (§4)."""
+    """(kind, new text) for a number: years +-2..5, integers below 10 +1..3, others scaled (§4 and the
+    authors' code)."""
     value = int(text.replace(",", ""))
     if len(text) == 4 and 1000 <= value <= 2100:
         kind, new = "year", value + rng.choice([-1, 1]) * rng.randint(2, 5)
-    elif value < 100:
+    elif value < 10:
         kind, new = "small_int", value + rng.randint(1, 3)
     else:
         kind, new = "number", max(1, round(value * rng.choice(_SCALES)))
@@ -189,10 +251,13 @@ def _choose_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None
 
 
 def _replacement(agent: Agent, trace: Trace, span: str, strategy: str, answers: list[str],
-                 rng: random.Random) -> tuple[str, str] | None:
+                 rng: random.Random, docs: tuple[Paragraph, ...] = ()) -> tuple[str, str] | None:
+    """The replacement of ``span``: a perturbed number, or another question's gold answer with no token in
+    common with ``span`` that the hop's ``docs`` do not already contain (the authors' exclusion)."""
     if strategy == "salient_number":
         return perturb_number(span, rng)
-    pool = sorted({a for a in answers if a != trace.gold and not set(tokens(a)) & set(tokens(span))})
+    pool = sorted({a for a in answers if a != trace.gold and not set(tokens(a)) & set(tokens(span))
+                   and not span_present(a, docs)})
     return ("entity", rng.choice(pool)) if pool else None
 
 
@@ -201,8 +266,9 @@ def corrupt_content(agent: Agent, trace: Trace, hop: int, answers: list[str],
     """Certified corruption of hop ``hop``'s documents, or ``None`` when no span certifies.
 
     Entities are replaced by another question's gold answer with zero token
-    overlap, whatever its type (the authors' rule); numbers are perturbed (years
-    +-2..5, integers below 100 +1..3, others scaled). Every occurrence in the
+    overlap that the hop's documents do not already contain, whatever its type
+    (the authors' rule); numbers are perturbed (years +-2..5, integers below 10
+    +1..3, others scaled). Spans match as whole words, ignoring case. Every occurrence in the
     hop's documents is replaced; the span must be present before and absent
     after, or the case is skipped.
     """
@@ -211,7 +277,7 @@ def corrupt_content(agent: Agent, trace: Trace, hop: int, answers: list[str],
     if chosen is None:
         return None
     strategy, span = chosen
-    picked = _replacement(agent, trace, span, strategy, answers, rng)
+    picked = _replacement(agent, trace, span, strategy, answers, rng, target.docs)
     if picked is None:
         return None
     kind, new = picked

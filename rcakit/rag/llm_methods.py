@@ -45,10 +45,11 @@ class Models:
 
 
 def models_from_params(provider: str, judge_provider: str, agent: str, seed: int,
-                       timeout: float | None = None) -> Models:
+                       timeout: float | None = None, judge_hops: str = "any") -> Models:
     """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
 
-    ``timeout`` (the chapters' ``llm_timeout``) bounds each model reply, in seconds.
+    ``timeout`` (the chapters' ``llm_timeout``) bounds each model reply, in seconds; ``judge_hops``
+    (``any`` or ``trace``) is the hop range the judge may name (``LLMJudge``).
     """
     if agent not in AGENTS:
         raise RcakitError(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
@@ -59,7 +60,7 @@ def models_from_params(provider: str, judge_provider: str, agent: str, seed: int
     own = judge_provider == "none"
     backend = main if own else provider_from_spec(judge_provider, timeout=timeout, param="judge_provider")
     reader_chat = cached(main, accounting=accounting[READER]) if agent == "llm" else None
-    judge = LLMJudge(cached(backend, accounting=accounting[JUDGE]), seed) if backend else None
+    judge = LLMJudge(cached(backend, accounting=accounting[JUDGE]), seed, hops=judge_hops) if backend else None
     return Models(accounting, reader_chat, judge)
 
 

@@ -379,3 +379,54 @@ def bridge_table(pooled: dict, by_depth: dict) -> pd.DataFrame:
 def interval_of(pooled: dict) -> dict:
     """``{diagnoser: [lo, hi]}`` of a ``pooled_accuracy`` result (for claims' ``ci`` keys)."""
     return {k: [v["lo"], v["hi"]] for k, v in pooled.items() if k != "n"}
+
+
+def protocol_checks(cases: pd.DataFrame, hops: int) -> dict:
+    """Two facts of the hop budget, counted over the run's cases (AgenticRAG-FP, the authors' agent).
+
+    ``continue_on_full_trace``: failed cases whose trace holds all ``hops`` hops and that a probe's
+    continue branch named (under the authors' budget a full trace cannot retrieve again, so 0).
+    ``empty_last_hop_extra_retrievals``: empty-retrieval cases at the last hop whose trace retrieved
+    beyond it (under the authors' budget the agent must answer from its evidence, so 0).
+    """
+    wrong = failed(cases)
+    preds = predictions_with_hops(wrong) if len(wrong) else pd.DataFrame(columns=["n_hops", "branch", "diagnoser"])
+    full = preds[(preds["n_hops"] >= hops) & preds["diagnoser"].isin(list(PROBES))]
+    ran = live(cases)
+    empty_last = ran[(ran["kind"] == "empty_retrieval") & (ran["depth"] == hops)]
+    return {"continue_on_full_trace": int((full["branch"] == "continue").sum()),
+            "empty_last_hop_cases": int(len(empty_last)),
+            "empty_last_hop_extra_retrievals": int((empty_last["n_hops"] > hops).sum())}
+
+
+def paper_cells(published: dict) -> pd.DataFrame:
+    """A published accuracy table (``{diagnoser: {"hop d": "p [lo, hi]"}}``) as a long frame
+    (diagnoser, depth, point, lo, hi); rows that are not accuracies (``failed n``) are left out."""
+    rows = []
+    for name, cells in published.items():
+        for hop, text in cells.items():
+            parts = str(text).replace("[", " ").replace("]", " ").replace(",", " ").split()
+            if len(parts) == 3:
+                point, lo, hi = map(float, parts)
+                rows.append({"diagnoser": name, "depth": int(hop.split()[-1]), "point": point, "lo": lo, "hi": hi})
+    return pd.DataFrame(rows, columns=["diagnoser", "depth", "point", "lo", "hi"])
+
+
+def workbench_cells(result: dict, names: Iterable[str]) -> pd.DataFrame:
+    """``attribution``'s accuracy cells of ``names`` as a long frame (diagnoser, depth, point, lo, hi)."""
+    rows = [{"diagnoser": n, "depth": int(d), **c} for n in names for d, c in result["accuracy"].get(n, {}).items()]
+    return pd.DataFrame(rows, columns=["diagnoser", "depth", "point", "lo", "hi"])
+
+
+def least_share_predicting(preds: pd.DataFrame, diagnoser: str, hop: int, depths: Iterable[int]) -> float | None:
+    """The smallest, over ``depths``, of the share of ``diagnoser``'s failed cases in which it predicts ``hop``
+    (``None`` when no depth has a failed case)."""
+    shares = [v for v in share_predicting(preds, diagnoser, hop, depths).values() if v is not None]
+    return min(shares) if shares else None
+
+
+def slice_depth_share(cases: pd.DataFrame, strategy: str, depth: int) -> float | None:
+    """Share of the failed content cases of ``strategy`` that were corrupted at ``depth`` (``None`` if none)."""
+    wrong = failed(cases)
+    sliced = wrong[wrong["strategy"] == strategy] if "strategy" in wrong else wrong.iloc[:0]
+    return float((sliced["depth"] == depth).mean()) if len(sliced) else None

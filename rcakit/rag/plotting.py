@@ -1,59 +1,108 @@
 """The RAG chapters' figures: each returns a matplotlib figure and draws no title (captions are the chapter's).
 
+Colours come from the book's one palette (``rcakit.plotting``): the paper in
+black, the workbench in blue, outcomes in their outcome colours.
+
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from rcakit.plotting import BLUE, GREY, ORANGE, SKY, colour
 from rcakit.rag.diagnosers import BRANCHES
 from rcakit.rag.metrics import branch_hit_shares, prediction_histogram
 from rcakit.rag.text import OUTCOMES
 
+BRANCH_COLOURS = {"flip": BLUE, "continue": SKY, "fallback": ORANGE, "none": GREY}
 
-def branch_shares(result: dict):
+
+def branch_shares(result: dict) -> plt.Figure:
     """One panel per probe (the panel title names it): exact-hop accuracy by injected hop, stacked by the
     branch that named the hop (flip, continue, fallback)."""
     shares = branch_hit_shares(result)
     probes = sorted(shares["probe"].unique())
-    fig, axes = plt.subplots(1, len(probes), figsize=(10, 3.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(probes), figsize=(7.2, 3.0), sharey=True, squeeze=False)
     for ax, probe in zip(axes[0], probes, strict=True):
         grp = shares[shares["probe"] == probe]
-        grp.pivot(index="depth", columns="branch", values="share")[list(BRANCHES[:3])].plot.bar(
-            stacked=True, ax=ax, rot=0)
-        ax.set_title(probe)
-        ax.set_ylabel("exact-hop accuracy, by the branch that named the hop")
+        table = grp.pivot(index="depth", columns="branch", values="share").reindex(columns=list(BRANCHES[:3]))
+        table.fillna(0.0).plot.bar(stacked=True, ax=ax, rot=0, width=0.7, legend=False,
+                                   color=[BRANCH_COLOURS[b] for b in BRANCHES[:3]])
+        ax.set_title(probe.replace("_", " "))
         ax.set_xlabel("injected hop")
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("exact-hop accuracy")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="branch", loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout()
     return fig
 
 
-def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Iterable[int]):
-    """One heatmap per diagnoser (the panel title names it): share of failed cases at each injected hop
-    that it assigns to each predicted hop (0 = none)."""
+def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Iterable[int]) -> plt.Figure:
+    """One heatmap per diagnoser (the panel title names it), two per row: share of failed cases at each
+    injected hop that it assigns to each predicted hop (0 = none), the same columns in every panel."""
     depths = list(depths)
-    fig, axes = plt.subplots(1, len(names), figsize=(13, 3.2), sharey=True, squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
-        hist = prediction_histogram(preds, name, depths).fillna(0.0)
-        sns.heatmap(hist, ax=ax, annot=True, fmt=".2f", cbar=False, vmin=0, vmax=1, cmap="Blues")
-        ax.set_title(name + (" (oracle)" if name.startswith("oracle") else ""))
+    columns = list(range(0, max(depths) + 2))  # hop 0 (none) to n+1 (an early termination's missing hop)
+    rows = (len(names) + 1) // 2
+    fig, axes = plt.subplots(rows, 2, figsize=(8.0, 2.9 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, names, strict=False):
+        hist = prediction_histogram(preds, name, depths).reindex(columns=columns).fillna(0.0)
+        sns.heatmap(hist, ax=ax, annot=True, fmt=".2f", cbar=False, vmin=0, vmax=1, cmap="Blues",
+                    annot_kws={"size": 11}, linewidths=0.5, linecolor="white")
+        ax.set_title(name.replace("_", " ") + (" (oracle)" if name.startswith("oracle") else ""))
         ax.set_xlabel("predicted hop (0 = none)")
         ax.set_ylabel("injected hop")
+        ax.tick_params(axis="y", rotation=0)
+    for ax in list(axes.flat)[len(names):]:
+        ax.set_visible(False)
     fig.tight_layout()
     return fig
 
 
-def outcome_bars(shares: pd.DataFrame):
-    """Absorbed / resisted / derailed shares of the injected content cases, stacked, by corrupted hop."""
+def paper_beside_workbench(paper: pd.DataFrame, workbench: pd.DataFrame, names: Sequence[str]) -> plt.Figure:
+    """One panel per diagnoser: exact-hop accuracy by injected hop with its 95% interval, the paper's
+    (black) beside the workbench's (blue); a panel without the workbench's cells shows the paper's alone."""
+    fig, axes = plt.subplots(1, len(names), figsize=(3.0 * len(names), 3.0), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for frame, shift, who in ((paper, -0.12, "paper"), (workbench, 0.12, "workbench")):
+            cells = frame[frame["diagnoser"] == name].sort_values("depth")
+            if not len(cells):
+                continue
+            err = [cells["point"] - cells["lo"], cells["hi"] - cells["point"]]
+            ax.errorbar(cells["depth"] + shift, cells["point"], yerr=err, fmt="o", capsize=3, label=who,
+                        color="black" if who == "paper" else BLUE)
+        ax.set_title(name.replace("_", " "))
+        ax.set_xticks(sorted(set(paper["depth"]) | set(workbench["depth"])))
+        ax.set_xlabel("injected hop")
+        ax.set_ylim(-0.05, 1.05)
+    axes[0][0].set_ylabel("exact-hop accuracy")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def outcome_bars(shares: pd.DataFrame, paper: Mapping[str, Mapping[str, float]] | None = None) -> plt.Figure:
+    """Absorbed / resisted / derailed shares of the injected content cases by corrupted hop, stacked;
+    with ``paper`` (Table 4: ``{"hop d": {outcome: share}}``) each hop shows the paper's bar beside the
+    workbench's."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    shares[list(OUTCOMES)].plot.bar(stacked=True, ax=ax, rot=0)
+    bars: list[tuple[str, dict]] = []
+    for d, row in shares.iterrows():
+        if paper and f"hop {d}" in paper:
+            bars.append((f"hop {d}\npaper", paper[f"hop {d}"]))
+        bars.append((f"hop {d}\nhere" if paper else f"hop {d}", row))
+    frame = pd.DataFrame([{o: float(values[o]) for o in OUTCOMES} for _, values in bars],
+                         index=[label for label, _ in bars])
+    frame.plot.bar(stacked=True, ax=ax, rot=0, width=0.7, color=[colour(o) for o in OUTCOMES])
     ax.set_xlabel("corrupted hop")
     ax.set_ylabel("share of injected cases")
-    ax.legend(loc="upper left", bbox_to_anchor=(1, 1))
+    ax.set_ylim(0, 1)
+    ax.legend(loc="upper left", bbox_to_anchor=(1, 1), frameon=False)
     fig.tight_layout()
     return fig

@@ -29,10 +29,18 @@ from rcakit.llm.cache import case_usage
 from rcakit.parallel import Runner
 from rcakit.progress import track
 from rcakit.rag import diagnosers as dg
-from rcakit.rag.agent import Agent, LLMReader, RuleReader, Trace
-from rcakit.rag.interventions import CONTENT, STAGE, STRUCTURAL, corrupt_content, inject, query_contaminated
+from rcakit.rag.agent import Agent, AgentSettings, LLMReader, RuleReader, Trace
+from rcakit.rag.interventions import (
+    CONTENT,
+    STAGE,
+    STRUCTURAL,
+    check_style,
+    corrupt_content,
+    inject,
+    query_contaminated,
+)
 from rcakit.rag.musique import SYNTHETIC, build_musique_world, resolve_world
-from rcakit.rag.retrieval import Retriever
+from rcakit.rag.retrieval import Corpora
 from rcakit.rag.text import classify_outcome
 from rcakit.rag.world import World, build_world
 from rcakit.store import CaseStore, open_case_store
@@ -64,18 +72,20 @@ class Lab:
     world: World
     agent: Agent
     seed: int
+    interventions: str = "generic"  # the structural style (rcakit.rag.interventions.STYLES)
     clean: dict[str, Trace] = field(default_factory=dict)
     clean_usage: dict = field(default_factory=dict)
     selection: dict = field(default_factory=dict)  # a MuSiQue world's selection counts (empty if synthetic)
 
     @classmethod
-    def build(cls, world: World, agent: Agent, seed: int, runner: Runner | None = None) -> Lab:
+    def build(cls, world: World, agent: Agent, seed: int, runner: Runner | None = None,
+              interventions: str = "generic") -> Lab:
         """The lab with every question's clean trace run, and the LLM reader's usage for them.
 
         ``runner`` (``rcakit.parallel.Runner``, serial by default) runs the clean runs; their usage
         is counted per question and summed here, so it is the same for every setting.
         """
-        lab = cls(world, agent, seed)
+        lab = cls(world, agent, seed, check_style(interventions))
         done = (runner or Runner()).run([(q.id, q) for q in world.questions], CleanRun(agent))
         lab.clean = {q.id: trace for q, (trace, _) in zip(world.questions, done, strict=True)}
         if reader_usage(lab) is not None:
@@ -104,10 +114,19 @@ class CleanRun:
         return trace, scope.totals(getattr(self.agent.reader, "chat", None))
 
 
-def build_lab(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: int = 3, top_k: int = 3,
-              reading_noise: float = 0.2, distractor_rate: float = 0.3, spare_hops: int = 1,
-              reader_chat=None, world: str = SYNTHETIC, runner: Runner | None = None) -> Lab:
-    """World, BM25 retriever, agent and clean traces, all from ``seed``.
+def build_lab(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: int = 3, top_k: int = 5,
+              reading_noise: float = 0.2, distractor_rate: float = 0.3, spare_hops: int = 0,
+              reader_chat=None, world: str = SYNTHETIC, runner: Runner | None = None, corpus: str = "question",
+              empty_search: str = "first_two", reformulate: bool = False, interventions: str = "generic",
+              heed_warnings: float = 0.5) -> Lab:
+    """World, BM25 corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
+
+    The protocol's choices (``papers/README.md``): ``corpus`` (``question``: each
+    question's own paragraphs; ``global``: one index over the world),
+    ``empty_search`` (``first_two`` or ``nothing``), ``top_k``, ``spare_hops``
+    and ``reformulate`` (the hop budget and retrievals per hop,
+    ``AgentSettings``), ``interventions`` (``generic`` or ``targeted``) and the
+    rule reader's ``heed_warnings`` (how often it abstains on a warning text).
 
     ``world`` is ``synthetic`` (the seeded world of ``rcakit.rag.world``) or a
     MuSiQue file: a registry name (``musique``) or a path
@@ -122,12 +141,29 @@ def build_lab(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: i
                            distractor_rate=distractor_rate)
     else:
         made, selection = _musique(world, n_questions, hops, reader_chat)
-    reader = RuleReader(made, reading_noise, seed)
+    reader = RuleReader(made, reading_noise, seed, heed_warnings)
     if reader_chat:
         reader = LLMReader(reader_chat, reader, seed)
-    lab = Lab.build(made, Agent(made, Retriever(made.corpus), reader, top_k, spare_hops), seed, runner)
+    settings = AgentSettings(top_k, spare_hops, reformulate)
+    check_style(interventions)
+    agent = Agent(made, Corpora(made, corpus, empty_search), reader, settings)
+    lab = Lab.build(made, agent, seed, runner, interventions)
     lab.selection = selection
     return lab
+
+
+def protocol_record(lab: Lab) -> dict:
+    """The protocol a lab ran, for the results: corpus kind and paragraphs per question, hop budget,
+    retrievals per hop, top_k, empty-search rule, intervention style and set, and the reader's reaction."""
+    agent, questions = lab.agent, lab.world.questions
+    sizes = sorted(agent.corpora.size(q) for q in questions)
+    budgets = sorted({agent.settings.budget(q) for q in questions})
+    return {"corpus": agent.corpora.kind,
+            "paragraphs_per_question": {"min": sizes[0], "median": sizes[len(sizes) // 2], "max": sizes[-1]},
+            "hop_budget": budgets[0] if len(budgets) == 1 else budgets,
+            "retrievals_per_hop": 2 if agent.settings.reformulate else 1, "top_k": agent.top_k,
+            "empty_search": agent.corpora.empty_search, "interventions": lab.interventions,
+            "intervention_set": list(STRUCTURAL), "heed_warnings": getattr(agent.reader, "heed_warnings", None)}
 
 
 def _musique(world: str, n_questions: int, hops: int, reader_chat) -> tuple[World, dict]:
@@ -201,7 +237,7 @@ def _finish(lab, case: dict, injected: Trace, threshold: float) -> dict:
 
 def _structural(lab: Lab, qid: str, depth: int, kind: str) -> Trace:
     rng = random.Random(f"{lab.seed}:{qid}:{depth}:{kind}")
-    return inject(lab.agent, lab.clean[qid], depth, kind, rng)
+    return inject(lab.agent, lab.clean[qid], depth, kind, rng, lab.interventions)
 
 
 def _corruption(lab: Lab, qid: str, depth: int):

@@ -60,6 +60,9 @@ class _Recorder:
     def guess(self, docs, relation, subject):
         return self.inner.guess(docs, relation, subject)
 
+    def heeds(self, docs, key):
+        return self.inner.heeds(docs, key)
+
     def mentions(self, sentence):
         return self.inner.mentions(sentence)
 
@@ -67,7 +70,7 @@ class _Recorder:
 def record_reads(agent: Agent, question: Question) -> tuple[Trace, tuple[Read, ...]]:
     """Run ``question`` with ``agent`` and keep every read its reader made, in order."""
     recorder = _Recorder(agent.reader)
-    recording = Agent(agent.world, agent.retriever, recorder, agent.top_k, agent.spare_hops)
+    recording = agent.with_reader(recorder)
     return recording.run(question), tuple(recorder.reads)
 
 

@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass, field
 
 from rcakit import RcakitError
+from rcakit.rag.text import tokens
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,16 @@ class World:
     home: dict[str, int] = field(default_factory=dict)  # entity name -> its own paragraph id
     relations: dict[str, Relation] = field(default_factory=lambda: dict(RELATIONS))
     name: str = "synthetic"
+    contexts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # question id -> its own paragraph ids
 
     def names_of(self, kind: str) -> list[str]:
         return [n for n, t in self.types.items() if t == kind]
+
+    def context(self, q: Question) -> list[Paragraph]:
+        """Question ``q``'s own paragraphs, in their order (supporting and distractor, as MuSiQue has them)."""
+        if q.id not in self.contexts:
+            raise RcakitError(f"world: question {q.id} has no paragraphs of its own")
+        return [self.corpus[i] for i in self.contexts[q.id]]
 
 
 def _name(kind: str, rng: random.Random) -> str:
@@ -253,14 +261,42 @@ def _chain(start_type: str, hops: int, rng: random.Random) -> list[str] | None:
     return chain
 
 
+CONTEXT_SIZE = 20  # paragraphs per question, as MuSiQue gives each question (supporting plus distractors)
+
+
+def question_context(q: Question, corpus: list[Paragraph], vocab: list[frozenset], size: int) -> tuple[int, ...]:
+    """Question ``q``'s own paragraphs: its supporting paragraphs plus the hardest distractors, shuffled.
+
+    The supporting paragraph of each hop is the hop subject's own paragraph.
+    Distractors are the other paragraphs that share the most name tokens with
+    the chain's entities (look-alikes, namesakes, almanac notes naming them),
+    ties broken by paragraph id; MuSiQue's distractors are likewise retrieved
+    by similarity to the question's parts. The order is shuffled with a
+    generator keyed by the question, so which paragraphs come first (the
+    agent's empty-search fallback reads the first two) is not the support.
+    """
+    support = list(dict.fromkeys(h.paragraph_id for h in q.hops))
+    names = set()
+    for h in q.hops:
+        names |= set(tokens(h.subject)) | set(tokens(h.object))
+    ranked = sorted((i for i in range(len(corpus)) if i not in support),
+                    key=lambda i: (-len(names & vocab[i]), i))
+    chosen = support + ranked[:max(0, size - len(support))]
+    random.Random(f"context:{q.id}").shuffle(chosen)
+    return tuple(chosen)
+
+
 def build_world(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: int = 3,
-                mention_share: float = 0.25, distractor_rate: float = 0.3) -> World:
+                mention_share: float = 0.25, distractor_rate: float = 0.3,
+                context_size: int = CONTEXT_SIZE) -> World:
     """A seeded world: about ``n_entities`` entity paragraphs plus ``mention_share`` as many noise paragraphs.
 
     A share ``distractor_rate`` of entities gets a look-alike ("Mara Junova Jr")
     whose paragraph names the original, so BM25 ranks it close to the original.
     Questions start at a random entity, follow ``hops`` random relations, and
-    never repeat a start entity. Same arguments give the same world.
+    never repeat a start entity. Each question also gets its own ``context_size``
+    paragraphs (``question_context``), the corpus the authors' agent searches.
+    Same arguments give the same world.
     """
     if not 2 <= hops <= 4:
         raise RcakitError(f"hops: expected 2-4, got {hops}")
@@ -290,4 +326,6 @@ def build_world(seed: int, n_entities: int = 2400, n_questions: int = 120, hops:
         chain = _chain(types[start], hops, rng)
         if chain:
             questions.append(_question(f"q{len(questions):04d}", start, chain, facts, home, rng))
-    return World(types, facts, corpus, questions, home)
+    vocab = [frozenset(tokens(f"{p.title} {p.text}")) for p in corpus]
+    contexts = {q.id: question_context(q, corpus, vocab, context_size) for q in questions}
+    return World(types, facts, corpus, questions, home, contexts=contexts)
