@@ -2,10 +2,10 @@
 estimates beside their closed forms.
 
 In the graphs, nodes are text boxes, so a label always fits its node and no node is clipped
-at the edge of the axes; arrows end at the boxes' borders. The colours are
-named once here, by the word a reader sees on the page, so that a caption can
-name them as drawn: in the book's colourblind palette ``C3`` is a vermillion
-that reads as orange.
+at the edge of the axes; arrows end at the boxes' borders. The colours come from the book's
+palette (:mod:`rcakit.plotting`), and the captions name them by
+:data:`rcakit.plotting.COLOUR_NAMES`: a fault is vermilion, a sound step blue,
+the outcome grey, a repair set green; closed forms and bounds are black crosses.
 
 Used in the chapters: `primer`.
 """
@@ -20,15 +20,15 @@ from matplotlib.patches import FancyBboxPatch
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from rcakit.plotting import ci_errorbar
+from rcakit.plotting import BLUE, GREEN, GREY, ORANGE, ci_errorbar, colour
 from rcakit.repair import Case, format_family
 
-SOUND = "C0"  # blue: a step or event without an injected error
-FAULT = "C3"  # orange: the step or events that carry the error
-OUTCOME = "C7"  # grey: the outcome, or the event where the failure shows
-REPAIR = "C2"  # green: the outline of one minimal repair set
-REFERENCE = "C3"  # orange crosses: a closed form or a bound
-BARS = ("C0", "C2")  # blue, then green: the columns of a bar chart
+SOUND = BLUE  # a step or event without an injected error
+FAULT = colour("fault")  # vermilion: the step or events that carry the error
+OUTCOME = GREY  # the outcome, or the event where the failure shows
+REPAIR = GREEN  # the outline of one minimal repair set
+REFERENCE = colour("paper")  # black crosses: a closed form or a bound
+BARS = (BLUE, GREEN)  # the columns of a bar chart, in order
 
 Position = tuple[float, float]
 
@@ -58,7 +58,7 @@ def draw_graph(ax: plt.Axes, edges: Iterable[tuple[str, str]], pos: Mapping[str,
 
 def run_graph_figure(edges: Iterable[tuple[str, str]], pos: Mapping[str, Position], faulty: Iterable[str],
                      outcome: str = "Y") -> plt.Figure:
-    """A run as a structural causal model (CAR §2): ``faulty`` steps in orange, ``outcome`` in grey, the rest blue."""
+    """A run as a structural causal model (CAR §2): ``faulty`` steps vermilion, ``outcome`` grey, the rest blue."""
     faulty = set(faulty)
     colours = {n: FAULT if n in faulty else OUTCOME if n == outcome else SOUND for n in pos}
     fig, ax = plt.subplots(figsize=(6.4, 2.6))
@@ -80,7 +80,7 @@ def repair_family_figure(cases: Mapping[str, Case], families: Mapping[str, Itera
                          pos: Mapping[str, Position], rules: Mapping[str, str]) -> plt.Figure:
     """One panel per case: its DAG with each set of its minimal repair family outlined (GCJR §Methodology).
 
-    Faulty events are orange, the failure sink grey, the other events blue.
+    Faulty events are vermilion, the failure sink grey, the other events blue.
     Each set of ``families[name]`` gets its own dashed green outline, so a
     jointly necessary pair is one outline around two events and two
     alternative repairs are two outlines. ``rules[name]`` is the title's second
@@ -105,7 +105,7 @@ def repair_family_figure(cases: Mapping[str, Case], families: Mapping[str, Itera
 def bars_with_reference(bars: pd.DataFrame, reference: pd.Series, *, ylabel: str,
                         reference_label: str = "closed form", interval: tuple[str, float, float] | None = None,
                         line: tuple[float, str] | None = None) -> plt.Figure:
-    """One bar per row and column of ``bars`` (blue, then green), ``reference`` as orange crosses.
+    """One bar per row and column of ``bars`` (blue, then green), ``reference`` as black crosses.
 
     The crosses sit over the first column's bars. ``interval`` is ``(row, lo, hi)``,
     an error bar drawn on that row's first bar; ``line`` is ``(value, label)``, a
@@ -135,7 +135,7 @@ def effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) ->
     """
     fig, ax = plt.subplots(figsize=(6.4, 2.8))
     if locus is not None:
-        ax.axvspan(locus - 0.4, locus + 0.4, color="C1", alpha=0.2)
+        ax.axvspan(locus - 0.4, locus + 0.4, color=ORANGE, alpha=0.2)
     effect = table["effect"]  # a percentile interval may, rarely, miss its own estimate: widen it to hold it
     lo, hi = table["effect_lo"].clip(upper=effect), table["effect_hi"].clip(lower=effect)
     ci_errorbar(ax, table["name"], effect, lo, hi, reference=closed, reference_label="closed form", label="replayed")

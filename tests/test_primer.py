@@ -7,7 +7,6 @@ import shutil
 
 import networkx as nx
 import pytest
-from matplotlib.colors import to_rgb
 from matplotlib.patches import FancyBboxPatch
 
 from rcakit import chapters, claims, plotting, primer_plots, repair, results, runner
@@ -136,9 +135,11 @@ def test_no_node_is_clipped_by_its_axes():
 
 
 def test_the_colours_named_in_the_captions_are_the_ones_drawn():
-    """The captions say orange for the faulty step: C3 of the colourblind palette is an orange, not a red."""
-    plotting.set_theme()
-    red, green, blue = to_rgb(primer_plots.FAULT)
-    assert red > 0.8 and 0.3 < green < 0.5 and blue < 0.1  # #d55e00, vermillion
+    """Every colour the repair figure draws is named in its caption by the book's palette names, and no caption
+    says red (the fault colour is vermilion, which readers took for orange when captions said red)."""
     source = (project_root() / "notebooks" / "primer.md").read_text()
-    assert not re.search(r"\bred\b", source) and "in orange" in source
+    caption = source.split("name: fig-primer-repair")[0].rsplit("caption: |", 1)[1]
+    for drawn in (primer_plots.FAULT, primer_plots.SOUND, primer_plots.OUTCOME, primer_plots.REPAIR):
+        assert plotting.COLOUR_NAMES[drawn] in caption
+    assert plotting.COLOUR_NAMES[primer_plots.FAULT] == "vermilion" and primer_plots.REFERENCE == "black"
+    assert not re.search(r"\bred\b", source) and "orange crosses" not in source
