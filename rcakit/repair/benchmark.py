@@ -139,7 +139,7 @@ def make_case(kind: str, rng: np.random.Generator, case_id: str) -> Case:
             continue
         options = _plantings(kind, g, chains)
         for i in rng.permutation(len(options)):
-            case = _build(kind, g, chains, options[i], rng, case_id)
+            case = _build(kind, g, chains, faults=options[i], rng=rng, case_id=case_id)
             if true_family(case) == case.family:
                 return case
     raise RcakitError(f"make_case: no {kind} placement matched its planted family in {MAX_GRAPHS} graphs")
@@ -150,7 +150,9 @@ def _n_orders(g: nx.DiGraph) -> int:
     return len(list(itertools.islice(nx.all_topological_sorts(g), N_SCHEDULES)))
 
 
-def _build(kind, g, chains, faults, rng, case_id) -> Case:
+def _build(kind: str, g: nx.DiGraph, chains: dict[str, list[str]], *, faults: tuple[str, ...],
+           rng: np.random.Generator, case_id: str) -> Case:
+    """A case of ``kind`` on a copy of ``g`` with ``faults`` planted, its join gate and three schedules."""
     g = g.copy()
     for f in faults:
         g.nodes[f]["fault"] = True

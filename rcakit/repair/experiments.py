@@ -309,23 +309,14 @@ def ablation_numbers(frames: Runs) -> dict:
 def closed_forms(q: int) -> dict[str, float]:
     """The values the chapter's q-dependent identities must take at search size ``q``, by argument, not by run.
 
-    On the Controlled-DAG benchmark (the four types in equal numbers; in
-    scope are the three in-scope types at q >= 2, and all four at q = 1,
-    where no target family holds a pair and a Sequential-Joint target is empty):
-
-    - singleton-only Joint-AND FEM: 0 at q >= 2, since a singleton cannot
-      express the jointly necessary pair; 1 at q = 1, where the target is
-      empty too (GCJR §Key results, ablation);
-    - no minimality, Alternative-OR FEM and MV: 0 and 1 at q >= 2, since the
-      successful pair {u, v} is always replayed and returned (no triple is
-      admissible in A -> {B, C} -> D); 1 and 0 at q = 1, where only singletons
-      are searched and every successful singleton is minimal;
-    - exact Shapley top-2 macro FEM: by symmetry and the null-player axiom the
-      top pair is the planted events, right on Joint-AND only, so 1/3 at
-      q >= 2; 0 at q = 1, where no target holds a pair;
-    - exact Shapley top-2 MV: the pair strictly contains a repair on Single and
-      Alternative-OR, so 2/3 at q >= 2, and 1/2 at q = 1 (Joint-AND and
-      Sequential-Joint, both in scope, have empty targets).
+    The four types come in equal numbers; at q = 1 no target holds a pair, so
+    all four are in scope. Singleton-only Joint-AND FEM: 0 at q >= 2 (a
+    singleton cannot express the pair), 1 at q = 1 (the target is empty too).
+    No minimality, Alternative-OR FEM and MV: 0 and 1 at q >= 2 (the
+    successful pair is returned; no triple is admissible), 1 and 0 at q = 1.
+    Exact Shapley top-2 picks the planted events (symmetry, null player):
+    macro FEM 1/3 at q >= 2 (right on Joint-AND only), 0 at q = 1; MV 2/3 at
+    q >= 2 (Single, Alternative-OR), 1/2 at q = 1 (Sequential-Joint in scope).
     """
     pairs = q >= 2
     return {

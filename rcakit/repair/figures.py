@@ -13,10 +13,10 @@ Used in the chapters: `primer`, `gcjr-ablations`.
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import networkx as nx
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from rcakit import plotting
@@ -57,7 +57,7 @@ def event_label(case: Case, event: str) -> str:
     return {"tool": "tool", "log": f"{case.graph.nodes[event]['agent']} log", "sink": event}.get(kind, event)
 
 
-def draw_case(case: Case, ax: plt.Axes, *, legend: bool = True) -> plt.Axes:
+def draw_case(case: Case, ax: Axes, *, legend: bool = True) -> Axes:
     """The case's DAG in layers, coloured by :data:`NODE_KINDS`, with a legend below it."""
     drawn = nx.DiGraph()
     drawn.add_nodes_from(sorted(case.graph.nodes))
@@ -79,7 +79,7 @@ def draw_case(case: Case, ax: plt.Axes, *, legend: bool = True) -> plt.Axes:
     return ax
 
 
-def hidden_edge_figure(by_draw: pd.DataFrame, paper_fem: float, ax: plt.Axes) -> plt.Axes:
+def hidden_edge_figure(by_draw: pd.DataFrame, paper_fem: float, ax: Axes) -> Axes:
     """In-scope FEM and recall against the hidden fraction (band: range over draws), the paper's 10% FEM as a cross."""
     long = by_draw.melt(id_vars=["fraction", "draw"], value_vars=["fem", "recall"], var_name="metric")
     sns.lineplot(long, x="fraction", y="value", hue="metric", marker="o", errorbar=("pi", 100), ax=ax)

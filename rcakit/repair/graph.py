@@ -86,7 +86,7 @@ class Structure:
     Descendant sets are computed once, so the pair rules cost set look-ups.
     """
 
-    def __init__(self, graph: nx.DiGraph):
+    def __init__(self, graph: nx.DiGraph) -> None:
         self.graph = graph
         self.desc = {v: nx.descendants(graph, v) for v in graph}
         self.joins = {v for v in graph if graph.in_degree(v) >= 2}

@@ -103,7 +103,7 @@ def _uniforms(case: Case, schedule: int, mask: int, r: int) -> np.ndarray:
     return draws[key][:r]
 
 
-def seed_outcomes(case: Case, mask: int, r: int, noise: float = 0.0, schedule: int = 0) -> np.ndarray:
+def seed_outcomes(case: Case, mask: int, r: int, *, noise: float = 0.0, schedule: int = 0) -> np.ndarray:
     """Y_1..Y_r(S): the per-seed replay successes of one set."""
     clean = clean_success(case, mask)
     if noise == 0.0:
@@ -115,7 +115,7 @@ def replay(case: Case, events: Iterable[str], seed: int, noise: float = 0.0, sch
     """One replay with shared seed ``seed``: does replacing ``events`` restore success?"""
     if seed < 0:
         raise RcakitError(f"replay: seed = {seed!r} must be >= 0")
-    return bool(seed_outcomes(case, case.mask(events), seed + 1, noise, schedule)[seed])
+    return bool(seed_outcomes(case, case.mask(events), seed + 1, noise=noise, schedule=schedule)[seed])
 
 
 class ReplayOracle(SharedSeedOracle):
@@ -128,7 +128,7 @@ class ReplayOracle(SharedSeedOracle):
 
     __slots__ = ("noise",)
 
-    def __init__(self, case: Case, r: int = 3, theta: ThetaLike = THETA, noise: float = 0.0,
+    def __init__(self, case: Case, r: int = 3, theta: ThetaLike = THETA, *, noise: float = 0.0,
                  schedule: int = 0) -> None:
         if not 0.0 <= noise < 1.0:
             raise RcakitError(f"ReplayOracle: noise = {noise!r} is outside [0, 1)")
@@ -137,7 +137,8 @@ class ReplayOracle(SharedSeedOracle):
 
     def successes(self, events: frozenset[str]) -> int:
         """Σ_j Y_j(S) of one set, from the case's memo."""
-        return int(seed_outcomes(self.case, self.case.mask(events), self.r, self.noise, self.schedule).sum())
+        return int(seed_outcomes(self.case, self.case.mask(events), self.r, noise=self.noise,
+                                 schedule=self.schedule).sum())
 
     def replay_every_subset(self) -> np.ndarray:
         """h_θ of every subset of the candidates, indexed by bitmask, in one vectorised pass (charges r·2^n)."""
@@ -145,6 +146,6 @@ class ReplayOracle(SharedSeedOracle):
         self.charge(self.r * len(masks))
         clean = _memo(self.case).plan.success(masks)
         if self.noise == 0.0:
-            return self.passes(clean.astype(np.int64) * self.r)
+            return np.asarray(self.passes(clean.astype(np.int64) * self.r))
         flips = np.array([_uniforms(self.case, self.schedule, int(m), self.r) < self.noise for m in masks])
-        return self.passes((clean[:, None] ^ flips).sum(axis=1))
+        return np.asarray(self.passes((clean[:, None] ^ flips).sum(axis=1)))

@@ -75,14 +75,15 @@ def replay_search(case: Case, oracle: Oracle, pool: list[str], config: SearchCon
     paper's "1" in r(1+m+p) is), then the m singletons, then the admitted,
     unpruned larger sets.
     """
-    if config.admission and config.q > 1 and structure is None:
-        structure = Structure(case.graph)
+    admits = None  # every set is admitted unless the admission rule is on
+    if config.admission and config.q > 1:
+        admits = (structure or Structure(case.graph)).admissible_set
     means = {frozenset(): oracle.replay(()).mean}
     successes: list[frozenset] = []
     for k in range(1, config.q + 1):
         for combo in itertools.combinations(pool, k):
             s = frozenset(combo)
-            if k > 1 and config.admission and not structure.admissible_set(combo):
+            if k > 1 and admits is not None and not admits(combo):
                 continue
             if config.prune and any(t <= s for t in successes):
                 continue

@@ -72,7 +72,7 @@ def threshold(theta: ThetaLike) -> Fraction:
 
 def is_count(value: object, least: int = 1) -> bool:
     """Whether ``value`` is an integer (not a bool) of at least ``least``."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= least
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and bool(value >= least)
 
 
 @dataclass(frozen=True)

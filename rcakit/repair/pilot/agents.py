@@ -30,7 +30,7 @@ import numpy as np
 
 from rcakit import RcakitError
 from rcakit.llm import Shape, ask_json, cached, provider_from_spec, request_seed
-from rcakit.llm.base import Provider
+from rcakit.llm.base import Message, Provider, Reply
 from rcakit.repair.pilot.tasks import Task, apply, parse_expression
 
 POLICIES = ("scripted", "llm")
@@ -148,15 +148,17 @@ class ChargedChat:
     def __init__(self, provider: Provider, charge: Charge) -> None:
         self._provider, self._charge = provider, charge
         self.name, self.model = provider.name, provider.model
-        self.context_window = provider.context_window
+        self.context_window: int | None = provider.context_window
         self.accounting = getattr(provider, "accounting", None)
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
+    def count_tokens(self, messages: Sequence[Message]) -> int:
         return self._provider.count_tokens(messages)
 
-    def chat(self, messages: Sequence[dict], **options: Any) -> Any:
+    def chat(self, messages: Sequence[Message], *, temperature: float = 0.0, seed: int = 0, max_tokens: int = 256,
+             json_schema: dict | None = None) -> Reply:
         self._charge(1)
-        return self._provider.chat(messages, **options)
+        return self._provider.chat(messages, temperature=temperature, seed=seed, max_tokens=max_tokens,
+                                   json_schema=json_schema)
 
 
 class LLMPolicy:
@@ -164,8 +166,9 @@ class LLMPolicy:
 
     name = "llm"
 
-    def __init__(self, provider: Provider, seed: int = 0, charge: Charge = uncharged, max_tokens: int = 128) -> None:
-        if not provider:
+    def __init__(self, provider: Provider | None, seed: int = 0, charge: Charge = uncharged,
+                 max_tokens: int = 128) -> None:
+        if provider is None or not provider:
             raise RcakitError("provider: the llm policy needs a language model (e.g. llamacpp:smollm2)")
         self.provider, self.seed, self.max_tokens = provider, int(seed), max_tokens
         self.chat = ChargedChat(provider, charge)

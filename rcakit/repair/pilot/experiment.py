@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from rcakit.llm.base import Provider
 from rcakit.repair.metrics import family_scores
 from rcakit.repair.pilot.agents import Policy, make_policy
 from rcakit.repair.pilot.run import WorkflowCase, WorkflowOracle, pilot_cases
@@ -28,13 +29,14 @@ from rcakit.repair.shared_seeds import THETA, ThetaLike
 SCORED = ("fem", "rs1", "mv")
 
 
-def _agents(policy: str | Policy, provider: object, *, seed: int, slip: float,
+def _agents(policy: str | Policy, provider: str | Provider | None, *, seed: int, slip: float,
             timeout: float | None = None) -> Policy:
     return make_policy(policy, provider, seed=seed, slip=slip, timeout=timeout) if isinstance(policy, str) else policy
 
 
-def evaluate_pilot(cases: list[WorkflowCase], policy: str | Policy = "scripted", provider: object = None, *,
-                   seed: int = 0, slip: float = 0.0, r: int = 3, theta: ThetaLike = THETA) -> pd.DataFrame:
+def evaluate_pilot(cases: list[WorkflowCase], policy: str | Policy = "scripted",
+                   provider: str | Provider | None = None, *, seed: int = 0, slip: float = 0.0, r: int = 3,
+                   theta: ThetaLike = THETA) -> pd.DataFrame:
     """GCJR and exhaustive search on each case, each with its own oracle; one row per case.
 
     The reference family is exhaustive search's (the paper's FEM in the
@@ -66,7 +68,7 @@ def evaluate_pilot(cases: list[WorkflowCase], policy: str | Policy = "scripted",
 
 
 def run_pilot(cases: list[WorkflowCase] | None = None, *, n_cases: int = 24, seed: int = 0,
-              policy: str | Policy = "scripted", provider: object = None, slip: float = 0.0, r: int = 3,
+              policy: str | Policy = "scripted", provider: str | Provider | None = None, slip: float = 0.0, r: int = 3,
               theta: ThetaLike = THETA, timeout: float | None = None) -> dict:
     """The pilot's numbers (GCJR §Key results, DualSolve-MAS): FEM, RS@1, MV and mean calls, and the saving.
 

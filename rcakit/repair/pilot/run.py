@@ -47,9 +47,10 @@ import networkx as nx
 import numpy as np
 
 from rcakit import RcakitError
+from rcakit.llm.base import Provider
 from rcakit.repair.graph import IN_SCOPE_KINDS, Case
 from rcakit.repair.pilot.agents import RECORD, AgentMessage, Key, Policy, ScriptedPolicy, make_policy, uncharged
-from rcakit.repair.pilot.tasks import FORMS, Task, hand_task, make_task, parse_expression
+from rcakit.repair.pilot.tasks import FORMS, Task, hand_task, make_task, operations, parse_expression
 from rcakit.repair.shared_seeds import THETA, SharedSeedOracle, ThetaLike, is_count
 
 PLANNER, SINK = "A0", "D0"
@@ -61,7 +62,7 @@ def workflow_graph(task: Task) -> nx.DiGraph:
     g = nx.DiGraph()
     g.add_node(PLANNER, agent="A", intervenable=True, fault=False, gate="any")
     for agent, part in zip("BC", task.parts, strict=True):
-        steps = [f"{agent}{i}" for i in range(len(parse_expression(part)[1]))]
+        steps = [f"{agent}{i}" for i in range(len(operations(part)))]
         for i, event in enumerate(steps):
             g.add_node(event, agent=agent, intervenable=True, fault=False, gate="any")
             g.add_edge(PLANNER, event)
@@ -182,7 +183,7 @@ def build_case(kind: str, task: Task, policy: Policy, *, case_id: str, seed: int
 
 
 def pilot_cases(n_cases: int = 24, seed: int = 0, policy: str | Policy = "scripted", *,
-                provider: object = None, slip: float = 0.0) -> list[WorkflowCase]:
+                provider: str | Provider | None = None, slip: float = 0.0) -> list[WorkflowCase]:
     """``n_cases`` workflow cases cycling Single, Joint-AND, Alternative-OR; case i depends on (seed, i) only.
 
     ``policy`` is ``"scripted"``, ``"llm"`` (with ``provider``, a spec string
@@ -228,7 +229,7 @@ class WorkflowOracle(SharedSeedOracle):
     __slots__ = ("wcase", "__policy", "seed_splits")
     charges_seeds = False  # the agents charge each execution; replaying ∅ executes none
 
-    def __init__(self, wcase: WorkflowCase, policy: Policy, r: int = 3, theta: ThetaLike = THETA,
+    def __init__(self, wcase: WorkflowCase, policy: Policy, *, r: int = 3, theta: ThetaLike = THETA,
                  schedule: int = 0) -> None:
         super().__init__(wcase.case, r, theta, schedule)
         self.wcase = wcase

@@ -39,12 +39,21 @@ def apply(op: str, left: int, right: int) -> int:
     return left * right if op == "*" else left + right if op == "+" else left - right
 
 
-def expression_value(text: str) -> int:
-    """The value of an expression, left to right."""
+def _parsed(text: str) -> tuple[int, Operations]:
     parsed = parse_expression(text)
     if parsed is None:
         raise RcakitError(f"expression {text!r} is not of the form '12 * 7 + 5'")
-    value, ops = parsed
+    return parsed
+
+
+def operations(text: str) -> Operations:
+    """The operations of an expression after its first number, e.g. ``(("*", 7), ("+", 5))``."""
+    return _parsed(text)[1]
+
+
+def expression_value(text: str) -> int:
+    """The value of an expression, left to right."""
+    value, ops = _parsed(text)
     for op, n in ops:
         value = apply(op, value, n)
     return value
