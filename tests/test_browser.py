@@ -94,21 +94,25 @@ def machine_paths() -> list[str]:
 
 
 BAD_CELL = re.compile(r"(?<![\w-])(?:nan|NaN|None)(?![\w-])")
-BAD_PROSE = re.compile(r"(?<![\w-])(?:nan|NaN)(?![\w-])|(?<![\w-])None(?![\w-])(?!\s+(?:of|at|is|are|was|were|but)\b)")
+BAD_PROSE = re.compile(r"(?<![\w-])(?:nan|NaN|None)(?![\w-])")
+SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")  # "None of them ..." opens a sentence; a value does not
 WARNING_LINE = re.compile(r"\b\w*Warning\b")
 
 
 def problems(seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["height"]) -> list[str]:
     """Every defect a reader would meet on a page, from ``EXTRACT_JS``'s view of it."""
     found = [f"equation wider than its container: {m!r}" for m in seen["wide_math"]]
-    if "{glue" in seen["text"]:
-        found.append("raw glue markup: " + _around(seen["text"], "{glue"))
+    shown = seen["prose"] + "\n" + "\n".join(seen["cells"])  # code may quote the markup; the text may not
+    if "{glue" in shown:
+        found.append("raw glue markup: " + _around(shown, "{glue"))
     for cell in seen["cells"]:
         if "…" in cell or cell.endswith("...") or cell == "...":
             found.append(f"truncated table cell: {cell[:60]!r}")
         if BAD_CELL.search(cell):
             found.append(f"nan/None in a table cell: {cell[:60]!r}")
     for match in BAD_PROSE.finditer(seen["prose"]):
+        if match.group(0) == "None" and SENTENCE_START.search(seen["prose"][:match.start()]):
+            continue
         found.append("nan/None in the prose: " + _around(seen["prose"], match.group(0), match.start()))
     for folder in machine_paths():
         if folder in seen["text"]:
@@ -236,6 +240,7 @@ def test_every_page_reads_cleanly(offline, quick_book):
 PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main style="width:600px">
 <h1>A bad page</h1>
 <p>The locus is {glue:text}`support_locus_name` and the rate is nan; results in TMP/run-1/out.json.</p>
+<p>The fallback is None when no step qualifies.</p>
 <div class="math-wrapper" style="width:600px;overflow:hidden"><mjx-container class="MathJax" jax="CHTML"
  display="true" aria-label="MV = a very long definition">
 <mjx-math style="display:inline-block;width:2400px">x</mjx-math>
@@ -249,7 +254,8 @@ value</pre></div>
 
 CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main style="width:600px">
 <div class="admonition verdict"><p>Verdict: 2 of 3 agree.</p></div>
-<p>None of the claims is missing; the value is 0.5 and the note is nonnan-free.</p>
+<p>None of the claims is missing; the value is 0.5 and the note is nonnan-free. None puts them side by side.</p>
+<p>The docs quote the markup as <code>{glue:text}`name`</code>.</p>
 <table><tr><td>—</td><td>0.500</td><td>a full claim, never cut</td></tr></table>
 <dl class="py function"><dt>rcakit.f(x=None)</dt><dd>None when absent.</dd></dl>
 <div class="cell_output"><pre>no warnings here</pre></div></main></body></html>"""
@@ -266,6 +272,7 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     for kind in kinds:
         assert any(p.startswith(kind) for p in found), f"not flagged: {kind}\n{found}"
     assert sum(p.startswith("nan/None in a table cell") for p in found) == 2  # NaN and None
+    assert sum(p.startswith("nan/None in the prose") for p in found) == 2  # "nan" and "is None when"
     clean = tmp_path / "clean.html"
     clean.write_text(CLEAN, encoding="utf-8")
     assert problems(load(context, clean).evaluate(EXTRACT_JS), verdict_expected=True) == []
