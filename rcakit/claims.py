@@ -347,10 +347,18 @@ def workbench_text(value: Any, ci: str = "") -> str:
     return f"{text} {ci}" if ci else text
 
 
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: a capital first letter and a closing full stop."""
+    text = text.strip()
+    if not text:
+        return ""
+    return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
+
+
 def _line(row: Mapping, extra: str = "") -> str:
     values = f"paper {paper_text(row['paper'])}, here {workbench_text(row['workbench'], row['CI'])}"
-    note = row["note"] or extra
-    return f"- {_md(row['claim'])} ({_md(values)}){'. ' + _md(note) if note else ''}"
+    note = _sentence(row["note"] or extra)
+    return f"- {_md(row['claim'])} ({_md(values)}).{' ' + _md(note) if note else ''}"
 
 
 def verdict_markdown(table: pd.DataFrame) -> str:

@@ -270,7 +270,7 @@ def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
     assert "1 not measured and 1 not at the paper's setting, not counted as disagreeing" in text
     reproduces, differs = text.index("**Reproduces:**"), text.index("**Does not reproduce:**")
     assert reproduces < text.index("a0 ") < differs < text.index("a1 ")
-    assert "a1 \\<x\\> & y (paper 0.0416, here \\[0.100, 2\\]). why it is so" in text  # the note says why
+    assert "a1 \\<x\\> & y (paper 0.0416, here \\[0.100, 2\\]). Why it is so." in text  # the note says why
     assert "b6 \\<x\\> & y: needs a language model (parameter provider)" in text
     assert "**Correctness checks** (identities, not reproductions): 1 of 1 hold." in text
     assert "b3" not in text and "b4" not in text  # published and not comparable are only counted
