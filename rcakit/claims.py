@@ -267,6 +267,23 @@ def _rule(claim: Mapping, ci: Any) -> str:
     return ""
 
 
+def _reference_note(claim: Mapping, target: Any, verdict: str) -> str:
+    """For a claim checked against another number than the paper's, which number that was.
+
+    So a row never reads "paper 0.783, workbench 1.000, agrees" without saying
+    what 1.000 was held to. A claim's own ``note`` says it better and wins.
+    """
+    if verdict not in ("agrees", "differs"):
+        return ""
+    op, _, threshold = str(claim.get("expect", "")).partition(" ")
+    reference = target if target is not None else (float(threshold) if op == "==" else None)
+    paper = claim["paper"]
+    if reference is None or not isinstance(paper, (int, float)) or float(reference) == float(paper):
+        return ""
+    held = "its value at these parameters, " if target is not None else ""
+    return f"checked against {held}{paper_text(reference)}, not the paper's {paper_text(paper)}"
+
+
 def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -> pd.DataFrame:
     """One row per claim: its kind, the paper's value beside the workbench's, a verdict.
 
@@ -299,7 +316,7 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
                 "rule": _rule(claim, ci),
                 "verdict": verdict,
                 "why": _why(claim, value, inputs, measured) if verdict == "not measured" else "",
-                "note": str(claim.get("note") or claim.get("reason") or ""),
+                "note": str(claim.get("note") or claim.get("reason") or _reference_note(claim, target, verdict)),
                 "section": claim.get("section"),
                 "holds": bool(claim.get("holds", False)),
                 "asserted": _asserted(claim, params, inputs),

@@ -448,3 +448,15 @@ def test_headline_figure_shows_mechanism_verdicts_and_identities_apart():
     assert sum(p.get_width() for p in right.patches) == 1  # one identity, apart from the mechanism claims
     assert "identity" in right.get_title() and "mechanism" in left.get_title()
     matplotlib.pyplot.close(fig)
+
+
+def test_a_row_checked_against_another_number_than_the_papers_says_which(fake_claims):
+    fake_claims({"gcjr-ablations": {"claims": [
+        claim(claim="MV on OR cases", kind="identity", paper=0.783, expect="== 1.0"),
+        claim(claim="closed form", kind="identity", paper=15, expect="== 15", expected="formula"),
+        claim(claim="same", kind="identity", paper=1.0, expect="== 1.0", measured="y"),
+        claim(claim="own note", kind="identity", paper=0.783, expect="== 1.0", note="over OR cases only")]}})
+    table = claims.compare("gcjr-ablations", {"x": 1.0, "formula": 25, "y": 1.0}).set_index("claim")
+    assert table.loc["MV on OR cases", "note"] == "checked against 1, not the paper's 0.783"
+    assert table.loc["closed form", "note"] == "checked against its value at these parameters, 25, not the paper's 15"
+    assert table.loc["same", "note"] == "" and table.loc["own note", "note"] == "over OR cases only"
