@@ -6,7 +6,8 @@ Prints (1) the wall time of the chapter's full default run through the
 runner (target: under 60 s on the 2-core dev machine), executed into a
 scratch folder so the committed results are untouched, (2) for each method on
 the default 120-case benchmark, the mean oracle calls (seed replays, counted
-by the oracle itself) per case and the wall time per case, and (3) the cost
+by the oracle itself: ``SharedSeedOracle.calls``, which only its charging
+hook increments) per case and the wall time per case, and (3) the cost
 check: the share of cases whose counted calls equal r(1+m+p) for GCJR and
 r(1+n+C(n,2)) for exhaustive search.
 """
