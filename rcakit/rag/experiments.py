@@ -171,14 +171,14 @@ def world_record(lab: Lab) -> dict:
 
 
 def describe_world(lab: Lab) -> str:
-    """One line naming the world behind the chapter's numbers."""
+    """One sentence naming the world behind the chapter's numbers."""
     record = world_record(lab)
     if record["name"] == SYNTHETIC:
-        return (f"world: synthetic (seeded, every hop fact certified by construction); {record['questions']} "
-                f"questions, {record['paragraphs']} paragraphs")
-    return (f"world: MuSiQue, {record['selected']} answerable questions with the chosen number of hops "
+        return (f"The synthetic world (seeded, every hop fact certified by construction) holds "
+                f"{record['questions']} questions and {record['paragraphs']:,} paragraphs")
+    return (f"The MuSiQue world holds {record['selected']} answerable questions with the chosen number of hops "
             f"(of {record['read']} read, {record['with_hops']} with that many hops, {record['answerable']} "
-            f"of them answerable); {record['paragraphs']} pooled paragraphs; hops whose supporting paragraph "
+            f"of them answerable) and {record['paragraphs']:,} paragraphs; hops whose supporting paragraph "
             f"does not name the hop's answer: {record['uncertified_hops']}")
 
 
