@@ -5,7 +5,7 @@
     rcakit book [--defaults | --quick]       run the chapters that are missing or stale, then build the HTML
     rcakit build                             build the HTML from the executed chapters present
     rcakit validate PATH [--format F]        check LongRCA records or Who&When logs
-    rcakit data list | fetch NAME | path NAME   the named data sets (rcakit.data)
+    rcakit data list | fetch NAME | verify NAME | path NAME   the named data sets (rcakit.data)
 
 A user mistake (unknown chapter, bad parameter, malformed or unreadable file,
 an unusable folder, an unreachable model server) is one line on stderr and exit
@@ -135,7 +135,7 @@ def parser() -> argparse.ArgumentParser:
     val.add_argument("path")
     val.add_argument("--format", default="auto", help="auto, longrca or who_and_when")
     val.set_defaults(func=_validate)
-    from rcakit.data import add_commands  # `rcakit data list|fetch NAME|path NAME`
+    from rcakit.data import add_commands  # `rcakit data list|fetch NAME|verify NAME|path NAME`
 
     add_commands(sub)
     return p

@@ -123,12 +123,16 @@ def _project_on_path() -> Iterator[None]:
 
 def dask_scheduler(value: Any, params: Mapping[str, Any]) -> None:
     """``scheduler`` (or ``$RCAKIT_DASK_SCHEDULER`` when it is empty): a Dask scheduler that answers
-    a handshake within the connect timeout."""
+    a handshake within :data:`PREFLIGHT_SECONDS` (a live scheduler answers in milliseconds, so a
+    silent port is refused well inside the kernel's own connect timeout)."""
     from rcakit import parallel
 
     address = parallel.scheduler_address(str(value))
     if address:
-        parallel.probe_scheduler(address, parallel.CONNECT_SECONDS)
+        parallel.probe_scheduler(address, min(PREFLIGHT_SECONDS, parallel.CONNECT_SECONDS))
+
+
+PREFLIGHT_SECONDS = 5.0
 
 
 CHECKS: dict[str, Check] = {  # parameter -> its check, cheapest first

@@ -85,8 +85,10 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
 
     The executed-notebook and results folders, the chapter's ``paths``
     (``dir``: writable folder; ``store``: writable folder, relative to the
-    results folder; ``data``: a data set name, or a path that must exist unless it is the default), and one
-    probe per language model the parameters choose.
+    results folder; ``data``: a data set name, whose lock must be usable when
+    it is fetched, or a path that must exist), one probe per language model
+    the parameters choose, and every input file, plug-in and scheduler
+    address (``rcakit.inputs``).
     """
     from rcakit.store import store_folder
 
@@ -99,12 +101,12 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
             writable_dir(resolve(params[name]), where)
         elif kind == "store":
             writable_dir(store_folder(params[name]), where)
-        elif params[name] != chapter.parameters[name].default:
+        elif params[name] not in chapters.UNSET and params[name] != "none":
             _check_data(params[name], name, where)
-    _probe_models(chapter_id, params)
     from rcakit.inputs import check_parameters  # data files, plug-ins, the scheduler: each read before a kernel
 
-    check_parameters(chapter_id, params)
+    check_parameters(chapter_id, params)  # before the model probe: a bad file is named before any network
+    _probe_models(chapter_id, params)
 
 
 def _check_data(value: Any, name: str, where: str) -> None:

@@ -262,6 +262,30 @@ def _not_a_scheduler(tmp, cleanup):
     return {}
 
 
+def _garbage_scheduler(tmp, cleanup):
+    """A port that answers every connection with an HTTP reply, never Dask's bytes; its address in ``{where}``."""
+    import threading
+
+    s = socket.create_server(("127.0.0.1", 0))
+    cleanup.append(s.close)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = s.accept()
+                with conn:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+    (tmp / "where").write_text(f"tcp://127.0.0.1:{s.getsockname()[1]}")
+    return {}
+
+
+def _two_argument_plugin(tmp, cleanup):
+    (tmp / "twoargs.py").write_text("def mine(case, oracle):\n    return None\n")
+    return {"PYTHONPATH": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 WORLD = ["-p", "world", "{tmp}/musique.jsonl", "-p", "agent", "llm", "-p", "provider", "ollama:fake"]
 WHO = ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/who"]
 INPUT_CASES = [
@@ -309,6 +333,10 @@ INPUT_CASES = [
          "methods: importing 'brokenplugin:x' failed: ValueError: needs a GPU", setup=_failing_plugin),
     Case("scheduler port that does not speak Dask", ["run", "coverage-collapse", "-p", "scheduler", "{where}"],
          "coverage-collapse: scheduler: tcp://127.0.0.1:", setup=_not_a_scheduler),
+    Case("scheduler port that answers HTTP", ["run", "longrca-strata", "-p", "scheduler", "{where}"],
+         "accepted a connection but does not speak Dask's protocol", setup=_garbage_scheduler),
+    Case("plug-in method without a budget argument", ["run", "attribution-families", "-p", "methods", "twoargs:mine"],
+         "methods: 'twoargs:mine' cannot be called as method(case, oracle, budget)", setup=_two_argument_plugin),
 ]
 
 

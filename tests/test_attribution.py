@@ -290,3 +290,26 @@ def test_a_module_that_fails_on_import_and_a_name_twice_are_one_line(tmp_path, m
 def test_a_bad_method_timeout_is_one_line(beds, value):
     with pytest.raises(RcakitError, match="^method_timeout: expected a number of seconds > 0"):
         score_methods(beds, {"coverage": BUILT_IN["coverage"]}, method_timeout=value)
+
+
+def test_the_frontier_shows_every_method_in_its_own_colour_with_a_short_legend():
+    import pandas as pd
+
+    from rcakit.attribution.experiments import families_table
+    from rcakit.attribution.plotting import frontier_figure
+
+    names = ["coverage", "rule_based", "centrality", "propagation_aware", "suf_regen", "singleton_replay",
+             "shapley_exact", "shapley_mc", "shapley_top2", "gcjr", "exhaustive", "contrastive"]
+    points = pd.DataFrame({"accuracy": [0.12, 0.04, 0.04, 0.25, 0.17, 0.67, 1, 1, 0.33, 0.67, 1, 0],
+                           "cost": [0, 0, 0, 3, 1, 4, 8, 32, 8, 4, 7, 300]}, index=names)
+    ax = frontier_figure(points.join(families_table(names)["family"])).axes[0]
+    markers = [c for c in ax.collections if len(c.get_offsets()) == 1]
+    assert len(markers) == len(names)
+    colours = {tuple(c.get_facecolor()[0]) for c in markers}
+    assert len(colours) == len(names)  # no two methods share a colour
+    xs = sorted(float(c.get_offsets()[0][0]) for c in markers if float(c.get_offsets()[0][1]) == 0.67)
+    assert len(xs) == 2 and xs[0] < xs[1]  # gcjr and singleton_replay drawn side by side, neither hidden
+    assert len(ax.get_legend().get_texts()) < 11
+    labels = [t.get_text() for t in ax.texts]
+    assert {"gcjr", "singleton_replay"} in [set(t.split(", ")) for t in labels]  # one label for the shared point
+    assert sorted(n for t in labels for n in t.split(", ")) == sorted(names)  # every method named once

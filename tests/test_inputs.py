@@ -298,7 +298,7 @@ def test_plugin_methods_must_import_and_be_callable(tmp_path, monkeypatch):
 
 # --- the Dask scheduler (scheduler) ------------------------------------------------------------------
 
-def test_the_scheduler_is_probed_with_the_connect_timeout(monkeypatch):
+def test_the_scheduler_is_probed_within_the_preflight_timeout(monkeypatch):
     calls = []
 
     def probe(address: str, timeout: float) -> None:
@@ -309,8 +309,8 @@ def test_the_scheduler_is_probed_with_the_connect_timeout(monkeypatch):
     inputs.check_parameters("coverage-collapse", params_of("coverage-collapse"))  # "" and no environment
     assert calls == []
     message = refused("longrca-strata", scheduler="tcp://127.0.0.1:9")
-    assert message == "longrca-strata: scheduler: tcp://127.0.0.1:9 did not answer a Dask handshake within 10 s"
-    assert calls == [("tcp://127.0.0.1:9", parallel.CONNECT_SECONDS)]
+    assert message == "longrca-strata: scheduler: tcp://127.0.0.1:9 did not answer a Dask handshake within 5 s"
+    assert calls == [("tcp://127.0.0.1:9", inputs.PREFLIGHT_SECONDS)] and inputs.PREFLIGHT_SECONDS < 10
     monkeypatch.setenv(parallel.SCHEDULER_ENV, "tcp://127.0.0.1:8")
     assert "tcp://127.0.0.1:8" in refused("content-corruption")
     monkeypatch.setenv(parallel.SCHEDULER_ENV, "udp://x")
