@@ -256,8 +256,13 @@ def _asserted(claim: Mapping, params: Mapping | None, inputs: Mapping[str, str])
 
 
 def _rule(claim: Mapping, ci: Any) -> str:
+    """The rule as the tables show it; ``expected`` is the value an identity must have at this run's parameters."""
     if "expected" in claim:
-        return f"{claim.get('expect', '==').split(' ')[0]} its value at these parameters"
+        if "expect" in claim:
+            return f"{claim['expect'].split(' ')[0]} expected"
+        if "ci" in claim:
+            return "expected in CI"
+        return f"±{claim['tolerance']:g} of expected" if "tolerance" in claim else ""
     if "expect" in claim:
         return str(claim["expect"])
     if ci is not None:

@@ -23,8 +23,7 @@ from rcakit.tables import DASH, format_value
 
 COLUMNS = ["kind", "claim", "verdict", "paper", "workbench", "rule", "source"]
 _BADGE = "padding:0.1em 0.45em;border-radius:0.3em;white-space:nowrap"
-_CELL_STYLE = {"claim": "min-width:18em", "verdict": "min-width:9em", "workbench": "white-space:nowrap",
-               "rule": "white-space:nowrap"}
+_CELL_STYLE = {"claim": "min-width:18em", "verdict": "min-width:9em", "workbench": "white-space:nowrap"}
 
 
 def chapter_link(chapter_id: str, title: str | None = None) -> str:

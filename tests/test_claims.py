@@ -176,8 +176,7 @@ def test_an_identity_is_checked_at_any_parameters_against_its_expected_value(fak
     assert elsewhere.loc["closed form", "verdict"] == "agrees"  # never "other parameters"
     assert elsewhere.loc["tied", "verdict"] == "other parameters"  # tied to the paper's setting
     assert wrong.loc["closed form", "verdict"] == "differs"
-    assert elsewhere.loc["closed form", "asserted"] and "its value at these parameters" in elsewhere.loc[
-        "closed form", "rule"]
+    assert elsewhere.loc["closed form", "asserted"] and elsewhere.loc["closed form", "rule"] == "±1e-12 of expected"
 
 
 def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_claims):
@@ -185,6 +184,15 @@ def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_cla
         claim(claim="rate", kind="identity", paper=0.3, expect="== 0.3", when={"q": 0.3}, expected="params.q")]}})
     assert claims.compare("car-shapley", {"x": 0.5}, {"q": 0.5})["verdict"].tolist() == ["agrees"]
     assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["verdict"].tolist() == ["differs"]
+    assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["rule"].tolist() == ["== expected"]
+
+
+def test_an_interval_identity_holds_its_expected_value(fake_claims):
+    fake_claims({"car-shapley": {"claims": [
+        claim(claim="rate", kind="identity", paper=0.3, ci="x_ci", expected="params.p_bad", holds=True)]}})
+    table = claims.compare("car-shapley", {"x": 0.49, "x_ci": [0.45, 0.55]}, {"p_bad": 0.5})
+    assert table[["verdict", "rule", "asserted"]].values.tolist() == [["agrees", "expected in CI", False]]
+    assert claims.compare("car-shapley", {"x": 0.3, "x_ci": [0.25, 0.35]}, {"p_bad": 0.5})["verdict"][0] == "differs"
 
 
 def test_an_identity_whose_expected_value_was_not_recorded_is_not_measured(fake_claims):
