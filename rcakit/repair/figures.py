@@ -81,11 +81,12 @@ def draw_case(case: Case, ax: Axes, *, legend: bool = True) -> Axes:
 
 def hidden_edge_figure(by_draw: pd.DataFrame, paper_fem: float, ax: Axes) -> Axes:
     """In-scope FEM and recall against the hidden fraction (band: range over draws), the paper's 10% FEM as a cross."""
-    long = by_draw.melt(id_vars=["fraction", "draw"], value_vars=["fem", "recall"], var_name="metric")
+    long = by_draw.rename(columns={"fem": "FEM"}).melt(id_vars=["fraction", "draw"], value_vars=["FEM", "recall"],
+                                                        var_name="metric")
     sns.lineplot(long, x="fraction", y="value", hue="metric", marker="o", errorbar=("pi", 100), ax=ax)
     ax.scatter([0.1], [paper_fem], marker="x", color="black", zorder=3, label="paper, 10%")
     ax.set_xlabel("fraction of edges hidden from GCJR")
-    ax.set_ylabel("in-scope mean (band: range over draws)")
+    ax.set_ylabel("in-scope mean")
     ax.set_ylim(0, 1.05)
     ax.legend(frameon=False)
     return ax
