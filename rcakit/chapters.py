@@ -194,6 +194,8 @@ def coerce(chapter: Chapter, name: str, value: Any) -> Any:
     A list is checked element by element against the type of the default's
     elements and the parameter's bounds.
     """
+    if not chapter.parameters:
+        raise RcakitError(f"{chapter.id}: takes no parameters, got {_short(name)}")
     if name not in chapter.parameters:
         known = ", ".join(chapter.parameters)
         raise RcakitError(f"{chapter.id}: unknown parameter {_short(name)}; known: {known}")
@@ -214,10 +216,15 @@ def _parse(where: str, default: Any, value: Any) -> Any:
         return value
     if value in ("true", "false"):
         return value == "true"
+    if value.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
+        raise RcakitError(f"{where} = {_short(value)} is not a finite number")
     try:
         return ast.literal_eval(value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        if value.strip().lstrip("+-").isdigit():
+        digits = value.strip().lstrip("+-")
+        if digits.isdigit() and not digits.isascii():
+            raise RcakitError(f"{where} = {_short(value)} holds non-ASCII digits; type 0-9") from None
+        if digits.isdigit():
             raise RcakitError(f"{where} = {_short(value)} is too large (the limit is 2**63)") from None
         kind = f"list of {type(default[0]).__name__}" if isinstance(default, list) else type(default).__name__
         raise RcakitError(f"{where} expects {kind}, got {_short(value)}") from None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import shutil
 import signal
@@ -414,16 +415,8 @@ def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, sho
     from nbclient.exceptions import DeadKernelError
 
     try:
-        papermill.execute_notebook(
-            nb,
-            str(tmp),
-            parameters=params,
-            cwd=str(project_root()),
-            kernel_name="python3",
-            progress_bar=show_progress,
-            log_output=False,
-            kernel_manager_class=ipc_kernel_manager(log),
-        )
+        with _quiet_loggers("traitlets", "papermill", "nbclient"):  # rcakit says what failed, in one line
+            _execute_notebook(papermill, nb, tmp, params, show_progress, log)
     except DeadKernelError:
         raise ChapterFailed(f"chapter {chapter_id!r}: the kernel died (a crash in native code?); "
                             f"the last good {out.name} is kept; RCAKIT_TRACEBACK=1 shows the kernel's log") from None
@@ -436,6 +429,35 @@ def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, sho
             f"chapter {chapter_id!r} failed in cell {err.exec_count}: {err.ename}: "
             f"{_first_line(err.evalue)} (see {failed}; the last good {out.name} and results are kept)"
         ) from None
+
+
+def _execute_notebook(papermill: Any, nb: Any, tmp: Path, params: dict, show_progress: bool, log: Any) -> None:
+    papermill.execute_notebook(
+        nb,
+        str(tmp),
+        parameters=params,
+        cwd=str(project_root()),
+        kernel_name="python3",
+        progress_bar=show_progress,
+        log_output=False,
+        kernel_manager_class=ipc_kernel_manager(log),
+    )
+
+
+class _quiet_loggers:
+    """Silence library loggers (nbclient's "Kernel died ...") for the length of a run."""
+
+    def __init__(self, *names: str) -> None:
+        self.loggers = [logging.getLogger(name) for name in names]
+
+    def __enter__(self) -> None:
+        self.levels = [logger.level for logger in self.loggers]
+        for logger in self.loggers:
+            logger.setLevel(logging.CRITICAL)
+
+    def __exit__(self, *exc: object) -> None:
+        for logger, level in zip(self.loggers, self.levels, strict=True):
+            logger.setLevel(level)
 
 
 def _first_line(text: str) -> str:

@@ -390,7 +390,28 @@ PLUS = "+" * 5000
 DIGITS = "1" * 5000
 DEEP = "[" * 60_000 + "]" * 60_000  # one argument may hold at most 128 KiB
 
+def _dying_kernel(tmp, cleanup):
+    """The toy chapter, whose kernel kills itself (as a crash in native code would) at seed 9."""
+    (tmp / "root" / "notebooks").mkdir(parents=True)
+    first = "cases = CaseStore(resolve(store))"
+    body = f"import os, signal\nif seed == 9:\n    os.kill(os.getpid(), signal.SIGKILL)\n{first}"
+    (tmp / "root" / "notebooks" / "car_shapley.md").write_text(TOY_CHAPTER.replace(first, body))
+    return {"RCAKIT_ROOT": str(tmp / "root")}
+
+
+SMALL_CASES = [  # issue 20, item 12
+    Case("a full-width digit", ["run", "car-shapley", "-p", "seed", "\uff13"], "holds non-ASCII digits; type 0-9"),
+    Case("nan for a float", ["run", "car-shapley", "-p", "q", "nan"], "parameter 'q' = 'nan' is not a finite number"),
+    Case("the same -p twice", ["run", "car-shapley", "-p", "seed", "1", "-p", "seed", "2"],
+         "parameter 'seed' is given twice"),
+    Case("a parameter for a page without any", ["run", "claims", "-p", "x", "1"], "claims: takes no parameters"),
+    Case("a kernel that dies", ["run", "car-shapley", "-p", "seed", "9"], "the kernel died", status=1,
+         setup=_dying_kernel),
+]
+
+
 CASES = [
+    *SMALL_CASES,
     Case("seed -1", ["run", "car-shapley", "-p", "seed", "-1"], "parameter 'seed' = -1 is outside [0, inf]"),
     Case("negative value after -p", ["run", "car-shapley", "-p", "q", "-1e-3"], "parameter 'q' = -0.001 is outside"),
     Case("gcjr list [1,'a']", ["run", "gcjr-ablations", "-p", "r_values", "[1,'a']"],
