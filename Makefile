@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book build unit install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
+.PHONY: book build unit seeds install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -55,9 +55,13 @@ test: install-dev install-browser
 	  $(TEST_BOOK)/chapters -p no:cacheprovider
 	diff -r $(TEST_BOOK)/results-first $(TEST_BOOK)/results
 
+# Twenty seeds of every chapter at quick: no valid seed may fail a chapter (slow, not in CI).
+seeds: install-dev
+	$(PY) -m pytest tests/test_seeds.py -m seeds -v -p no:cacheprovider
+
 # The unit tests alone: no chapter runs, no book (the fast inner loop).
 unit: install-dev
-	$(PY) -m pytest tests -m "not chapters" -q
+	$(PY) -m pytest tests -m "not chapters and not seeds" -q
 
 lab: $(PY)
 	$(PY) -m pip install -q -e ".[lab]"
