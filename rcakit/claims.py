@@ -29,13 +29,16 @@ When a verdict can be given:
   parameter), the row says so; "not measured" is never counted as disagreeing.
 - ``when`` (e.g. ``{q: 0.3}``) ties a claim to the paper's setting: under
   other parameters its verdict is ``other parameters``. An ``identity`` holds at
-  every parameter value, so it is checked at any parameters and is never
-  "other parameters"; when its value depends on the parameters, ``expected``
-  names the recorded key (or ``params.<name>``) of the value it must have at
-  this run's parameters, used in place of the paper's value or the ``expect``
-  threshold. (An identity with a ``when`` on an ordinary parameter and no
-  ``expected`` cannot be checked away from that setting; it reads ``other
-  parameters`` until its ``expected`` key is recorded.)
+  every parameter value, so it is checked at any parameters: when its value
+  depends on them, ``expected`` names the recorded key (or ``params.<name>``)
+  of the value it must have at this run's parameters, used in place of the
+  paper's value or the ``expect`` threshold, and ``when`` then only says where
+  the paper's number applies. An identity whose ``expected`` value was not
+  recorded is ``not measured``, never checked against the paper's number. An
+  identity with a ``when`` and no ``expected`` is a scoped one (it holds for
+  ``agent: rule``, say); outside its scope it reads ``other parameters``.
+- A row checked against another number than the paper's (``expected``, or an
+  ``expect ==`` threshold) says which in its ``note`` when the claim has none.
 
 Claims marked ``holds: true`` are the ones the workbench is meant to reproduce.
 :func:`assert_holds` raises only for those that hold for every valid parameter

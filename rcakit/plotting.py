@@ -248,6 +248,6 @@ def _stacked(ax: plt.Axes, y: np.ndarray, counts: pd.DataFrame, columns: Sequenc
         ax.barh(y, values, left=left, color=VERDICT_COLOURS[verdict], height=0.6)
         for yi, start, width in zip(y, left, values, strict=True):
             if width:
-                ax.text(start + width / 2, yi, str(int(width)), ha="center", va="center", fontsize=8,
+                ax.text(start + width / 2, yi, str(int(width)), ha="center", va="center", fontsize=9,
                         color="white" if verdict in ("agrees", "differs") else "black")
         left += values
