@@ -162,11 +162,55 @@ def input_parameters(chapter_id: str) -> dict[str, str]:
     return found
 
 
-def _needs(claim: Mapping, inputs: Mapping[str, str]) -> dict[str, Any]:
-    """The inputs (parameter -> the value the claim needs, or None) the claim's section needs."""
+def section_inputs(chapter_id: str) -> dict[str, list[str]]:
+    """Per ``##`` heading of the chapter, the parameters its cells are tagged as needing.
+
+    The tags are the runner's (``needs-<param>``, ``missing-<param>``): a
+    section with such cells computes something only when that input is there.
+    """
+    from rcakit import chapters
+
+    path = chapters.notebook_path(chapter_id)
+    return _section_inputs(path, path.stat().st_mtime) if path.exists() else {}
+
+
+@functools.lru_cache(maxsize=16)
+def _section_inputs(path: Path, mtime: float) -> dict[str, list[str]]:
+    import jupytext
+
+    found: dict[str, list[str]] = {}
+    current = None
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("## "):
+                    current = line[3:].strip()
+                    found.setdefault(current, [])
+        for tag in cell.metadata.get("tags", []):
+            kind, _, name = tag.partition("-")
+            if kind in ("needs", "missing") and current is not None and name not in found[current]:
+                found[current].append(name)
+    return found
+
+
+def _needs(claim: Mapping, inputs: Mapping[str, str], sections: Mapping[str, list[str]],
+           defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs (parameter -> the data set it names, or None) the claim's section needs.
+
+    From the claim's ``needs`` or its ``when`` on an input; else from the tags
+    of the cells of its section, the data sets first (a section on a data set
+    may add a model), each named by the parameter's default.
+    """
     named = claim.get("needs", [])
     needs: dict[str, Any] = {name: None for name in ([named] if isinstance(named, str) else named)}
     needs.update({k: v for k, v in claim.get("when", {}).items() if k in inputs})
+    if needs:
+        return needs
+    tagged = [name for name in sections.get(claim.get("section"), []) if name in inputs]
+    data = [name for name in tagged if inputs[name] == "data"]  # a section on a data set may add a model
+    for name in data or tagged:
+        default = defaults.get(name)
+        needs[name] = default if inputs[name] == "data" and default not in (None, "", "none") else None
     return needs
 
 
@@ -189,11 +233,14 @@ def _missing_why(needs: Mapping[str, Any], inputs: Mapping[str, str], measured: 
     return "the chapter has not run" if not measured else "not recorded by this run"
 
 
-def _why(claim: Mapping, value: Any, inputs: Mapping[str, str], measured: Mapping) -> str:
+def _why(claim: Mapping, value: Any, chapter_id: str, inputs: Mapping[str, str], measured: Mapping) -> str:
     """Why a claim is not measured: its section's missing input, or its identity's missing expected value."""
     if value is not None:
         return f"its value at these parameters ({claim['expected']}) was not recorded"
-    return _missing_why(_needs(claim, inputs), inputs, measured)
+    from rcakit import chapters
+
+    defaults = chapters.get(chapter_id).defaults if chapter_id in chapters.PAGES else {}
+    return _missing_why(_needs(claim, inputs, section_inputs(chapter_id), defaults), inputs, measured)
 
 
 def _target(claim: Mapping, measured: Mapping, params: Mapping) -> Any:
@@ -323,7 +370,7 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
                 "CI": "" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
                 "rule": _rule(claim, ci),
                 "verdict": verdict,
-                "why": _why(claim, value, inputs, measured) if verdict == "not measured" else "",
+                "why": _why(claim, value, chapter_id, inputs, measured) if verdict == "not measured" else "",
                 "note": str(claim.get("note") or claim.get("reason") or _reference_note(claim, target, verdict)),
                 "section": claim.get("section"),
                 "holds": bool(claim.get("holds", False)),

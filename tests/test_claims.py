@@ -468,3 +468,13 @@ def test_a_row_checked_against_another_number_than_the_papers_says_which(fake_cl
     assert table.loc["MV on OR cases", "note"] == "checked against 1, not the paper's 0.783"
     assert table.loc["closed form", "note"] == "checked against its value at these parameters, 25, not the paper's 15"
     assert table.loc["same", "note"] == "" and table.loc["own note", "note"] == "over OR cases only"
+
+
+def test_a_claim_in_a_section_that_needs_data_says_so_without_a_needs_field(fake_claims):
+    section = "Real failures: Who&When"
+    assert "who_and_when_path" in claims.section_inputs("longrca-strata")[section]  # the runner's cell tags
+    fake_claims({"longrca-strata": {"claims": [claim(claim="tracing beats", section=section),
+                                               claim(claim="synthetic", section="no such section")]}})
+    table = claims.compare("longrca-strata", {"z": 1}, {"who_and_when_path": "who-and-when"}).set_index("claim")
+    assert table.loc["tracing beats", "why"] == "needs the data set who-and-when (parameter who_and_when_path)"
+    assert table.loc["synthetic", "why"] == "not recorded by this run"
