@@ -202,7 +202,7 @@ def _unchecked_sentence(n: Mapping[str, int]) -> str | None:
     """The mechanism claims not checked in this build, and why, in one sentence (None if there are none)."""
     parts = [f"{n['needs_input']} need a data set or a language model that this build did not have"] * bool(
         n["needs_input"])
-    parts += [f"{n['not_recorded']} were not recorded (their chapter has not run)"] * bool(n["not_recorded"])
+    parts += [f"{n['not_recorded']} were not recorded in this build"] * bool(n["not_recorded"])
     parts += [f"{n['other_parameters']} ran away from the paper's setting"] * bool(n["other_parameters"])
     if not parts:
         return None
