@@ -427,9 +427,9 @@ def _sentence(text: str) -> str:
     return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
 
 
-def _line(row: Mapping, extra: str = "") -> str:
+def _line(row: Mapping) -> str:
     values = f"paper {paper_text(row['paper'])}, here {workbench_text(row['workbench'], row['CI'])}"
-    note = _sentence(row["note"] or extra)
+    note = _sentence(row["note"])
     return f"- {_md(row['claim'])} ({_md(values)}).{' ' + _md(note) if note else ''}"
 
 
@@ -447,19 +447,18 @@ def verdict_markdown(table: pd.DataFrame) -> str:
     lines = [":::{admonition} Verdict: what reproduces here", ":class: verdict tip", ""]
     if len(mechanism):
         checked = len(groups["agrees"]) + len(groups["differs"])
-        lead = (f"**{len(groups['agrees'])} of the {checked} mechanism claims checked here agree with the paper**"
+        lead = (f"**Mechanism claims checked here that agree with the paper: {len(groups['agrees'])} of {checked}**"
                 if checked else "**No mechanism claim could be checked in this run**")
         lines.append(lead + _not_counted(groups) + ".")
     else:
         lines.append("**This page reproduces no published number**: its claims are correctness checks.")
-    sections = [("Reproduces", "agrees", ""), ("Does not reproduce", "differs", ""),
-                ("Not measured", "not measured", None), ("Not at the paper's setting", "other parameters", ""),
-                ("Reported without a rule", "reported", "")]
-    for title, verdict, extra in sections:
+    sections = [("Reproduces", "agrees"), ("Does not reproduce", "differs"), ("Not measured", "not measured"),
+                ("Not at the paper's setting", "other parameters"), ("Reported without a rule", "reported")]
+    for title, verdict in sections:
         rows = groups[verdict]
         if len(rows):
             lines += ["", f"**{title}:**", ""]
-            lines += [_missing_line(r) if extra is None else _line(r, extra) for _, r in rows.iterrows()]
+            lines += _missing_lines(rows) if verdict == "not measured" else [_line(r) for _, r in rows.iterrows()]
     for line in (_identity_line(table[table["kind"] == "identity"]), _others_line(table)):
         lines += ["", line] if line else []
     return "\n".join([*lines, ":::"])
@@ -472,8 +471,10 @@ def _not_counted(groups: Mapping[str, pd.DataFrame]) -> str:
     return f" ({' and '.join(parts)}, not counted as disagreeing)" if parts else ""
 
 
-def _missing_line(row: Mapping) -> str:
-    return f"- {_md(row['claim'])}: {_md(row['why'])}"
+def _missing_lines(rows: pd.DataFrame) -> list[str]:
+    """One line per reason: what is missing, then the claims that wait for it."""
+    return [f"- {_md(_sentence(why)[:-1])}: {'; '.join(_md(c) for c in group['claim'])}."
+            for why, group in rows.groupby("why", sort=False)]
 
 
 _IDENTITY_WORDS = {"other parameters": "not checkable at these parameters"}

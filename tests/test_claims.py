@@ -274,12 +274,12 @@ def parse_myst(text: str):
 def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
     text = claims.verdict_markdown(toy_table())
     assert text.startswith(":::{admonition}") and text.endswith(":::")
-    assert "**1 of the 2 mechanism claims checked here agree with the paper**" in text
+    assert "**Mechanism claims checked here that agree with the paper: 1 of 2**" in text
     assert "1 not measured and 1 not at the paper's setting, not counted as disagreeing" in text
     reproduces, differs = text.index("**Reproduces:**"), text.index("**Does not reproduce:**")
     assert reproduces < text.index("a0 ") < differs < text.index("a1 ")
     assert "a1 \\<x\\> & y (paper 0.0416, here \\[0.100, 2\\]). Why it is so." in text  # the note says why
-    assert "b6 \\<x\\> & y: needs a language model (parameter provider)" in text
+    assert "- Needs a language model (parameter provider): b6 \\<x\\> & y." in text  # grouped by reason
     assert "**Correctness checks** (identities, not reproductions): 1 of 1 hold." in text
     assert "b3" not in text and "b4" not in text  # published and not comparable are only counted
     assert "1 published, 1 not comparable" in text
@@ -478,3 +478,12 @@ def test_a_claim_in_a_section_that_needs_data_says_so_without_a_needs_field(fake
     table = claims.compare("longrca-strata", {"z": 1}, {"who_and_when_path": "who-and-when"}).set_index("claim")
     assert table.loc["tracing beats", "why"] == "needs the data set who-and-when (parameter who_and_when_path)"
     assert table.loc["synthetic", "why"] == "not recorded by this run"
+
+
+def test_the_verdict_box_groups_unmeasured_claims_by_what_they_wait_for():
+    table = toy_table()
+    extra = [table.iloc[6].to_dict() | {"claim": f"judge hop {h}"} for h in (1, 2)]
+    extra.append(table.iloc[6].to_dict() | {"claim": "who", "why": "needs the data set who-and-when (parameter w)"})
+    text = claims.verdict_markdown(pd.concat([table, pd.DataFrame(extra)], ignore_index=True))
+    assert "- Needs a language model (parameter provider): b6 \\<x\\> & y; judge hop 1; judge hop 2." in text
+    assert "- Needs the data set who-and-when (parameter w): who." in text
