@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book build unit seeds install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
+.PHONY: book build unit seeds format install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -40,6 +40,11 @@ build: install-book
 # the results it rewrites must then be byte-identical to the first run's.
 lint: install-dev
 	$(PY) scripts/lint.py
+
+# ruff's formatter and safe fixes over the code (the lint gate checks both).
+format: install-dev
+	$(PY) -m ruff format rcakit tests benchmarks scripts
+	$(PY) -m ruff check --fix rcakit tests benchmarks scripts
 
 install-browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)

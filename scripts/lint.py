@@ -2,9 +2,13 @@
 
     python scripts/lint.py [PATH ...]
 
-With no PATH it checks ``rcakit tests benchmarks scripts notebooks``, which is
-what ``make lint`` (the first step of ``make test``) runs. The rules are the
-project's ``[tool.ruff]`` table in ``pyproject.toml``, for every file.
+With no PATH it is the whole gate that ``make lint`` (the first step of ``make
+test``) runs: ``ruff check`` of ``rcakit tests benchmarks scripts notebooks``,
+``ruff format --check`` of the code, the chapter sources read as notebooks
+without outputs (``scripts/check_notebooks.py``) and pyright over the package
+(its ``[tool.pyright]`` table). With PATHs it runs ``ruff check`` on them (the
+pre-commit hook). The rules are the project's ``[tool.ruff]`` table in
+``pyproject.toml``, for every file.
 
 A chapter (a jupytext MyST ``.md`` file, given by name or found at the top of a
 folder such as ``notebooks/``) is converted by jupytext to ``.ipynb`` in a
@@ -104,9 +108,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     code, chapters = split_paths(paths)
     status = max(check_code(code), check_chapters(chapters))
+    if not args:  # the whole gate
+        status = max(status, *(_tool(cmd) for cmd in GATE))
     if status == 0:
         print(f"lint: clean ({len(code)} code paths, {len(chapters)} chapters)")
     return status
+
+
+GATE = (  # beyond ruff check, when the gate runs on the whole tree
+    ["-m", "ruff", "format", "--check", "--quiet", *DEFAULT_PATHS[:-1]],
+    [str(ROOT / "scripts" / "check_notebooks.py")],
+    ["-m", "pyright", "--project", str(ROOT / "pyproject.toml")],
+)
+
+
+def _tool(args: list[str]) -> int:
+    """One tool of the gate, from the project root; its findings on stdout, its status back."""
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr)
+    return proc.returncode
 
 
 if __name__ == "__main__":

@@ -1,0 +1,50 @@
+"""The chapter sources are text notebooks: each reads with jupytext, holds no outputs, and its code parses.
+
+    python scripts/check_notebooks.py [notebooks/NAME.md ...]
+
+With no argument it checks every ``notebooks/*.md``. It is the pre-commit
+hook that keeps the MyST sources and the notebooks jupytext makes of them in
+step: a source that jupytext cannot read, a cell with outputs (an executed
+notebook pasted back), or a code cell that is not Python fails it, one line
+per problem naming the file and the cell. Exit status 1 on any problem.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def problems(path: Path) -> list[str]:
+    """What is wrong with one chapter source, one line each."""
+    import jupytext
+
+    try:
+        nb = jupytext.read(path)
+    except Exception as err:  # jupytext raises many kinds; any of them means "not a readable notebook"
+        return [f"{path}: jupytext cannot read it: {err}"]
+    out = []
+    for number, cell in enumerate(nb.cells, start=1):
+        if cell.get("outputs"):
+            out.append(f"{path}: cell {number} holds outputs; sources are text without outputs")
+        if cell.cell_type == "code":
+            try:
+                ast.parse(cell.source)
+            except SyntaxError as err:
+                out.append(f"{path}: cell {number} is not Python: {err.msg} (line {err.lineno})")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    paths = [Path(a) for a in args] or sorted((ROOT / "notebooks").glob("*.md"))
+    found = [line for path in paths for line in problems(path)]
+    print("\n".join(found) if found else f"notebooks: {len(paths)} sources read as notebooks, no outputs")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

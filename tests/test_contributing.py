@@ -1,0 +1,93 @@
+"""CONTRIBUTING.md's rules for a chapter and the package, checked on every chapter and subpackage."""
+
+import ast
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from rcakit import chapters
+from rcakit.paths import project_root
+
+PAPER_PAGES = [c for c in chapters.ORDER if chapters.get(c).parameters]
+MAX_CODE_LINES = 120  # CONTRIBUTING: "Code cells total at most 120 lines per chapter"
+
+
+def _cells(chapter_id: str) -> list:
+    return jupytext.read(chapters.get(chapter_id).notebook).cells
+
+
+def _code_lines(cell: object) -> int:
+    return sum(1 for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def _in_solution(cells: list) -> set[int]:
+    """Indices of the cells inside an exercise's solution (between solution-start and solution-end)."""
+    inside, out = False, set()
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "markdown" and "solution-start" in cell.source:
+            inside = True
+        if inside:
+            out.add(i)
+        if cell.cell_type == "markdown" and "solution-end" in cell.source:
+            inside = False
+    return out
+
+
+@pytest.mark.parametrize("chapter_id", PAPER_PAGES)
+def test_a_chapter_keeps_its_code_short_outside_the_exercises(chapter_id):
+    cells = _cells(chapter_id)
+    solutions = _in_solution(cells)
+    lines = sum(_code_lines(c) for i, c in enumerate(cells) if c.cell_type == "code" and i not in solutions)
+    assert lines <= MAX_CODE_LINES, f"{chapter_id}: {lines} code lines outside the exercises (at most {MAX_CODE_LINES})"
+
+
+@pytest.mark.parametrize("chapter_id", PAPER_PAGES)
+def test_a_chapter_has_its_sections_and_two_to_four_exercises(chapter_id):
+    text = chapters.get(chapter_id).notebook.read_text(encoding="utf-8")
+    assert re.search(r"^## Explore", text, re.M), f"{chapter_id}: no Explore section"
+    exercises = re.findall(r"^```\{exercise\}", text, re.M)
+    solutions = re.findall(r"^````\{solution-start\}", text, re.M)
+    assert 2 <= len(exercises) <= 4 and len(solutions) == len(exercises), (chapter_id, len(exercises), len(solutions))
+    assert "{cite:" in text.split("\n## ")[0], f"{chapter_id}: the opening does not cite its paper"
+
+
+@pytest.mark.parametrize("chapter_id", PAPER_PAGES)
+def test_the_parameters_cell_starts_with_the_seed(chapter_id):
+    assert next(iter(chapters.get(chapter_id).parameters)) == "seed"
+
+
+@pytest.mark.parametrize("chapter_id", chapters.PAGES)
+def test_every_figure_is_hidden_captioned_and_named(chapter_id):
+    for cell in _cells(chapter_id):
+        if cell.cell_type == "code" and "plt.show()" in cell.source:
+            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            assert figure.get("caption") and figure.get("name"), f"{chapter_id}: a figure without caption or name"
+            tags = cell.metadata.get("tags", [])
+            assert "hide-input" in tags or "remove-input" in tags, f"{chapter_id}: figure {figure['name']} shows its code"
+
+
+@pytest.mark.parametrize("chapter_id", chapters.PAGES)
+def test_section_tags_name_a_parameter_of_the_chapter(chapter_id):
+    """A ``needs-``/``missing-`` tag naming no parameter would silently keep or drop its cell."""
+    chapter = chapters.get(chapter_id)
+    for cell in _cells(chapter_id):
+        for tag in cell.metadata.get("tags", []):
+            kind, _, name = tag.partition("-")
+            if kind in ("needs", "missing"):
+                assert name in chapter.parameters, f"{chapter_id}: tag {tag!r} names no parameter"
+
+
+def test_notebook_sources_hold_no_outputs():
+    for path in sorted((project_root() / "notebooks").glob("*.md")):
+        assert '"outputs": [' not in path.read_text(encoding="utf-8"), path
+
+
+def test_every_subpackage_lists_its_exports():
+    for init in sorted(Path(project_root() / "rcakit").rglob("__init__.py")):
+        if init.parent.name == "rcakit":
+            continue
+        names = {t.id for node in ast.parse(init.read_text()).body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name)}
+        assert "__all__" in names, f"{init}: no __all__"
