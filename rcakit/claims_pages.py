@@ -2,7 +2,7 @@
 
 :mod:`rcakit.claims` computes the verdicts; this module only lays them out:
 the table of every claim grouped by chapter and kind, with each verdict in the
-book's one palette (:data:`rcakit.plotting.VERDICT_COLOURS`), and the table of
+book's one palette (``rcakit.plotting.VERDICT_COLOURS``), and the table of
 the parameters each chapter ran with. Nothing is truncated; a value that does
 not apply is "—".
 
