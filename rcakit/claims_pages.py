@@ -1,4 +1,4 @@
-"""The claims as HTML for the closing page and the landing page.
+"""The claims laid out for pages: the closing page's tables, a chapter's comparison, the landing page's findings.
 
 :mod:`rcakit.claims` computes the verdicts; this module only lays them out:
 the table of every claim grouped by chapter and kind, with each verdict in the
@@ -6,7 +6,9 @@ book's one palette (``rcakit.plotting.VERDICT_COLOURS``), and the table of
 the parameters each chapter ran with. Nothing is truncated; a value that does
 not apply is "—".
 
-Used in the chapters: the closing page (``claims``).
+Used in the chapters: the closing page (``claims``), the landing page
+(``intro``: :func:`glue_findings`) and any chapter's comparison section
+(:func:`comparison`).
 """
 
 from __future__ import annotations
