@@ -262,3 +262,13 @@ def protocol_runs(arm: str, params: Mapping, progress: Callable[..., Iterable] |
     earlier = {**base, **EARLIER_PROTOCOL}
     return {"authors' protocol": run_arm(arm, authors, CHAPTERS[arm], progress),
             "earlier workbench": run_arm(arm, earlier, CHAPTERS[arm], progress)}
+
+
+def heed_runs(params: Mapping, values: Sequence[float] = (0.0, 0.5, 1.0),
+              progress: Callable[..., Iterable] | None = track) -> dict[str, ArmRun]:
+    """The structural arm under the authors' protocol for each rule-reader ``heed_warnings`` in ``values``
+    (the reader's reaction to the generic warning texts), at ``params``' sizes; each has its own case store."""
+    base = {**params, "provider": "none", "judge_provider": "none", "agent": "rule", "world": SYNTHETIC,
+            **{k: v for k, v in PROTOCOL_DEFAULTS.items() if k != "heed_warnings"}, "top_k": 5}
+    return {f"heed {v:g}": run_arm("structural", {**base, "heed_warnings": float(v)}, CHAPTERS["structural"],
+                                   progress) for v in values}
