@@ -47,6 +47,7 @@ from rcakit.repair import (
     per_kind,
     random_pairs,
     random_topological_order,
+    records,
     replay,
     scoped,
     shapley_top2,
@@ -795,12 +796,12 @@ def test_sweep_summaries_keep_their_order_and_say_when_noise_is_missing(bench):
     sc = experiments.sc_under_noise(summary, 3, "2/3")
     assert sc["noise"] == sc["largest_noise"] == 0.2 and sc["gcjr"] < 1.0
     assert experiments.sc_under_noise(summary, 5, "2/3") is None  # r = 5 is not in the sweep
-    records = experiments.noise_records(summary)
-    assert [row["noise"] for row in records["stochastic"]] == [0.0, 0.2]
-    assert "sc" not in records["stochastic_exhaustive"][0] and "method" not in records["stochastic"][0]
+    rows = records.noise_records(summary)
+    assert [row["noise"] for row in rows["stochastic"]] == [0.0, 0.2]
+    assert "sc" not in rows["stochastic_exhaustive"][0] and "method" not in rows["stochastic"][0]
     by_draw, curve = experiments.hidden_edge_curve(experiments.hidden_edge_sweep(bench, [0.3, 0.0], draws=2, seed=0))
     assert list(by_draw["draw"].unique()) == [0, 1]
-    curve_rows = experiments.hidden_curve_records(curve)
+    curve_rows = records.hidden_curve_records(curve)
     assert [row["fraction"] for row in curve_rows] == [0.0, 0.3] and curve_rows[0]["fem"] == 1.0
 
 

@@ -19,6 +19,7 @@ Repair Families via Counterfactual Replay*. Submodules, by concept:
 - ``metrics``: FEM, macro FEM, AJ, RS@1, SC, MV, replays, per-type means;
 - ``experiments``: the chapter's comparisons, ablations, baselines, and its
   hidden-edge, noise and cost sweeps with the tables derived from them;
+- ``records``: every section's numbers as the one results dict the chapter records;
 - ``figures``: a hash-order-free drawing of an execution DAG and the sweep figures;
 - ``pilot``: the four-agent DualSolve-style workflow (planner, two solvers,
   aggregator) whose messages are replayed, its scripted and LLM policies, its

@@ -364,12 +364,6 @@ def hidden_edge_curve(sweep: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return by_draw, by_draw.groupby("fraction")[["fem", "recall"]].agg(["mean", "min", "max"])
 
 
-def hidden_curve_records(curve: pd.DataFrame) -> list[dict]:
-    """The mean curve as records ``{fraction, fem, recall}``, in fraction order."""
-    means = curve.xs("mean", axis=1, level=1)
-    return [{"fraction": fraction, "fem": row["fem"], "recall": row["recall"]} for fraction, row in means.iterrows()]
-
-
 def noise_summary(sweep: pd.DataFrame) -> pd.DataFrame:
     """Mean FEM, SC, MV, replays and agreement per (method, θ, r, noise) of a ``noise_sweep``."""
     columns = ["fem", "sc", "mv", "replays", "agree"]
@@ -389,10 +383,3 @@ def sc_under_noise(summary: pd.DataFrame, r: int, theta: ThetaLike) -> dict | No
         return None
     return {"noise": float(levels[0]), "r": r, "theta": label, "gcjr": float(sc.loc[levels[0]]),
             "largest_noise": float(levels[-1]), "gcjr_largest_noise": float(sc.loc[levels[-1]])}
-
-
-def noise_records(summary: pd.DataFrame) -> dict[str, list[dict]]:
-    """The stochastic sweep as the chapter records it: GCJR rows, and exhaustive rows without SC."""
-    by_method = {name: rows.drop(columns="method") for name, rows in summary.groupby("method")}
-    return {"stochastic": by_method["GCJR"].to_dict("records"),
-            "stochastic_exhaustive": by_method["exhaustive"].drop(columns="sc").to_dict("records")}
