@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.patches import FancyBboxPatch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch, Patch, Rectangle
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
@@ -33,8 +35,8 @@ BARS = (BLUE, GREEN)  # the columns of a bar chart, in order
 Position = tuple[float, float]
 
 
-def draw_graph(ax: plt.Axes, edges: Iterable[tuple[str, str]], pos: Mapping[str, Position],
-               colours: Mapping[str, str], fontsize: float = 10) -> dict[str, Text]:
+def draw_graph(ax: Axes, edges: Iterable[tuple[str, str]], pos: Mapping[str, Position],
+               colours: Mapping[str, str], *, fontsize: float = 10) -> dict[str, Text]:
     """Nodes as coloured boxes at ``pos``, arrows between their borders; returns the boxes by node.
 
     The axes' limits are set from the positions with a margin, and the boxes
@@ -57,7 +59,7 @@ def draw_graph(ax: plt.Axes, edges: Iterable[tuple[str, str]], pos: Mapping[str,
 
 
 def run_graph_figure(edges: Iterable[tuple[str, str]], pos: Mapping[str, Position], faulty: Iterable[str],
-                     outcome: str = "Y") -> plt.Figure:
+                     outcome: str = "Y") -> Figure:
     """A run as a structural causal model (CAR §2): ``faulty`` steps vermilion, ``outcome`` grey, the rest blue."""
     faulty = set(faulty)
     colours = {n: FAULT if n in faulty else OUTCOME if n == outcome else SOUND for n in pos}
@@ -66,10 +68,16 @@ def run_graph_figure(edges: Iterable[tuple[str, str]], pos: Mapping[str, Positio
     return fig
 
 
-def _outline(ax: plt.Axes, boxes: Iterable[Text]) -> None:
+def _box_extent(box: Text) -> Bbox:
+    """The display extent of a node's box (a patch's extent needs no renderer)."""
+    patch = box.get_bbox_patch()
+    assert patch is not None  # draw_graph gives every node a box
+    return patch.get_window_extent()
+
+
+def _outline(ax: Axes, boxes: Iterable[Text]) -> None:
     """A dashed green outline around ``boxes``: one repair set. Call it once the figure is laid out and drawn."""
-    renderer = ax.figure.canvas.get_renderer()
-    extent = Bbox.union([box.get_bbox_patch().get_window_extent(renderer) for box in boxes])
+    extent = Bbox.union([_box_extent(box) for box in boxes])
     (x0, y0), (x1, y1) = ax.transData.inverted().transform(extent.get_points())
     pad = 0.07
     ax.add_patch(FancyBboxPatch((x0 - pad, y0 - pad), x1 - x0 + 2 * pad, y1 - y0 + 2 * pad,
@@ -77,7 +85,7 @@ def _outline(ax: plt.Axes, boxes: Iterable[Text]) -> None:
 
 
 def repair_family_figure(cases: Mapping[str, Case], families: Mapping[str, Iterable[frozenset]],
-                         pos: Mapping[str, Position], rules: Mapping[str, str]) -> plt.Figure:
+                         pos: Mapping[str, Position], rules: Mapping[str, str]) -> Figure:
     """One panel per case: its DAG with each set of its minimal repair family outlined (GCJR §Methodology).
 
     Faulty events are vermilion, the failure sink grey, the other events blue.
@@ -102,9 +110,15 @@ def repair_family_figure(cases: Mapping[str, Case], families: Mapping[str, Itera
     return fig
 
 
+def _centre(patch: Patch) -> float:
+    """The x of a bar's centre."""
+    assert isinstance(patch, Rectangle)  # a bar chart draws rectangles
+    return patch.get_x() + patch.get_width() / 2
+
+
 def bars_with_reference(bars: pd.DataFrame, reference: pd.Series, *, ylabel: str,
                         reference_label: str = "closed form", interval: tuple[str, float, float] | None = None,
-                        line: tuple[float, str] | None = None) -> plt.Figure:
+                        line: tuple[float, str] | None = None) -> Figure:
     """One bar per row and column of ``bars`` (blue, then green), ``reference`` as black crosses.
 
     The crosses sit over the first column's bars. ``interval`` is ``(row, lo, hi)``,
@@ -113,7 +127,7 @@ def bars_with_reference(bars: pd.DataFrame, reference: pd.Series, *, ylabel: str
     """
     fig, ax = plt.subplots(figsize=(6.4, 2.8))
     bars.plot.bar(ax=ax, rot=0, color=list(BARS[: bars.shape[1]]), legend=False)
-    first = {row: patch.get_x() + patch.get_width() / 2 for row, patch in zip(bars.index, ax.patches, strict=False)}
+    first = {row: _centre(patch) for row, patch in zip(bars.index, ax.patches, strict=False)}
     ax.scatter([first[row] for row in reference.index], reference, marker="x", s=80, color=REFERENCE, zorder=3,
                label=reference_label)
     if interval is not None:
@@ -128,7 +142,7 @@ def bars_with_reference(bars: pd.DataFrame, reference: pd.Series, *, ylabel: str
     return fig
 
 
-def effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) -> plt.Figure:
+def effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) -> Figure:
     """Contrastive effects with their intervals beside the closed forms, the locus shaded orange (CAR §4).
 
     ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
@@ -138,7 +152,8 @@ def effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) ->
         ax.axvspan(locus - 0.4, locus + 0.4, color=ORANGE, alpha=0.2)
     effect = table["effect"]  # a percentile interval may, rarely, miss its own estimate: widen it to hold it
     lo, hi = table["effect_lo"].clip(upper=effect), table["effect_hi"].clip(lower=effect)
-    ci_errorbar(ax, table["name"], effect, lo, hi, reference=closed, reference_label="closed form", label="replayed")
+    ci_errorbar(ax, table["name"].tolist(), effect.tolist(), lo.tolist(), hi.tolist(), reference=closed.tolist(),
+                reference_label="closed form", label="replayed")
     ax.set_ylabel("effect on P(bad)")
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
     return fig

@@ -68,7 +68,7 @@ def true_family(case: Case, q: int = 2) -> frozenset:
     )
 
 
-def _add_chain(g: nx.DiGraph, agent: str, k: int, rng: np.random.Generator, p_tool: float) -> list[str]:
+def _add_chain(g: nx.DiGraph, agent: str, k: int, rng: np.random.Generator, *, p_tool: float) -> list[str]:
     events, prev = [], None
     for i in range(k):
         name = f"{agent}{i}"

@@ -142,11 +142,10 @@ def cost_check(cases: list[Case], gcjr_frame: pd.DataFrame, exhaustive_frame: pd
     schedule; m and p come from ``gcjr_cost_terms``.
     """
     terms = [gcjr_cost_terms(case, r=r, theta=theta, q=q) for case in cases]
-    n = pd.Series([len(case.candidates) for case in cases])
     frame = pd.DataFrame({
         "case_id": [case.case_id for case in cases],
         "kind": [case.kind for case in cases],
-        "n": n,
+        "n": [len(case.candidates) for case in cases],
         "m": [m for m, _ in terms],
         "p": [p for _, p in terms],
     })
@@ -154,7 +153,7 @@ def cost_check(cases: list[Case], gcjr_frame: pd.DataFrame, exhaustive_frame: pd
     frame["gcjr_counted"] = gcjr_frame.set_index("case_id").loc[frame["case_id"], "replays"].to_numpy()
     frame["gcjr_formula"] = r * (1 + frame["m"] + frame["p"])
     frame["exhaustive_counted"] = exhaustive_frame.set_index("case_id").loc[frame["case_id"], "replays"].to_numpy()
-    frame["exhaustive_formula"] = r * (1 + n.map(lambda k: sum(comb(k, j) for j in range(1, q + 1))))
+    frame["exhaustive_formula"] = [exhaustive_cost(len(case.candidates), r, q) for case in cases]
     frame["gcjr_match"] = frame["gcjr_counted"] == frame["gcjr_formula"]
     frame["exhaustive_match"] = frame["exhaustive_counted"] == frame["exhaustive_formula"]
     return frame
@@ -254,7 +253,7 @@ def per_kind_comparison(runs: Runs) -> pd.DataFrame:
 def per_kind_numbers(comparison: pd.DataFrame) -> dict:
     """``per_kind_comparison`` as the chapter records it: type -> numbers, without the in-scope share."""
     rows = comparison.drop(columns="in_scope")
-    return {kind: {**rows.loc[kind].astype(float).to_dict(), "gcjr_empty": int(rows.loc[kind, "gcjr_empty"])}
+    return {kind: {**rows.loc[kind].astype(float).to_dict(), "gcjr_empty": int(rows["gcjr_empty"][kind])}
             for kind in rows.index}
 
 
@@ -299,10 +298,10 @@ def ablation_numbers(frames: Runs) -> dict:
     """The ablation results the chapter records: in-scope summaries, plus the per-type numbers the paper quotes."""
     numbers = {name: summarise(scoped(frame)) for name, frame in frames.items() if name != "gcjr"}
     singleton, no_minimality = per_kind(scoped(frames["singleton_only"])), per_kind(scoped(frames["no_minimality"]))
-    numbers["singleton_only"]["fem_joint_and"] = float(singleton.loc["joint_and", "fem"])
-    numbers["no_minimality"]["fem_alt_or"] = float(no_minimality.loc["alt_or", "fem"])
-    numbers["no_minimality"]["mv_alt_or"] = float(no_minimality.loc["alt_or", "mv"])
-    numbers["no_minimality"]["mv_single"] = float(no_minimality.loc["single", "mv"])
+    numbers["singleton_only"]["fem_joint_and"] = float(singleton["fem"]["joint_and"])
+    numbers["no_minimality"]["fem_alt_or"] = float(no_minimality["fem"]["alt_or"])
+    numbers["no_minimality"]["mv_alt_or"] = float(no_minimality["mv"]["alt_or"])
+    numbers["no_minimality"]["mv_single"] = float(no_minimality["mv"]["single"])
     return numbers
 
 

@@ -111,7 +111,7 @@ def seed_outcomes(case: Case, mask: int, r: int, *, noise: float = 0.0, schedule
     return clean ^ (_uniforms(case, schedule, mask, r) < noise)
 
 
-def replay(case: Case, events: Iterable[str], seed: int, noise: float = 0.0, schedule: int = 0) -> bool:
+def replay(case: Case, events: Iterable[str], seed: int, noise: float = 0.0, *, schedule: int = 0) -> bool:
     """One replay with shared seed ``seed``: does replacing ``events`` restore success?"""
     if seed < 0:
         raise RcakitError(f"replay: seed = {seed!r} must be >= 0")

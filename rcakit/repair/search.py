@@ -67,7 +67,7 @@ ABLATIONS = {
 }
 
 
-def replay_search(case: Case, oracle: Oracle, pool: list[str], config: SearchConfig,
+def replay_search(case: Case, oracle: Oracle, pool: list[str], config: SearchConfig, *,
                   structure: Structure | None = None) -> RepairResult:
     """Replay ∅, every singleton of ``pool``, then larger sets level by level.
 
@@ -110,7 +110,7 @@ def gcjr(case: Case, oracle: Oracle, config: SearchConfig = GCJR,
         keep = failure_slice(view, case.sink)
         order = [v for v in order if v in keep]
     structure = Structure(view) if config.admission and config.q > 1 else None
-    return replay_search(case, oracle, order, config, structure)
+    return replay_search(case, oracle, order, config, structure=structure)
 
 
 def exhaustive(case: Case, oracle: Oracle, q: int = 2) -> RepairResult:

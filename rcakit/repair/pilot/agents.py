@@ -176,7 +176,7 @@ class LLMPolicy:
     def bound(self, charge: Charge) -> LLMPolicy:
         return LLMPolicy(self.provider, self.seed, charge, self.max_tokens)
 
-    def _ask(self, agent: str, prompt: str, validate: Callable[[Any], dict], key: Key,
+    def _ask(self, agent: str, prompt: str, validate: Callable[[Any], dict], key: Key, *,
              schema: dict | None = None) -> AgentMessage:
         messages = [{"role": "system", "content": SYSTEM.format(role=ROLES[agent])},
                     {"role": "user", "content": prompt}]
@@ -184,7 +184,7 @@ class LLMPolicy:
                         max_tokens=self.max_tokens, schema=schema)
 
     def plan(self, task: Task, key: Key) -> AgentMessage:
-        return self._ask("A", PLAN_PROMPT.format(task=task.text), _plan_shape, key, _PLAN_SHAPE.schema)
+        return self._ask("A", PLAN_PROMPT.format(task=task.text), _plan_shape, key, schema=_PLAN_SHAPE.schema)
 
     def step(self, agent: str, left: int, op: str, right: int, key: Key) -> AgentMessage:
         return self._ask(agent, STEP_PROMPT.format(left=left, op=op, right=right), Shape(value=int), key)

@@ -78,7 +78,7 @@ def last_step(graph: nx.DiGraph, agent: str) -> str:
     return max((v for v in graph if graph.nodes[v]["agent"] == agent), key=lambda v: int(v[1:]))
 
 
-def execute(event: str, graph: nx.DiGraph, task: Task, messages: Messages, policy: Policy,
+def execute(event: str, graph: nx.DiGraph, task: Task, messages: Messages, *, policy: Policy,
             key: Key) -> AgentMessage:
     """One agent execution from the messages it reads; an unusable input gives ``None`` without a call."""
     if event == PLANNER:
@@ -116,7 +116,7 @@ def run(graph: nx.DiGraph, task: Task, policy: Policy, key: tuple[str, int | str
     redo = set(graph) if redo is None else set(redo)
     for event in nx.lexicographical_topological_sort(graph):
         if event in redo:
-            message = execute(event, graph, task, messages, policy, Key(case_id, event, label))
+            message = execute(event, graph, task, messages, policy=policy, key=Key(case_id, event, label))
             messages[event] = corrupted(message, faults[event]) if event in faults else message
     return messages
 
