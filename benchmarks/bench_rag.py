@@ -38,8 +38,9 @@ def main() -> None:
     queries = [f"the founder of {rng.choice(sorted(world.types))} {i}" for i in range(300)]
     t_vec = timed(lambda: [retriever.scores(q) for q in queries]) / len(queries)
     t_raw = timed(lambda: [retriever.bm25.get_scores(tokens(q)) for q in queries[:60]]) / 60
-    print(f"global BM25 query (sparse Okapi weights): {1000 * t_vec:.3f} ms; "
-          f"rank_bm25 get_scores: {1000 * t_raw:.2f} ms")
+    print(
+        f"global BM25 query (sparse Okapi weights): {1000 * t_vec:.3f} ms; rank_bm25 get_scores: {1000 * t_raw:.2f} ms"
+    )
 
     other = build_world(1)  # a new world and indexes, so no query is cached yet
     for kind in ("question", "global"):
@@ -47,17 +48,22 @@ def main() -> None:
         n = len(other.questions)
         t_cold = timed(lambda agent=agent: [agent.run(q) for q in other.questions])
         t_warm = timed(lambda agent=agent: [agent.run(q) for q in other.questions])
-        print(f"agent traces per second, {kind} corpus: {n / t_cold:.0f} cold cache, {n / t_warm:.0f} warm "
-              f"({n} questions)")
+        print(
+            f"agent traces per second, {kind} corpus: {n / t_cold:.0f} cold cache, {n / t_warm:.0f} warm "
+            f"({n} questions)"
+        )
 
     earlier = {k: v for k, v in EARLIER_PROTOCOL.items() if k != "judge_hops"}
     for label, lab_ in (("authors'", lab), ("earlier", protocol.build_lab(0, **earlier))):
         with tempfile.TemporaryDirectory() as folder:
             store = protocol.case_store("bench", {"bench": 1}, Path(folder))
-            t_sweep = timed(lambda lab_=lab_, store=store: protocol.sweep(lab_, "structural", [1, 2, 3], store,
-                                                                          progress=None))
-            print(f"structural sweep, {label} protocol ({len(store)} cases, with diagnosers and fsync per case): "
-                  f"{t_sweep:.1f} s")
+            t_sweep = timed(
+                lambda lab_=lab_, store=store: protocol.sweep(lab_, "structural", [1, 2, 3], store, progress=None)
+            )
+            print(
+                f"structural sweep, {label} protocol ({len(store)} cases, with diagnosers and fsync per case): "
+                f"{t_sweep:.1f} s"
+            )
 
 
 if __name__ == "__main__":

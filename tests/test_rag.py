@@ -38,8 +38,18 @@ def lab():
 @pytest.fixture(scope="module")
 def earlier():
     """The workbench's earlier protocol: one global corpus, a reformulation per hop, a spare hop, top_k 3."""
-    return P.build_lab(3, n_entities=600, n_questions=30, hops=3, top_k=3, corpus="global", empty_search="nothing",
-                       spare_hops=1, reformulate=True, interventions="targeted")
+    return P.build_lab(
+        3,
+        n_entities=600,
+        n_questions=30,
+        hops=3,
+        top_k=3,
+        corpus="global",
+        empty_search="nothing",
+        spare_hops=1,
+        reformulate=True,
+        interventions="targeted",
+    )
 
 
 def _ok(lab, depth=1):
@@ -48,18 +58,22 @@ def _ok(lab, depth=1):
 
 # --- text ---------------------------------------------------------------------------------
 
+
 def test_normalise_follows_squad_rules():
     assert normalise("The  12,979 Cats, an Apple!") == "12 979 cats apple"
     assert normalise("Theatre") == "theatre"  # only whole-word articles go
 
 
-@pytest.mark.parametrize("answer,gold,expected", [
-    ("the Republic of Velane", "Republic of Velane", True),
-    ("Velane", "Republic of Velane", False),  # recall 1/2
-    ("It is Port Karith, I think", "Port Karith", True),  # recall 1.0
-    ("", "Port Karith", False),
-    (None, "Port Karith", False),
-])
+@pytest.mark.parametrize(
+    "answer,gold,expected",
+    [
+        ("the Republic of Velane", "Republic of Velane", True),
+        ("Velane", "Republic of Velane", False),  # recall 1/2
+        ("It is Port Karith, I think", "Port Karith", True),  # recall 1.0
+        ("", "Port Karith", False),
+        (None, "Port Karith", False),
+    ],
+)
 def test_answer_correct(answer, gold, expected):
     assert answer_correct(answer, gold) is expected
 
@@ -72,6 +86,7 @@ def test_outcome_classes_on_hand_made_cases():
 
 
 # --- world and agent -------------------------------------------------------------------------
+
 
 def test_world_is_seeded_and_certified():
     a, b = build_world(5, n_entities=300, n_questions=10), build_world(5, n_entities=300, n_questions=10)
@@ -129,6 +144,7 @@ def test_reader_needs_the_subject_paragraph_and_the_right_type(lab):
 
 # --- interventions -----------------------------------------------------------------------------
 
+
 def test_question_corpus_holds_the_support_and_the_empty_search_falls_back_to_its_first_two(lab):
     q = lab.world.questions[0]
     own = lab.world.contexts[q.id]
@@ -146,8 +162,7 @@ def test_question_corpus_holds_the_support_and_the_empty_search_falls_back_to_it
 
 def test_protocol_record_names_the_authors_protocol(lab):
     record = P.protocol_record(lab)
-    assert record["corpus"] == "question" and record["paragraphs_per_question"] == {"min": 20, "median": 20,
-                                                                                       "max": 20}
+    assert record["corpus"] == "question" and record["paragraphs_per_question"] == {"min": 20, "median": 20, "max": 20}
     assert (record["hop_budget"], record["retrievals_per_hop"], record["top_k"]) == (3, 1, 5)
     assert record["empty_search"] == "first_two" and record["interventions"] == "generic"
     assert record["intervention_set"] == list(STRUCTURAL)
@@ -189,7 +204,7 @@ def test_generic_intervention_semantics(lab, kind):
     trace = _ok(lab, 2)[0]
     for h in (1, 2):
         out = inject(lab.agent, trace, h, kind, random.Random(0))
-        assert out.hops[:h - 1] == trace.hops[:h - 1]
+        assert out.hops[: h - 1] == trace.hops[: h - 1]
         hop, before = out.hops[h - 1], trace.hops[h - 1]
         assert hop.label == kind and hop.mode != "unread"
         if kind == "empty_retrieval":
@@ -229,7 +244,7 @@ def test_targeted_intervention_semantics(lab, kind):
     trace = _ok(lab, 2)[0]
     for h in (1, 2):
         out = inject(lab.agent, trace, h, kind, random.Random(0), "targeted")
-        assert out.hops[:h - 1] == trace.hops[:h - 1]  # prefix untouched
+        assert out.hops[: h - 1] == trace.hops[: h - 1]  # prefix untouched
         hop = out.hops[h - 1]
         assert hop.label == kind and hop.mode != "unread"
         subject = hop.subject
@@ -245,7 +260,7 @@ def test_targeted_intervention_semantics(lab, kind):
             true_obj = lab.world.facts[subject][trace.question.relations[hop.relation]]
             assert hop.docs[0].text.startswith("Archived") and true_obj not in hop.docs[0].text
         # suffix regenerated from the new state, not copied
-        for prev, nxt in zip(out.hops[h - 1:-1], out.hops[h:], strict=True):
+        for prev, nxt in zip(out.hops[h - 1 : -1], out.hops[h:], strict=True):
             assert nxt.label == ""
             expected = prev.entity if prev.entity else prev.subject
             assert nxt.subject == expected
@@ -327,6 +342,7 @@ def test_number_perturbation_rules():
 
 # --- diagnosers ----------------------------------------------------------------------------------
 
+
 def test_coverage_definition(lab):
     trace = _ok(lab)[0]
     assert dg.coverage(trace, 0.05).hop == 1  # a short answer in long paragraphs scores below 0.05
@@ -345,22 +361,33 @@ def test_oracle_gold_hop_finds_the_missing_certified_fact(lab):
 # The authors' trace format: the question, each hop's query and documents, the answer and the gold answer.
 # SimpleNamespace has no other field, so a diagnoser reaching for agent state raises AttributeError.
 def recorded(hops, answer, gold="Port Karith"):
-    return SimpleNamespace(question="Where?", hops=tuple(SimpleNamespace(query=q, docs=tuple(
-        SimpleNamespace(text=t) for t in docs)) for q, docs in hops), answer=answer, gold=gold)
+    return SimpleNamespace(
+        question="Where?",
+        hops=tuple(SimpleNamespace(query=q, docs=tuple(SimpleNamespace(text=t) for t in docs)) for q, docs in hops),
+        answer=answer,
+        gold=gold,
+    )
 
 
 GROUNDED = "Ada Velane was born in Port Karith and studied at New Ostion."
 
 
-@pytest.mark.parametrize("hops,answer,expected", [
-    ([], "", ("retrieval", 1)),  # no hop at all: nothing retrieved
-    ([("q1", []), ("q2", [])], "Port Karith", ("retrieval", 1)),  # no document retrieved at all
-    ([("", [GROUNDED])], "New Ostion", ("tool", 0)),  # documents but no tool call
-    ([("q1", [GROUNDED])], "", ("answer", 0)),  # empty answer
-    ([("q1", [GROUNDED])], "Velmora Falls", ("answer", 0)),  # ungrounded: no answer token in the documents
-    ([("q1", [GROUNDED]), ("q2", [])], "New Ostion", ("answer", 0)),  # grounded but wrong; an empty hop is not named
-    ([("q1", [GROUNDED])], "Port Karith", ("none", 0)),  # nothing visible is wrong
-])
+@pytest.mark.parametrize(
+    "hops,answer,expected",
+    [
+        ([], "", ("retrieval", 1)),  # no hop at all: nothing retrieved
+        ([("q1", []), ("q2", [])], "Port Karith", ("retrieval", 1)),  # no document retrieved at all
+        ([("", [GROUNDED])], "New Ostion", ("tool", 0)),  # documents but no tool call
+        ([("q1", [GROUNDED])], "", ("answer", 0)),  # empty answer
+        ([("q1", [GROUNDED])], "Velmora Falls", ("answer", 0)),  # ungrounded: no answer token in the documents
+        (
+            [("q1", [GROUNDED]), ("q2", [])],
+            "New Ostion",
+            ("answer", 0),
+        ),  # grounded but wrong; an empty hop is not named
+        ([("q1", [GROUNDED])], "Port Karith", ("none", 0)),  # nothing visible is wrong
+    ],
+)
 def test_rule_based_reads_only_the_recorded_trace(hops, answer, expected):
     found = dg.rule_based(recorded(hops, answer))
     assert (found.stage, found.hop) == expected and found.branch == "none"
@@ -450,9 +477,11 @@ def test_probe_branch_fallback_takes_the_earliest_empty_or_unsupported_hop(lab, 
     gold = _ok(lab, 3)[0].gold
     support = Paragraph(1, "x", f"It mentions {gold}.")
     unrelated = Paragraph(2, "y", "zzz qqq")
-    cases = [([(support,), (unrelated,), ()], 2, "fallback"),  # hop 2 shares no token with the gold answer
-             ([(support,), (support,), ()], 3, "fallback"),  # hop 3 is empty
-             ([(support,), (support,), (support,)], 0, "none")]  # nothing: answer stage, hop 0
+    cases = [
+        ([(support,), (unrelated,), ()], 2, "fallback"),  # hop 2 shares no token with the gold answer
+        ([(support,), (support,), ()], 3, "fallback"),  # hop 3 is empty
+        ([(support,), (support,), (support,)], 0, "none"),
+    ]  # nothing: answer stage, hop 0
     for docs, hop, branch in cases:
         found = probe(ScriptedAgent(known={"one two three"}), planted(lab, docs))
         assert (found.hop, found.branch) == (hop, branch)
@@ -499,6 +528,7 @@ def test_query_drift_repair_reissues_the_drifted_query(earlier, monkeypatch):
 
 # --- protocol --------------------------------------------------------------------------------------
 
+
 def test_strict_eligibility(lab):
     trace = _ok(lab, 3)[0]
     assert P.eligible(trace, 3) and not P.eligible(trace, 4)
@@ -508,10 +538,25 @@ def test_strict_eligibility(lab):
 def test_attribution_metrics_on_hand_made_cases():
     def case(qid, depth, correct, cov_hop, stage="retrieval"):
         diag = {} if correct else {"coverage": [stage, cov_hop, 0, "none"]}
-        return {"qid": qid, "depth": depth, "kind": "empty_retrieval", "true_stage": "retrieval",
-                "skipped": False, "correct": correct, "diagnoses": diag}
-    cases = pd.DataFrame([case("a", 1, False, 1), case("b", 1, False, 2), case("c", 1, True, 0),
-                            case("d", 2, False, 1, "answer"), case("e", 2, False, 0)])
+        return {
+            "qid": qid,
+            "depth": depth,
+            "kind": "empty_retrieval",
+            "true_stage": "retrieval",
+            "skipped": False,
+            "correct": correct,
+            "diagnoses": diag,
+        }
+
+    cases = pd.DataFrame(
+        [
+            case("a", 1, False, 1),
+            case("b", 1, False, 2),
+            case("c", 1, True, 0),
+            case("d", 2, False, 1, "answer"),
+            case("e", 2, False, 0),
+        ]
+    )
     out = M.attribution(cases, [1, 2])
     assert out["failed_n"] == {"1": 2, "2": 2} and out["eligible_n"] == {"1": 3, "2": 2}
     assert out["recovery"]["1"] == pytest.approx(1 / 3) and out["recovery"]["2"] == 0.0
@@ -521,16 +566,35 @@ def test_attribution_metrics_on_hand_made_cases():
 
 def test_branch_counts_and_accuracies_on_hand_made_cases():
     def case(qid, depth, hop, branch, kind="stale_evidence", n_hops=3):
-        return {"qid": qid, "depth": depth, "kind": kind, "true_stage": "retrieval", "skipped": False,
-                "correct": False, "n_hops": n_hops, "fact_in_trace": qid == "a",
-                "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch],
-                              "coverage": ["retrieval", 1, 0, "none"]}}
-    cases = pd.DataFrame([case("a", 2, 2, "flip"), case("b", 2, 3, "flip"), case("c", 2, 2, "continue",
-                            "early_termination", 1), case("d", 2, 2, "fallback"), case("e", 2, 0, "none")])
+        return {
+            "qid": qid,
+            "depth": depth,
+            "kind": kind,
+            "true_stage": "retrieval",
+            "skipped": False,
+            "correct": False,
+            "n_hops": n_hops,
+            "fact_in_trace": qid == "a",
+            "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch], "coverage": ["retrieval", 1, 0, "none"]},
+        }
+
+    cases = pd.DataFrame(
+        [
+            case("a", 2, 2, "flip"),
+            case("b", 2, 3, "flip"),
+            case("c", 2, 2, "continue", "early_termination", 1),
+            case("d", 2, 2, "fallback"),
+            case("e", 2, 0, "none"),
+        ]
+    )
     out = M.attribution(cases, [2])
     assert out["probe_branch"]["propagation_aware"]["2"] == {"flip": 2, "continue": 1, "fallback": 1, "none": 1}
-    assert out["branch_accuracy"]["propagation_aware"]["2"] == {"flip": 0.5, "continue": 1.0, "fallback": 1.0,
-                                                                "none": 0.0}
+    assert out["branch_accuracy"]["propagation_aware"]["2"] == {
+        "flip": 0.5,
+        "continue": 1.0,
+        "fallback": 1.0,
+        "none": 0.0,
+    }
     shares = out["branch_hit_share"]["propagation_aware"]["2"]
     assert shares == {"flip": 0.2, "continue": 0.2, "fallback": 0.2, "none": 0.0}
     assert sum(shares.values()) == pytest.approx(out["accuracy"]["propagation_aware"]["2"]["point"])
@@ -552,7 +616,7 @@ def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
     lines = store_file.read_text().splitlines(keepends=True)
     killed = tmp_path / "b" / store_file.name
     killed.parent.mkdir()
-    killed.write_text("".join(lines[:len(lines) // 2]) + lines[len(lines) // 2][:25])  # torn last line
+    killed.write_text("".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:25])  # torn last line
     resumed = P.sweep(lab, "structural", [1, 2], P.case_store("t", {"k": 1}, tmp_path / "b"))
     a, b = M.attribution(full, [1, 2]), M.attribution(resumed, [1, 2])
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
@@ -600,6 +664,7 @@ def test_coverage_identity_claims_fail_when_coverage_is_broken(tmp_path, monkeyp
 
 # --- lab, store, metrics and the arm runner -----------------------------------------------------
 
+
 def test_lab_construction_runs_nothing_until_built():
     lab = P.build_lab(3, n_entities=300, n_questions=8, hops=2)
     bare = P.Lab(lab.world, lab.agent, lab.seed)
@@ -629,25 +694,40 @@ def test_case_store_lands_under_the_results_folder(tmp_path, monkeypatch):
 
 
 def test_live_and_failed_drop_skipped_and_recovered_cases():
-    cases = pd.DataFrame([{"skipped": True, "correct": False}, {"skipped": False, "correct": True},
-                          {"skipped": False, "correct": False}])
+    cases = pd.DataFrame(
+        [{"skipped": True, "correct": False}, {"skipped": False, "correct": True}, {"skipped": False, "correct": False}]
+    )
     assert list(P.live(cases).index) == [1, 2] and list(P.failed(cases).index) == [2]
 
 
 def content_row(qid, depth, strategy, outcome, later=True, contaminated=False, hop=1):
-    return {"qid": qid, "depth": depth, "kind": "content_corruption", "true_stage": "retrieval", "skipped": False,
-            "correct": outcome == "resisted", "strategy": strategy, "outcome": outcome, "same_type": True,
-            "has_later_query": later, "contaminated": contaminated,
-            "diagnoses": {} if outcome == "resisted" else {"suf_regen": ["retrieval", hop, 1, "flip"]}}
+    return {
+        "qid": qid,
+        "depth": depth,
+        "kind": "content_corruption",
+        "true_stage": "retrieval",
+        "skipped": False,
+        "correct": outcome == "resisted",
+        "strategy": strategy,
+        "outcome": outcome,
+        "same_type": True,
+        "has_later_query": later,
+        "contaminated": contaminated,
+        "diagnoses": {} if outcome == "resisted" else {"suf_regen": ["retrieval", hop, 1, "flip"]},
+    }
 
 
 def test_content_metrics_on_hand_made_cases():
-    cases = pd.DataFrame([content_row("a", 3, "answer_fact", "absorbed", later=False, hop=3),
-                          content_row("b", 3, "answer_fact", "absorbed", later=False, hop=1),
-                          content_row("c", 1, "bridge_entity", "absorbed", contaminated=True),
-                          content_row("d", 1, "bridge_entity", "derailed", hop=2),
-                          content_row("e", 2, "salient_entity", "resisted"),
-                          {**content_row("f", 1, "bridge_entity", "derailed"), "skipped": True}])
+    cases = pd.DataFrame(
+        [
+            content_row("a", 3, "answer_fact", "absorbed", later=False, hop=3),
+            content_row("b", 3, "answer_fact", "absorbed", later=False, hop=1),
+            content_row("c", 1, "bridge_entity", "absorbed", contaminated=True),
+            content_row("d", 1, "bridge_entity", "derailed", hop=2),
+            content_row("e", 2, "salient_entity", "resisted"),
+            {**content_row("f", 1, "bridge_entity", "derailed"), "skipped": True},
+        ]
+    )
     absorbed = M.absorption(cases)
     assert absorbed["absorbed_n"] == 3 and absorbed["absorbed_answer_fact_n"] == 2
     assert absorbed["absorbed_answer_fact_share"] == pytest.approx(2 / 3)
@@ -671,9 +751,22 @@ def test_run_arm_matches_the_protocol_and_keeps_its_store_under_the_results_fold
     from rcakit.rag.experiments import run_arm
 
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
-    params = {"seed": 3, "n_questions": 8, "n_entities": 300, "hops": 2, "top_k": 3, "reading_noise": 0.2,
-              "distractor_rate": 0.3, "coverage_threshold": 0.05, "provider": "none", "judge_provider": "none",
-              "agent": "rule", "llm_max_cases": 5, "llm_timeout": 1.0, "store": "cases"}
+    params = {
+        "seed": 3,
+        "n_questions": 8,
+        "n_entities": 300,
+        "hops": 2,
+        "top_k": 3,
+        "reading_noise": 0.2,
+        "distractor_rate": 0.3,
+        "coverage_threshold": 0.05,
+        "provider": "none",
+        "judge_provider": "none",
+        "agent": "rule",
+        "llm_max_cases": 5,
+        "llm_timeout": 1.0,
+        "store": "cases",
+    }
     run = run_arm("content", params, progress=None)
     assert run.depths == [1, 2] and run.judged is None and run.llm_numbers() == {}
     assert len(list((tmp_path / "cases").glob("content-corruption-*.jsonl"))) == 1

@@ -57,6 +57,7 @@ def replies(*texts):
 
 # --- the judge -------------------------------------------------------------------------------------
 
+
 def test_judge_sees_question_every_query_and_document_and_both_answers(failed, tmp_path):
     raw, chat = scripted(lambda m: VERDICT, tmp_path)
     found = dg.LLMJudge(chat, seed=7)(failed, "case-a")
@@ -134,13 +135,15 @@ def test_authors_judge_may_name_hop_n_plus_1_and_clips_negative_hops(failed, tmp
 
 # --- the reader ------------------------------------------------------------------------------------
 
+
 def oracle(world, search_first=()):
     """A scripted reader that answers from the world's facts when the subject's paragraph was retrieved.
 
     For subjects in ``search_first`` it first asks to search with its own query.
     """
-    phrases = [(re.compile("^" + re.escape(r.phrase).replace(r"\{\}", "(.+)") + "$"), r.name)
-               for r in RELATIONS.values()]
+    phrases = [
+        (re.compile("^" + re.escape(r.phrase).replace(r"\{\}", "(.+)") + "$"), r.name) for r in RELATIONS.values()
+    ]
     asked = set()
 
     def respond(messages):
@@ -202,6 +205,7 @@ def test_llm_reader_needs_a_provider(lab):
 
 # --- wiring, sample, costs, cache ------------------------------------------------------------------
 
+
 def test_models_from_params_errors_and_none():
     lm = M.models_from_params("none", "none", "rule", 0)
     assert lm.judge is None and lm.reader_chat is None
@@ -262,8 +266,10 @@ def test_cross_family_judge_uses_the_judge_provider(lab, failed, tmp_path, monke
 
 
 def test_judge_sample_caps_failed_cases_per_depth_deterministically():
-    rows = [{"qid": f"q{i}", "depth": 1 + i % 2, "kind": "k", "skipped": i == 0, "correct": i % 3 == 0,
-             "diagnoses": {}} for i in range(30)]
+    rows = [
+        {"qid": f"q{i}", "depth": 1 + i % 2, "kind": "k", "skipped": i == 0, "correct": i % 3 == 0, "diagnoses": {}}
+        for i in range(30)
+    ]
     cases = pd.DataFrame(rows)
     sample = M.judge_sample(cases, 4, seed=1)
     assert (sample.groupby("depth").size() == 4).all()
@@ -307,8 +313,14 @@ def test_judged_cases_join_the_table_and_a_warm_rerun_costs_the_same_without_mod
     assert result["llm_judged_n"] == {"1": 3, "2": 3, "3": 3}
     assert "llm_judge n" in metrics.accuracy_table(result, [1, 2, 3]).index
     assert M.hop_counts(judged, [1, 2, 3])[2].tolist() == [3, 3, 3]
-    assert M.verdict_summary(judged) == {"judged": 9, "empty_traces": 0, "abstained": 0, "verdicts": 9,
-                                         "modal_hop": 2, "modal_count": 9}
+    assert M.verdict_summary(judged) == {
+        "judged": 9,
+        "empty_traces": 0,
+        "abstained": 0,
+        "verdicts": 9,
+        "modal_hop": 2,
+        "modal_count": 9,
+    }
     assert set(same["accuracy"]) == set(P.DIAGNOSERS) | {"llm_judge"}
     cold = judge.usage.totals()
     raw, judge, *_ = run()
@@ -322,8 +334,9 @@ def test_reader_cost_is_the_same_for_a_computed_and_a_resumed_sweep(tmp_path):
     cache = ResponseCache(tmp_path / "cache")
 
     def llm_lab():
-        return P.build_lab(3, **sizes, reader_chat=cached(ScriptedProvider(oracle(world)), cache=cache,
-                                                          accounting=MethodUsage()))
+        return P.build_lab(
+            3, **sizes, reader_chat=cached(ScriptedProvider(oracle(world)), cache=cache, accounting=MethodUsage())
+        )
 
     first = llm_lab()
     assert isinstance(first.agent.reader, LLMReader) and any(t.correct for t in first.clean.values())
@@ -354,6 +367,7 @@ def test_llm_cost_rows_go_through_the_one_cost_table(lab, tmp_path):
 
 # --- replay action match (CAR §3 in the RAG agent) ----------------------------------------------
 
+
 def test_the_rule_reader_replays_every_read_exactly(lab):
     from rcakit.rag import replay as rp
 
@@ -366,8 +380,11 @@ def test_the_rule_reader_replays_every_read_exactly(lab):
 def test_recorded_reads_rebuild_the_trace_and_a_perturbed_input_breaks_the_match(lab):
     from rcakit.rag import replay as rp
 
-    question = next(q for q in lab.world.questions
-                    if lab.clean[q.id].correct and all(h.mode == "read" for h in lab.clean[q.id].hops))
+    question = next(
+        q
+        for q in lab.world.questions
+        if lab.clean[q.id].correct and all(h.mode == "read" for h in lab.clean[q.id].hops)
+    )
     trace, reads = rp.record_reads(lab.agent, question)
     assert trace == lab.clean[question.id]  # recording changes nothing
     assert [r.action for r in reads if r.action[0] == "answer"][-1] == ("answer", trace.answer)
@@ -405,3 +422,22 @@ def test_the_llm_reader_is_replayed_by_the_model_not_by_the_cache(lab, tmp_path)
     flip["on"] = True
     drifted = rp.agent_action_match(fresh, questions)
     assert drifted.rate < 1.0
+
+
+def test_verdict_summary_counts_an_empty_trace_as_unsent_only_for_the_trace_judge():
+    def row(hops, verdict):
+        return {
+            "qid": "q",
+            "depth": 1,
+            "kind": "early_termination",
+            "n_hops": hops,
+            "correct": False,
+            "skipped": False,
+            "true_stage": "retrieval",
+            "diagnoses": {M.JUDGE: verdict},
+        }
+
+    unsent = pd.DataFrame([row(0, ["answer", 0, 0, "none"]), row(2, ["retrieval", 2, 40, "none"])])
+    assert M.verdict_summary(unsent)["empty_traces"] == 1 and M.verdict_summary(unsent)["verdicts"] == 1
+    read = pd.DataFrame([row(0, ["retrieval", 1, 35, "none"]), row(2, ["retrieval", 2, 40, "none"])])
+    assert M.verdict_summary(read)["empty_traces"] == 0 and M.verdict_summary(read)["verdicts"] == 2

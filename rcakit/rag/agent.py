@@ -51,10 +51,14 @@ from rcakit.rag.text import answer_correct
 from rcakit.rag.world import Paragraph, Question, Relation, World
 
 REFORMULATION_WORDS = {
-    "directed_by": "film directed by director", "produced_by": "produced by studio production",
-    "born_in": "born in birthplace", "educated_at": "studied at graduated from university",
-    "founded_by": "founded by founder established", "headquartered_in": "headquartered in offices",
-    "located_in": "located in campus", "in_country": "city in country part of",
+    "directed_by": "film directed by director",
+    "produced_by": "produced by studio production",
+    "born_in": "born in birthplace",
+    "educated_at": "studied at graduated from university",
+    "founded_by": "founded by founder established",
+    "headquartered_in": "headquartered in offices",
+    "located_in": "located in campus",
+    "in_country": "city in country part of",
 }
 NO_ACTION = ("none", "")  # a read that neither answered nor asked for a search (a miss, an abstention)
 ABSTAIN = ("abstain", "")  # a read that heeded a warning: no answer, and no guess after it
@@ -174,7 +178,7 @@ class RuleReader:
         found, i = [], 0
         while i < len(words):
             for span in range(min(self._max_words, len(words) - i), 0, -1):
-                name = " ".join(words[i:i + span])
+                name = " ".join(words[i : i + span])
                 if name in self.types:
                     found.append(name)
                     i += span
@@ -227,11 +231,16 @@ READER_SYSTEM = (
     '{"action": "search", "query": "<a better search query>"}. Reply with the JSON object only.'
 )
 ACTIONS = ("search", "answer")
-ACTION_SCHEMA = {"anyOf": [
-    {"type": "object", "properties": {"action": {"const": name}, field: {"type": "string"}},
-     "required": ["action", field]}
-    for name, field in (("answer", "answer"), ("search", "query"))
-]}
+ACTION_SCHEMA = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {"action": {"const": name}, field: {"type": "string"}},
+            "required": ["action", field],
+        }
+        for name, field in (("answer", "answer"), ("search", "query"))
+    ]
+}
 
 
 def parse_action(obj) -> tuple[str, str]:
@@ -241,7 +250,7 @@ def parse_action(obj) -> tuple[str, str]:
     field_name = "answer" if obj["action"] == "answer" else "query"
     value = obj.get(field_name)
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f'action {obj["action"]} needs a non-empty string field {field_name!r}')
+        raise ValueError(f"action {obj['action']} needs a non-empty string field {field_name!r}")
     return obj["action"], " ".join(value.split())
 
 
@@ -321,8 +330,13 @@ class LLMReader:
         ``("none", "")`` (an abstention); no state changes (the replay check calls it alone)."""
         from rcakit.llm import ask_json
 
-        action = ask_json(self.chat, self.messages(docs, relation, subject), parse_action,
-                          seed=request_seed(self.seed, key), max_tokens=self.max_tokens)
+        action = ask_json(
+            self.chat,
+            self.messages(docs, relation, subject),
+            parse_action,
+            seed=request_seed(self.seed, key),
+            max_tokens=self.max_tokens,
+        )
         return NO_ACTION if action is None else action
 
     def apply(self, key, action: tuple[str, str]) -> str | None:

@@ -203,7 +203,7 @@ def suf_regen(agent: Agent, trace: Trace) -> Diagnosis:
     for h, hop in enumerate(trace.hops, start=1):
         docs, issued = repaired_docs(agent, trace, hop)
         repaired = replace(hop, docs=docs, entity=None, mode="unread")
-        probe = agent.resume_from(trace.question, trace.hops[:h - 1] + (repaired,), h + 1)
+        probe = agent.resume_from(trace.question, trace.hops[: h - 1] + (repaired,), h + 1)
         cost += issued + tokens_read(docs) + sum(x.word_cost for x in probe.hops[h:]) + probe.extra_words
         if probe.correct:
             return Diagnosis("retrieval", h, cost, "flip")
@@ -240,10 +240,17 @@ def judge_prompt(trace: Trace, documents: list[str], hops: str = "any") -> list[
         lines += [f"  query: {q}" for q in hop.queries or (hop.query,)]
         lines += ["  documents:", shown] if hop.docs else ["  (no documents retrieved)"]
     n = len(trace.hops)
-    ask = (f"At which hop (1 to {n}, or {n + 1} if the agent stopped before a hop it needed) and stage"
-           if hops == "any" else f"At which hop (1 to {n}) and stage")
-    lines += ["", f"Final answer: {trace.answer or '(none)'}", f"Gold answer: {trace.gold}",
-              f"The final answer is wrong. {ask} did the failure start?"]
+    ask = (
+        f"At which hop (1 to {n}, or {n + 1} if the agent stopped before a hop it needed) and stage"
+        if hops == "any"
+        else f"At which hop (1 to {n}) and stage"
+    )
+    lines += [
+        "",
+        f"Final answer: {trace.answer or '(none)'}",
+        f"Gold answer: {trace.gold}",
+        f"The final answer is wrong. {ask} did the failure start?",
+    ]
     return chat_messages(JUDGE_SYSTEM, "\n".join(lines))
 
 
@@ -251,7 +258,8 @@ def judge_messages(trace: Trace, max_doc_chars: int | None, hops: str = "any") -
     """The judge's messages with every document cut at ``max_doc_chars``, and how many were cut."""
     blocks = document_blocks(trace)
     return judge_prompt(trace, [render(b, max_doc_chars, None) for b in blocks], hops), sum(
-        b.clipped(max_doc_chars) for b in blocks)
+        b.clipped(max_doc_chars) for b in blocks
+    )
 
 
 class LLMJudge:
@@ -330,10 +338,17 @@ class LLMJudge:
         shape = Shape(stage=JUDGE_STAGES, hop=hop_spec)
         messages, cut = self._fitted(trace)
         with case_usage() as scope:
-            verdict = ask_json(self.chat, messages, shape, seed=request_seed(self.seed, key),
-                               max_tokens=self.max_tokens, accounting=self.usage)
+            verdict = ask_json(
+                self.chat,
+                messages,
+                shape,
+                seed=request_seed(self.seed, key),
+                max_tokens=self.max_tokens,
+                accounting=self.usage,
+            )
         spent = scope.totals(self.chat)
         cost = spent["input_tokens"] + spent["output_tokens"]
-        found = (Diagnosis("none", 0, cost) if verdict is None
-                 else Diagnosis(verdict["stage"], max(0, verdict["hop"]), cost))
+        found = (
+            Diagnosis("none", 0, cost) if verdict is None else Diagnosis(verdict["stage"], max(0, verdict["hop"]), cost)
+        )
         return found, cut

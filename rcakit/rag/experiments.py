@@ -11,7 +11,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -32,11 +32,25 @@ CHAPTERS = {"structural": "coverage-collapse", "content": "content-corruption"} 
 LAB_PARAMS = ("n_entities", "n_questions", "hops", "top_k", "reading_noise", "distractor_rate")
 # The protocol's choices, each with the authors' setting (papers/README.md) as its default; a parameter
 # set without them (an older caller) runs the authors' protocol.
-PROTOCOL_DEFAULTS = {"corpus": "question", "empty_search": "first_two", "spare_hops": 0, "reformulate": False,
-                     "interventions": "generic", "heed_warnings": 0.5, "judge_hops": "any"}
+PROTOCOL_DEFAULTS = {
+    "corpus": "question",
+    "empty_search": "first_two",
+    "spare_hops": 0,
+    "reformulate": False,
+    "interventions": "generic",
+    "heed_warnings": 0.5,
+    "judge_hops": "any",
+}
 # The workbench's earlier protocol, for the side-by-side run of the chapters' Explore sections.
-EARLIER_PROTOCOL = {"corpus": "global", "empty_search": "nothing", "spare_hops": 1, "reformulate": True,
-                    "interventions": "targeted", "top_k": 3, "judge_hops": "trace"}
+EARLIER_PROTOCOL = {
+    "corpus": "global",
+    "empty_search": "nothing",
+    "spare_hops": 1,
+    "reformulate": True,
+    "interventions": "targeted",
+    "top_k": 3,
+    "judge_hops": "trace",
+}
 
 
 @dataclass
@@ -62,7 +76,7 @@ class ArmRun:
     @cached_property
     def judge_summary(self) -> dict | None:
         """The judge's results entry (``llm_methods.judge_record``), or ``None`` without a judge."""
-        if self.models.judge is None:
+        if self.models.judge is None or self.judged is None or self.same_cases is None:
             return None
         return lm.judge_record(self.models.judge, self.judged, self.same_cases, self.depths)
 
@@ -78,8 +92,13 @@ class ArmRun:
         return out
 
 
-def run_arm(arm: str, params: Mapping, chapter_id: str | None = None,
-            progress: Callable[..., Iterable] | None = track, replay: bool | None = None) -> ArmRun:
+def run_arm(
+    arm: str,
+    params: Mapping,
+    chapter_id: str | None = None,
+    progress: Callable[..., Iterator] | None = track,
+    replay: bool | None = None,
+) -> ArmRun:
     """Run (or resume) arm ``arm`` with a chapter's checked ``params``; its store is named by ``chapter_id``
     (the arm's chapter by default) and lives in ``params["store"]`` under the results folder.
 
@@ -91,17 +110,30 @@ def run_arm(arm: str, params: Mapping, chapter_id: str | None = None,
         raise RcakitError(f"arm: expected 'structural' or 'content', got {arm!r}")
     params = {**PROTOCOL_DEFAULTS, **params}
     chapter_id = chapter_id or CHAPTERS[arm]
-    bar = (lambda desc: partial(progress, desc=desc)) if progress is track else (lambda desc: progress)
-    models = lm.models_from_params(params["provider"], params["judge_provider"], params["agent"], params["seed"],
-                                   timeout=params["llm_timeout"], judge_hops=params["judge_hops"])
+    bar = (lambda desc: partial(track, desc=desc)) if progress is track else (lambda desc: progress)
+    models = lm.models_from_params(
+        params["provider"],
+        params["judge_provider"],
+        params["agent"],
+        params["seed"],
+        timeout=params["llm_timeout"],
+        judge_hops=params["judge_hops"],
+    )
     runner = Runner(params.get("workers", 1), params.get("scheduler", ""))
     protocol = {k: params[k] for k in PROTOCOL_DEFAULTS if k != "judge_hops"}
-    lab = build_lab(params["seed"], **{k: params[k] for k in LAB_PARAMS}, reader_chat=models.reader_chat,
-                    world=params.get("world", SYNTHETIC), runner=runner, **protocol)
+    lab = build_lab(
+        params["seed"],
+        **{k: params[k] for k in LAB_PARAMS},
+        reader_chat=models.reader_chat,
+        world=params.get("world", SYNTHETIC),
+        runner=runner,
+        **protocol,
+    )
     depths = list(range(1, params["hops"] + 1))
     store = case_store(chapter_id, _stored(params), params["store"])
-    cases = sweep(lab, arm, depths, store, threshold=params["coverage_threshold"], progress=bar(f"{arm} cases"),
-                  runner=runner)
+    cases = sweep(
+        lab, arm, depths, store, threshold=params["coverage_threshold"], progress=bar(f"{arm} cases"), runner=runner
+    )
     run = ArmRun(arm, params, models, lab, cases, attribution(cases, depths), runner=runner)
     judge_usage = None
     if models.judge is not None:
@@ -110,7 +142,7 @@ def run_arm(arm: str, params: Mapping, chapter_id: str | None = None,
         run.same_cases = lm.merge_judge(run.result, run.judged, depths)
     run.llm_cost = lm.llm_cost(models, lab, cases, judge_usage=judge_usage)
     if models.reader_chat and (arm == "structural" if replay is None else replay):
-        questions = lab.world.questions[:params["llm_max_cases"]]
+        questions = lab.world.questions[: params["llm_max_cases"]]
         run.replay = rp.match_record(rp.agent_action_match(lab.agent, questions, runner=runner))
     return run
 
@@ -141,22 +173,22 @@ def describe_replay(run: ArmRun) -> str:
     if run.replay is None:
         return "replay action match: not measured (the agent's reader is the rule reader, which replays exactly)"
     r = run.replay
-    return (f"replay action match: {r['matched']} of {r['n']} reads ({r['rate']:.3f}, "
-            f"95% Wilson interval {r['ci'][0]:.3f} to {r['ci'][1]:.3f})")
+    return (
+        f"replay action match: {r['matched']} of {r['n']} reads ({r['rate']:.3f}, "
+        f"95% Wilson interval {r['ci'][0]:.3f} to {r['ci'][1]:.3f})"
+    )
 
 
 def show_judge(run: ArmRun) -> None:
     """Print what the judge did and display its hop counts and the same-case table; nothing without a judge."""
     from IPython.display import display
 
-    if run.judge_summary is None:
+    if run.judge_summary is None or run.judged is None or run.same_cases is None:
         return
     print(lm.describe_judge(run.judge_summary))
     counts = lm.hop_counts(run.judged, run.depths)
-    display(counts.rename_axis(index="injected hop", columns="judge's hop (0 = empty trace or abstained)"))
+    display(counts.rename_axis(index="injected hop", columns="judge's hop (0 = none or abstained)"))
     display(lm.same_case_table(run.same_cases, run.depths).round(2))
-
-
 
 
 def protocol_record(run: ArmRun) -> dict:
@@ -166,46 +198,99 @@ def protocol_record(run: ArmRun) -> dict:
 
 def world_record(lab: Lab) -> dict:
     """Which world produced the numbers: its name, and for MuSiQue the selection counts (§6)."""
-    return {"name": lab.world.name, "questions": len(lab.world.questions), "paragraphs": len(lab.world.corpus),
-            **lab.selection}
+    return {
+        "name": lab.world.name,
+        "questions": len(lab.world.questions),
+        "paragraphs": len(lab.world.corpus),
+        **lab.selection,
+    }
 
 
 def describe_world(lab: Lab) -> str:
     """One sentence naming the world behind the chapter's numbers."""
     record = world_record(lab)
     if record["name"] == SYNTHETIC:
-        return (f"The synthetic world (seeded, every hop fact certified by construction) holds "
-                f"{record['questions']} questions and {record['paragraphs']:,} paragraphs")
-    return (f"The MuSiQue world holds {record['selected']} answerable questions with the chosen number of hops "
-            f"(of {record['read']} read, {record['with_hops']} with that many hops, {record['answerable']} "
-            f"of them answerable) and {record['paragraphs']:,} paragraphs; hops whose supporting paragraph "
-            f"does not name the hop's answer: {record['uncertified_hops']}")
+        return (
+            f"The synthetic world (seeded, every hop fact certified by construction) holds "
+            f"{record['questions']} questions and {record['paragraphs']:,} paragraphs"
+        )
+    return (
+        f"The MuSiQue world holds {record['selected']} answerable questions with the chosen number of hops "
+        f"(of {record['read']} read, {record['with_hops']} with that many hops, {record['answerable']} "
+        f"of them answerable) and {record['paragraphs']:,} paragraphs; hops whose supporting paragraph "
+        f"does not name the hop's answer: {record['uncertified_hops']}"
+    )
 
 
 # What the authors' protocol is, per choice (papers/README.md): label, parameter, the authors' setting, its
 # value here (None: no parameter of the authors' to match), and what the parameter's other values do.
 PROTOCOL_ROWS = (
-    ("corpus", "corpus", "each question's own paragraphs (MuSiQue's 20)", "question",
-     "global searches one index over the whole world"),
-    ("hop budget", "spare_hops", "3 hops for a 3-hop question, then a forced answer", 0,
-     "the budget is the question's hops plus spare_hops"),
-    ("retrievals per hop", "reformulate", "one; no reformulation inside a hop", False,
-     "reformulate adds a second search after a failed read"),
+    (
+        "corpus",
+        "corpus",
+        "each question's own paragraphs (MuSiQue's 20)",
+        "question",
+        "global searches one index over the whole world",
+    ),
+    (
+        "hop budget",
+        "spare_hops",
+        "3 hops for a 3-hop question, then a forced answer",
+        0,
+        "the budget is the question's hops plus spare_hops",
+    ),
+    (
+        "retrievals per hop",
+        "reformulate",
+        "one; no reformulation inside a hop",
+        False,
+        "reformulate adds a second search after a failed read",
+    ),
     ("top_k", "top_k", "5", 5, "paragraphs per retrieval"),
-    ("search where nothing scores", "empty_search", "the corpus's first two paragraphs", "first_two",
-     "nothing returns no paragraph"),
-    ("structural interventions", "interventions", "six generic texts that name no wrong object", "generic",
-     "targeted plants a wrong object of the right type and drifts to a look-alike"),
-    ("continue-retrieving probe", "spare_hops", "resumes at hop n+1 within the budget", 0,
-     "on a full trace it is a plain re-answer"),
+    (
+        "search where nothing scores",
+        "empty_search",
+        "the corpus's first two paragraphs",
+        "first_two",
+        "nothing returns no paragraph",
+    ),
+    (
+        "structural interventions",
+        "interventions",
+        "six generic texts that name no wrong object",
+        "generic",
+        "targeted plants a wrong object of the right type and drifts to a look-alike",
+    ),
+    (
+        "continue-retrieving probe",
+        "spare_hops",
+        "resumes at hop n+1 within the budget",
+        0,
+        "on a full trace it is a plain re-answer",
+    ),
     ("LLM judge's hops", "judge_hops", "any hop >= 0, n+1 included", "any", "trace keeps the judge to hops 1..n"),
-    ("reader's reaction to a warning", "heed_warnings", "the language model's own", None,
-     "the rule reader cannot read a warning; it abstains on one with this probability, chosen once (0.5) "
-     "before any attribution number was seen"),
-    ("agent's reader", "agent", "a language model", None,
-     "no model is reachable offline: the rule reader, or agent llm with a provider"),
-    ("questions", "world", "answerable 3-hop MuSiQue questions", None,
-     "MuSiQue is not reachable here: a synthetic world with certified hop facts (world musique when fetched)"),
+    (
+        "reader's reaction to a warning",
+        "heed_warnings",
+        "the language model's own",
+        None,
+        "the rule reader cannot read a warning; it abstains on one with this probability, chosen once (0.5) "
+        "before any attribution number was seen",
+    ),
+    (
+        "agent's reader",
+        "agent",
+        "a language model",
+        None,
+        "no model is reachable offline: the rule reader, or agent llm with a provider",
+    ),
+    (
+        "questions",
+        "world",
+        "answerable 3-hop MuSiQue questions",
+        None,
+        "MuSiQue is not reachable here: a synthetic world with certified hop facts (world musique when fetched)",
+    ),
 )
 
 
@@ -232,8 +317,14 @@ def protocol_table(params: Mapping, arm: str = "structural") -> pd.DataFrame:
             why = f"the authors' setting; {note}"
         else:
             why = f"departs from the authors' ({_setting_text(default)}); {note}"
-        rows.append({"choice": label, "authors' protocol": authors, "this chapter": f"{name} = {_setting_text(value)}",
-                     "why": why})
+        rows.append(
+            {
+                "choice": label,
+                "authors' protocol": authors,
+                "this chapter": f"{name} = {_setting_text(value)}",
+                "why": why,
+            }
+        )
     return pd.DataFrame(rows).set_index("choice")
 
 
@@ -253,22 +344,34 @@ def protocol_cells(runs: Mapping[str, ArmRun], names: Sequence[str]) -> pd.DataF
     return frame.rename_axis("injected hop")
 
 
-def protocol_runs(arm: str, params: Mapping, progress: Callable[..., Iterable] | None = track) -> dict[str, ArmRun]:
+def protocol_runs(arm: str, params: Mapping, progress: Callable[..., Iterator] | None = track) -> dict[str, ArmRun]:
     """The arm under the authors' protocol and under the workbench's earlier one (:data:`EARLIER_PROTOCOL`),
     both with the rule reader on the synthetic world at ``params``' sizes and reader settings, so only the
     protocol differs; each has its own case store (a rerun resumes both)."""
     base = {**params, "provider": "none", "judge_provider": "none", "agent": "rule", "world": SYNTHETIC}
     authors = {**base, **{k: v for k, v in PROTOCOL_DEFAULTS.items() if k != "heed_warnings"}, "top_k": 5}
     earlier = {**base, **EARLIER_PROTOCOL}
-    return {"authors' protocol": run_arm(arm, authors, CHAPTERS[arm], progress),
-            "earlier workbench": run_arm(arm, earlier, CHAPTERS[arm], progress)}
+    return {
+        "authors' protocol": run_arm(arm, authors, CHAPTERS[arm], progress),
+        "earlier workbench": run_arm(arm, earlier, CHAPTERS[arm], progress),
+    }
 
 
-def heed_runs(params: Mapping, values: Sequence[float] = (0.0, 0.5, 1.0),
-              progress: Callable[..., Iterable] | None = track) -> dict[str, ArmRun]:
+def heed_runs(
+    params: Mapping, values: Sequence[float] = (0.0, 0.5, 1.0), progress: Callable[..., Iterator] | None = track
+) -> dict[str, ArmRun]:
     """The structural arm under the authors' protocol for each rule-reader ``heed_warnings`` in ``values``
     (the reader's reaction to the generic warning texts), at ``params``' sizes; each has its own case store."""
-    base = {**params, "provider": "none", "judge_provider": "none", "agent": "rule", "world": SYNTHETIC,
-            **{k: v for k, v in PROTOCOL_DEFAULTS.items() if k != "heed_warnings"}, "top_k": 5}
-    return {f"heed {v:g}": run_arm("structural", {**base, "heed_warnings": float(v)}, CHAPTERS["structural"],
-                                   progress) for v in values}
+    base = {
+        **params,
+        "provider": "none",
+        "judge_provider": "none",
+        "agent": "rule",
+        "world": SYNTHETIC,
+        **{k: v for k, v in PROTOCOL_DEFAULTS.items() if k != "heed_warnings"},
+        "top_k": 5,
+    }
+    return {
+        f"heed {v:g}": run_arm("structural", {**base, "heed_warnings": float(v)}, CHAPTERS["structural"], progress)
+        for v in values
+    }

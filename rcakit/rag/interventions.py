@@ -35,8 +35,14 @@ from rcakit.rag.agent import Agent, Hop, Trace
 from rcakit.rag.text import RECALL_THRESHOLD, token_recall, tokens
 from rcakit.rag.world import Paragraph
 
-STRUCTURAL = ("empty_retrieval", "irrelevant_documents", "query_drift", "false_premise",
-              "stale_evidence", "early_termination")
+STRUCTURAL = (
+    "empty_retrieval",
+    "irrelevant_documents",
+    "query_drift",
+    "false_premise",
+    "stale_evidence",
+    "early_termination",
+)
 STYLES = ("generic", "targeted")
 # The generic texts (the authors' design; the sentences are the workbench's own).
 OFF_TOPIC = (
@@ -45,8 +51,9 @@ OFF_TOPIC = (
     Paragraph(-3, "Fermentation", "Fermentation turns sugar into acids, gases or alcohol without oxygen."),
 )
 DRIFT_WORDS = "unrelated tangent xylophone arctic fermentation"
-FALSE_PREMISE = Paragraph(-4, "Notice", "The entity this question asks about does not exist, "
-                                        "so no specific answer applies.")
+FALSE_PREMISE = Paragraph(
+    -4, "Notice", "The entity this question asks about does not exist, so no specific answer applies."
+)
 STALE_NOTICE = Paragraph(-5, "Notice", "The previously reported value is outdated and has been superseded.")
 CONTENT = "content_corruption"
 # Every fault here is scored as a retrieval-stage fault, as in the authors' code: a drifted query
@@ -94,8 +101,9 @@ def generic_hop(agent: Agent, trace: Trace, hop: int, kind: str) -> Hop:
         docs = OFF_TOPIC
     elif kind == "query_drift":
         query = f"{target.query} {DRIFT_WORDS}"
-        return replace(target, query=query, queries=(query,), docs=agent.fetch(q, query), entity=None,
-                       mode="unread", label=kind)
+        return replace(
+            target, query=query, queries=(query,), docs=agent.fetch(q, query), entity=None, mode="unread", label=kind
+        )
     elif kind == "false_premise":
         docs = (FALSE_PREMISE,) + target.docs
     elif kind == "stale_evidence":
@@ -105,8 +113,7 @@ def generic_hop(agent: Agent, trace: Trace, hop: int, kind: str) -> Hop:
     return replace(target, docs=docs, entity=None, mode="unread", label=kind)
 
 
-def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random,
-                style: str = "generic") -> Hop:
+def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random, style: str = "generic") -> Hop:
     """Hop ``hop`` of ``trace`` after structural intervention ``kind`` (Table 1; not early termination).
 
     ``generic``: :func:`generic_hop`. ``targeted``: empty_retrieval: no documents.
@@ -129,12 +136,21 @@ def changed_hop(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Ran
     elif kind == "query_drift":
         drifted = _drift(agent, target.subject, rng)
         query = agent.query_for(relation, drifted)
-        return replace(target, query=query, queries=(query,), docs=agent.fetch(q, query), entity=None,
-                       mode="unread", label=kind)
+        return replace(
+            target, query=query, queries=(query,), docs=agent.fetch(q, query), entity=None, mode="unread", label=kind
+        )
     elif kind == "false_premise":
-        claim = agent.world.relations[relation].templates[0].format(
-            s=target.subject, o=_false_object(agent, relation, true_object, rng), y=rng.randint(1890, 2020),
-            p="they", p_cap="They")
+        claim = (
+            agent.world.relations[relation]
+            .templates[0]
+            .format(
+                s=target.subject,
+                o=_false_object(agent, relation, true_object, rng),
+                y=rng.randint(1890, 2020),
+                p="they",
+                p_cap="They",
+            )
+        )
         fake = Paragraph(-1, target.subject, f"A widely shared post claims: {claim}")
         docs = (fake,) + target.docs
     elif kind == "stale_evidence":
@@ -186,7 +202,7 @@ def _stale(agent: Agent, target: Hop, relation: str, true_object: str | None, rn
 
 def inject(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random, style: str = "generic") -> Trace:
     """The trace after intervention ``kind`` (in ``style``) at ``hop``: the prefix kept, the suffix regenerated."""
-    prefix = trace.hops[:hop - 1]
+    prefix = trace.hops[: hop - 1]
     _target(trace, hop)
     check_style(style)
     if kind == "early_termination":
@@ -244,25 +260,37 @@ def _choose_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None
         return None
     top = target.docs[0].text
     numbers = [(mt.start(), mt.group(), "salient_number") for mt in _NUMBER.finditer(top)]
-    names = [(top.find(m), m, "salient_entity") for m in agent.reader.mentions(top)
-             if m != target.subject and not _span_re(m).search(q.text)]
+    names = [
+        (top.find(m), m, "salient_entity")
+        for m in agent.reader.mentions(top)
+        if m != target.subject and not _span_re(m).search(q.text)
+    ]
     candidates = sorted(numbers + names)
     return (candidates[0][2], candidates[0][1]) if candidates else None
 
 
-def _replacement(agent: Agent, trace: Trace, span: str, strategy: str, answers: list[str],
-                 rng: random.Random, docs: tuple[Paragraph, ...] = ()) -> tuple[str, str] | None:
+def _replacement(
+    agent: Agent,
+    trace: Trace,
+    span: str,
+    strategy: str,
+    answers: list[str],
+    rng: random.Random,
+    docs: tuple[Paragraph, ...] = (),
+) -> tuple[str, str] | None:
     """The replacement of ``span``: a perturbed number, or another question's gold answer with no token in
     common with ``span`` that the hop's ``docs`` do not already contain (the authors' exclusion)."""
     if strategy == "salient_number":
         return perturb_number(span, rng)
-    pool = sorted({a for a in answers if a != trace.gold and not set(tokens(a)) & set(tokens(span))
-                   and not span_present(a, docs)})
+    pool = sorted(
+        {a for a in answers if a != trace.gold and not set(tokens(a)) & set(tokens(span)) and not span_present(a, docs)}
+    )
     return ("entity", rng.choice(pool)) if pool else None
 
 
-def corrupt_content(agent: Agent, trace: Trace, hop: int, answers: list[str],
-                    rng: random.Random) -> tuple[Corruption, Hop] | None:
+def corrupt_content(
+    agent: Agent, trace: Trace, hop: int, answers: list[str], rng: random.Random
+) -> tuple[Corruption, Hop] | None:
     """Certified corruption of hop ``hop``'s documents, or ``None`` when no span certifies.
 
     Entities are replaced by another question's gold answer with zero token
@@ -291,5 +319,5 @@ def corrupt_content(agent: Agent, trace: Trace, hop: int, answers: list[str],
 
 def query_contaminated(trace: Trace, corruption: Corruption) -> bool:
     """Whether the replacement span reaches a later hop's query (token recall >= ``RECALL_THRESHOLD``)."""
-    later = [q for h in trace.hops[corruption.hop:] for q in h.queries]
+    later = [q for h in trace.hops[corruption.hop :] for q in h.queries]
     return any(token_recall(corruption.replacement, q) >= RECALL_THRESHOLD for q in later)

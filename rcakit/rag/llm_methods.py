@@ -44,8 +44,9 @@ class Models:
     judge: LLMJudge | None
 
 
-def models_from_params(provider: str, judge_provider: str, agent: str, seed: int,
-                       timeout: float | None = None, judge_hops: str = "any") -> Models:
+def models_from_params(
+    provider: str, judge_provider: str, agent: str, seed: int, timeout: float | None = None, judge_hops: str = "any"
+) -> Models:
     """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
 
     ``timeout`` (the chapters' ``llm_timeout``) bounds each model reply, in seconds; ``judge_hops``
@@ -84,12 +85,16 @@ class JudgeCase:
         with case_usage() as scope:
             key = f"{case['kind']}:{case['qid']}:{case['depth']}"
             found, cut = self.judge.diagnose(injected_trace(self.lab, case), key)
-        return {"verdict": [found.stage, found.hop, found.cost, found.branch], "cut": cut,
-                "usage": scope.totals(self.judge.chat)}
+        return {
+            "verdict": [found.stage, found.hop, found.cost, found.branch],
+            "cut": cut,
+            "usage": scope.totals(self.judge.chat),
+        }
 
 
-def judge_cases(lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=track,
-                runner: Runner | None = None) -> tuple[pd.DataFrame, dict]:
+def judge_cases(
+    lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=track, runner: Runner | None = None
+) -> tuple[pd.DataFrame, dict]:
     """``sample`` with the judge's ``[stage, hop, cost, branch]`` added to each case's diagnoses (branch ``none``),
     and the judge's usage summed over the cases (in the driver, so a cluster's calls count too).
 
@@ -102,8 +107,9 @@ def judge_cases(lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=track,
     done = (runner or Runner()).run(items, JudgeCase(lab, judge), progress=progress)
     judge.count_truncated(sum(d["cut"] for d in done))
     usage = {k: sum(d["usage"][k] for d in done) for k in COST}
-    rows = [{**case, "diagnoses": {**case["diagnoses"], JUDGE: d["verdict"]}}
-            for case, d in zip(records, done, strict=True)]
+    rows = [
+        {**case, "diagnoses": {**case["diagnoses"], JUDGE: d["verdict"]}} for case, d in zip(records, done, strict=True)
+    ]
     return pd.DataFrame(rows, columns=sample.columns), usage
 
 
@@ -124,8 +130,10 @@ def merge_judge(result: dict, judged: pd.DataFrame, depths) -> dict:
 
 def same_case_table(same: dict, depths) -> pd.DataFrame:
     """Exact-hop accuracy of every diagnoser on the judged cases, with their n."""
-    rows = {name: {f"hop {d}": cells[str(d)]["point"] if str(d) in cells else float("nan") for d in depths}
-            for name, cells in same["accuracy"].items()}
+    rows = {
+        name: {f"hop {d}": cells[str(d)]["point"] if str(d) in cells else float("nan") for d in depths}
+        for name, cells in same["accuracy"].items()
+    }
     rows["judged n"] = {f"hop {d}": same["failed_n"][str(d)] for d in depths}
     return pd.DataFrame(rows).T
 
@@ -138,35 +146,50 @@ def hop_counts(judged: pd.DataFrame, depths) -> pd.DataFrame:
 
 
 def verdict_summary(judged: pd.DataFrame) -> dict:
-    """Judged cases, those with an empty trace (no call), abstentions, verdicts, and the hop named most often."""
+    """Judged cases, those with an empty trace left unsent (the ``trace`` judge makes no call on them; the
+    authors' judge reads them and may name hop 1), abstentions, verdicts, and the hop named most often."""
     hops = judged["diagnoses"].map(lambda d: d[JUDGE][1])
-    empty = judged["n_hops"] == 0
+    unsent = judged["diagnoses"].map(lambda d: list(d[JUDGE][:3]) == ["answer", 0, 0])
+    empty = (judged["n_hops"] == 0) & unsent
     abstained = judged["diagnoses"].map(lambda d: d[JUDGE][0] == "none")
     verdicts = hops[~empty & ~abstained]
     counts = verdicts.value_counts().sort_index(kind="stable")
     modal = int(counts.idxmax()) if len(counts) else None
-    return {"judged": int(len(judged)), "empty_traces": int(empty.sum()), "abstained": int(abstained.sum()),
-            "verdicts": int(len(verdicts)), "modal_hop": modal, "modal_count": int(counts.max()) if len(counts) else 0}
+    return {
+        "judged": int(len(judged)),
+        "empty_traces": int(empty.sum()),
+        "abstained": int(abstained.sum()),
+        "verdicts": int(len(verdicts)),
+        "modal_hop": modal,
+        "modal_count": int(counts.max()) if len(counts) else 0,
+    }
 
 
 def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths) -> dict:
     """The judge's results entry: verdict summary, hop counts, documents cut, same-case accuracy."""
-    return {**verdict_summary(judged),
-            "hop_counts": {str(d): {str(h): int(n) for h, n in row.items()}
-                           for d, row in hop_counts(judged, depths).iterrows()},
-            "truncated_docs": judge.truncated_docs,
-            "same_cases": {name: {d: c["point"] for d, c in cells.items()} for name, cells in same["accuracy"].items()}}
+    return {
+        **verdict_summary(judged),
+        "hop_counts": {
+            str(d): {str(h): int(n) for h, n in row.items()} for d, row in hop_counts(judged, depths).iterrows()
+        },
+        "truncated_docs": judge.truncated_docs,
+        "same_cases": {name: {d: c["point"] for d, c in cells.items()} for name, cells in same["accuracy"].items()},
+    }
 
 
 def describe_judge(record: dict) -> str:
     """What the judge did, in plain lines, including a flag when one hop takes >= 80% of its verdicts."""
     modal = record["modal_hop"]
-    lines = [f"judged cases: {record['judged']} ({record['empty_traces']} with an empty trace, not sent); "
-             f"abstentions: {record['abstained']}; documents cut: {record['truncated_docs']}",
-             f"the judge named hop {modal} in {record['modal_count']} of its {record['verdicts']} verdicts"]
+    lines = [
+        f"judged cases: {record['judged']} ({record['empty_traces']} with an empty trace, not sent); "
+        f"abstentions: {record['abstained']}; documents cut: {record['truncated_docs']}",
+        f"the judge named hop {modal} in {record['modal_count']} of its {record['verdicts']} verdicts",
+    ]
     if record["verdicts"] and record["modal_count"] >= 0.8 * record["verdicts"]:
-        lines.append(f"so this judge answers hop {modal} almost whatever the trace says: its accuracy at "
-                     f"depth {modal} is that prior's, and it localises nothing at the other depths")
+        lines.append(
+            f"so this judge answers hop {modal} almost whatever the trace says: its accuracy at "
+            f"depth {modal} is that prior's, and it localises nothing at the other depths"
+        )
     return "\n".join(lines)
 
 
@@ -197,4 +220,3 @@ def llm_cost(models: Models, lab: Lab, *case_frames: pd.DataFrame, judge_usage: 
     if models.judge is not None:
         out[JUDGE] = judge_usage if judge_usage is not None else models.accounting[JUDGE].totals()
     return out
-

@@ -23,8 +23,19 @@ from rcakit.rag.protocol import DIAGNOSERS, PROBES, TRACE_READERS, Lab, failed, 
 from rcakit.rag.text import OUTCOMES, jaccard
 from rcakit.stats import bootstrap_accuracy_ci
 
-PREDICTION_COLUMNS = ["qid", "depth", "kind", "strategy", "diagnoser", "pred_hop", "branch", "hit", "stage_hit",
-                      "hop_error", "cost"]
+PREDICTION_COLUMNS = [
+    "qid",
+    "depth",
+    "kind",
+    "strategy",
+    "diagnoser",
+    "pred_hop",
+    "branch",
+    "hit",
+    "stage_hit",
+    "hop_error",
+    "cost",
+]
 
 
 def predictions(cases: pd.DataFrame) -> pd.DataFrame:
@@ -32,10 +43,21 @@ def predictions(cases: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for case in cases.to_dict("records"):
         for name, (stage, hop, cost, branch) in (case.get("diagnoses") or {}).items():
-            rows.append({"qid": case["qid"], "depth": case["depth"], "kind": case["kind"],
-                         "strategy": case.get("strategy"), "diagnoser": name, "pred_hop": hop, "branch": branch,
-                         "hit": hop == case["depth"], "stage_hit": stage == case["true_stage"],
-                         "hop_error": abs(hop - case["depth"]), "cost": cost})
+            rows.append(
+                {
+                    "qid": case["qid"],
+                    "depth": case["depth"],
+                    "kind": case["kind"],
+                    "strategy": case.get("strategy"),
+                    "diagnoser": name,
+                    "pred_hop": hop,
+                    "branch": branch,
+                    "hit": hop == case["depth"],
+                    "stage_hit": stage == case["true_stage"],
+                    "hop_error": abs(hop - case["depth"]),
+                    "cost": cost,
+                }
+            )
     return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
 
 
@@ -68,8 +90,19 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
     """
     ran = live(cases)
     preds = predictions(ran)
-    out = {k: {} for k in ("accuracy", "stage_accuracy", "mae", "mean_cost", "probe_branch", "branch_accuracy",
-                           "branch_hit_share", "accuracy_without_fallback")}
+    out = {
+        k: {}
+        for k in (
+            "accuracy",
+            "stage_accuracy",
+            "mae",
+            "mean_cost",
+            "probe_branch",
+            "branch_accuracy",
+            "branch_hit_share",
+            "accuracy_without_fallback",
+        )
+    }
     out.update(failed_n={}, eligible_n={}, recovery={})
     for d in depths:
         at = ran[ran["depth"] == d]
@@ -94,7 +127,7 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
 
 def pooled_accuracy(preds: pd.DataFrame) -> dict:
     """Exact-hop accuracy with bootstrap CI per diagnoser over all rows of ``preds`` (a slice), plus its case count."""
-    out = {name: _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}
+    out: dict[str, dict | int] = {name: _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}
     out["n"] = int(len(preds.drop_duplicates(["qid", "depth", "kind"])))
     return out
 
@@ -113,13 +146,13 @@ def _cell(c: dict | None) -> str:
 
 def accuracy_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
     """The Table-2-style frame: one row per diagnoser, 'point [lo, hi]' per depth, plus failed n."""
-    depths = [str(d) for d in depths]
+    keys = [str(d) for d in depths]
     names = sorted(result["accuracy"], key=lambda n: DIAGNOSERS.index(n) if n in DIAGNOSERS else len(DIAGNOSERS))
-    rows = {name: {f"hop {d}": _cell(result["accuracy"][name].get(d)) for d in depths} for name in names}
-    rows["failed n"] = {f"hop {d}": str(result["failed_n"][d]) for d in depths}
+    rows = {name: {f"hop {d}": _cell(result["accuracy"][name].get(d)) for d in keys} for name in names}
+    rows["failed n"] = {f"hop {d}": str(result["failed_n"][d]) for d in keys}
     if "llm_judged_n" in result:  # the LLM judge reads a sample of the failed cases
-        rows["llm_judge n"] = {f"hop {d}": str(result["llm_judged_n"][d]) for d in depths}
-    rows["recovery"] = {f"hop {d}": f"{result['recovery'][d]:.2f}" for d in depths}
+        rows["llm_judge n"] = {f"hop {d}": str(result["llm_judged_n"][d]) for d in keys}
+    rows["recovery"] = {f"hop {d}": f"{result['recovery'][d]:.2f}" for d in keys}
     return pd.DataFrame(rows).T
 
 
@@ -146,11 +179,13 @@ def branches_by_intervention(cases: pd.DataFrame, probe: str) -> pd.DataFrame:
     """How often each branch of ``probe`` fired, and how often it named the injected hop, per (intervention, depth)."""
     preds = predictions(live(cases))
     preds = preds[preds["diagnoser"] == probe]
-    counts = pd.crosstab([preds["kind"], preds["depth"]], preds["branch"]).reindex(columns=list(dg.BRANCHES),
-                                                                                 fill_value=0)
+    counts = pd.crosstab([preds["kind"], preds["depth"]], preds["branch"]).reindex(
+        columns=list(dg.BRANCHES), fill_value=0
+    )
     named = preds[preds["hit"]]
     hits = pd.crosstab([named["kind"], named["depth"]], named["branch"]).reindex(
-        index=counts.index, columns=list(dg.BRANCHES[:3]), fill_value=0)
+        index=counts.index, columns=list(dg.BRANCHES[:3]), fill_value=0
+    )
     return counts.join(hits.add_suffix(" hits")).fillna(0).astype(int)
 
 
@@ -176,13 +211,15 @@ def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers=TRACE
     for d in depths:
         at = wrong[wrong["depth"] == d]
         keys = list(zip(at["qid"], at["depth"], at["kind"], strict=True))
-        out[str(d)] = {"failed": int(len(at)), "hop_absent": int((at["n_hops"] < d).sum()),
-                       "named_by_none": int(sum(k not in named_keys for k in keys))}
+        out[str(d)] = {
+            "failed": int(len(at)),
+            "hop_absent": int((at["n_hops"] < d).sum()),
+            "named_by_none": int(sum(k not in named_keys for k in keys)),
+        }
     return out
 
 
-def share_predicting(preds: pd.DataFrame, diagnoser: str, hop: int, depths: Iterable[int],
-                     min_hops: int = 0) -> dict:
+def share_predicting(preds: pd.DataFrame, diagnoser: str, hop: int, depths: Iterable[int], min_hops: int = 0) -> dict:
     """``{depth: share}`` of ``diagnoser``'s failed cases in which it predicts ``hop``.
 
     ``min_hops`` keeps only cases whose trace has at least that many hops
@@ -191,8 +228,10 @@ def share_predicting(preds: pd.DataFrame, diagnoser: str, hop: int, depths: Iter
     sub = preds[preds["diagnoser"] == diagnoser]
     if min_hops:
         sub = sub[sub["n_hops"] >= min_hops]
-    return {str(d): float((sub[sub["depth"] == d]["pred_hop"] == hop).mean()) if (sub["depth"] == d).any()
-            else None for d in depths}
+    return {
+        str(d): float((sub[sub["depth"] == d]["pred_hop"] == hop).mean()) if (sub["depth"] == d).any() else None
+        for d in depths
+    }
 
 
 def predictions_with_hops(cases: pd.DataFrame) -> pd.DataFrame:
@@ -205,8 +244,13 @@ def predictions_with_hops(cases: pd.DataFrame) -> pd.DataFrame:
 
 def hop_answer_jaccard(lab: Lab) -> pd.DataFrame:
     """Coverage's score, Jaccard(gold answer, joined documents), of every non-empty hop of every clean correct trace."""
-    rows = [{"hop": h.index, "jaccard": jaccard(t.gold, " ".join(d.text for d in h.docs))}
-            for t in lab.clean.values() if t.correct for h in t.hops if h.docs]
+    rows = [
+        {"hop": h.index, "jaccard": jaccard(t.gold, " ".join(d.text for d in h.docs))}
+        for t in lab.clean.values()
+        if t.correct
+        for h in t.hops
+        if h.docs
+    ]
     return pd.DataFrame(rows, columns=["hop", "jaccard"])
 
 
@@ -245,8 +289,9 @@ def accuracy_points(result: dict, names: Iterable[str] | None = None, view: str 
     ``accuracy_without_fallback``), for ``names`` (every diagnoser in the view by default).
     """
     cells = result[view]
-    return {name: {d: c["point"] for d, c in cells.get(name, {}).items()}
-            for name in (cells if names is None else names)}
+    return {
+        name: {d: c["point"] for d, c in cells.get(name, {}).items()} for name in (cells if names is None else names)
+    }
 
 
 VIEWS = {"stage accuracy": "stage_accuracy", "mean |hop error|": "mae", "mean tokens": "mean_cost"}
@@ -259,9 +304,13 @@ def views_table(result: dict) -> pd.DataFrame:
 
 def branch_hit_shares(result: dict) -> pd.DataFrame:
     """Long frame (probe, depth, branch, share) of each probe's hit share per naming branch (``none`` left out)."""
-    rows = [{"probe": p, "depth": int(d), "branch": b, "share": v}
-            for p, cells in result["branch_hit_share"].items() for d, row in cells.items()
-            for b, v in row.items() if b != "none"]
+    rows = [
+        {"probe": p, "depth": int(d), "branch": b, "share": v}
+        for p, cells in result["branch_hit_share"].items()
+        for d, row in cells.items()
+        for b, v in row.items()
+        if b != "none"
+    ]
     return pd.DataFrame(rows, columns=["probe", "depth", "branch", "share"])
 
 
@@ -298,15 +347,20 @@ def coverage_mechanism(lab: Lab, cases: pd.DataFrame, threshold: float, depths: 
     depths = list(depths)
     summary = hop_jaccard_summary(lab, threshold)
     preds = predictions_with_hops(cases)
-    return {"hop_scores": summary,
-            "hop1_above_share": float(summary["share"].get(1, 0.0)),
-            "coverage_predicts_hop1": share_predicting(preds, "coverage", 1, depths),
-            "coverage_predicts_hop1_with_hop1": share_predicting(preds, "coverage", 1, depths, min_hops=1),
-            "predictions": preds}
+    return {
+        "hop_scores": summary,
+        "hop1_above_share": float(summary["share"].get(1, 0.0)),
+        "coverage_predicts_hop1": share_predicting(preds, "coverage", 1, depths),
+        "coverage_predicts_hop1_with_hop1": share_predicting(preds, "coverage", 1, depths, min_hops=1),
+        "predictions": preds,
+    }
 
 
-TRACE_PROPERTIES = {"fact anywhere in the trace": "fact_in_trace", "fact at the injected hop": "fact_at_hop",
-                    "downstream facts intact": "downstream_intact"}
+TRACE_PROPERTIES = {
+    "fact anywhere in the trace": "fact_in_trace",
+    "fact at the injected hop": "fact_at_hop",
+    "downstream facts intact": "downstream_intact",
+}
 
 
 def trace_properties(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
@@ -338,9 +392,12 @@ def absorption(cases: pd.DataFrame) -> dict:
     absorbed = ran[ran["outcome"] == "absorbed"]
     answer_fact = absorbed["strategy"] == "answer_fact"
     salient = ran[ran["strategy"] == "salient_entity"]
-    return {"absorbed_n": int(len(absorbed)), "absorbed_answer_fact_n": int(answer_fact.sum()),
-            "absorbed_answer_fact_share": float(answer_fact.mean()) if len(absorbed) else float("nan"),
-            "salient_entity_absorbed": {"k": int((salient["outcome"] == "absorbed").sum()), "n": int(len(salient))}}
+    return {
+        "absorbed_n": int(len(absorbed)),
+        "absorbed_answer_fact_n": int(answer_fact.sum()),
+        "absorbed_answer_fact_share": float(answer_fact.mean()) if len(absorbed) else float("nan"),
+        "salient_entity_absorbed": {"k": int((salient["outcome"] == "absorbed").sum()), "n": int(len(salient))},
+    }
 
 
 def outcomes_by_type(cases: pd.DataFrame) -> pd.DataFrame:
@@ -394,9 +451,11 @@ def protocol_checks(cases: pd.DataFrame, hops: int) -> dict:
     full = preds[(preds["n_hops"] >= hops) & preds["diagnoser"].isin(list(PROBES))]
     ran = live(cases)
     empty_last = ran[(ran["kind"] == "empty_retrieval") & (ran["depth"] == hops)]
-    return {"continue_on_full_trace": int((full["branch"] == "continue").sum()),
-            "empty_last_hop_cases": int(len(empty_last)),
-            "empty_last_hop_extra_retrievals": int((empty_last["n_hops"] > hops).sum())}
+    return {
+        "continue_on_full_trace": int((full["branch"] == "continue").sum()),
+        "empty_last_hop_cases": int(len(empty_last)),
+        "empty_last_hop_extra_retrievals": int((empty_last["n_hops"] > hops).sum()),
+    }
 
 
 def paper_cells(published: dict) -> pd.DataFrame:
@@ -430,3 +489,11 @@ def slice_depth_share(cases: pd.DataFrame, strategy: str, depth: int) -> float |
     wrong = failed(cases)
     sliced = wrong[wrong["strategy"] == strategy] if "strategy" in wrong else wrong.iloc[:0]
     return float((sliced["depth"] == depth).mean()) if len(sliced) else None
+
+
+ORACLE_LABELS = {"oracle_gold_hop": "oracle_gold_hop (oracle)"}  # what reads the world's certified facts
+
+
+def label_oracle(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every row or column of a diagnoser that reads the world's gold facts marked "(oracle)"."""
+    return frame.rename(index=ORACLE_LABELS, columns=ORACLE_LABELS)

@@ -134,8 +134,12 @@ def select(records: list[dict], hops: int, n_questions: int) -> tuple[list[dict]
     shaped = [r for r in records if len(r["question_decomposition"]) == hops]
     answerable = [r for r in shaped if r.get("answerable", True)]
     chosen = answerable[:n_questions]
-    return chosen, {"read": len(records), "with_hops": len(shaped), "answerable": len(answerable),
-                    "selected": len(chosen)}
+    return chosen, {
+        "read": len(records),
+        "with_hops": len(shaped),
+        "answerable": len(answerable),
+        "selected": len(chosen),
+    }
 
 
 def entity_type(name: str) -> str:
@@ -230,8 +234,9 @@ class _Builder:
             golds.append(HopGold(support.title, name, answer, support.id))
             bridge = answer
         answer = str(record["answer"])
-        return Question(str(record["id"]), str(record["question"]), start, tuple(names), tuple(golds),
-                        answer, entity_type(answer))
+        return Question(
+            str(record["id"]), str(record["question"]), start, tuple(names), tuple(golds), answer, entity_type(answer)
+        )
 
 
 def build_musique_world(path: Path, n_questions: int, hops: int = 3) -> tuple[World, Selection]:
@@ -245,8 +250,10 @@ def build_musique_world(path: Path, n_questions: int, hops: int = 3) -> tuple[Wo
     line = {id(record): number for number, record in numbered}
     chosen, counts = select([record for _, record in numbered], hops, n_questions)
     if not chosen:
-        raise RcakitError(f"{WHERE}: {path} holds no answerable {hops}-hop question "
-                          f"({counts['read']} read, {counts['with_hops']} with {hops} hops)")
+        raise RcakitError(
+            f"{WHERE}: {path} holds no answerable {hops}-hop question "
+            f"({counts['read']} read, {counts['with_hops']} with {hops} hops)"
+        )
     build = _Builder()
     questions = []
     for record in chosen:
@@ -256,8 +263,16 @@ def build_musique_world(path: Path, n_questions: int, hops: int = 3) -> tuple[Wo
             raise RcakitError(f"{WHERE}: {path}, line {line[id(record)]}: question {record['id']!r}: {err}") from None
     for q in questions:
         build.types.setdefault(q.answer, q.answer_type)
-    world = World(build.types, build.facts, build.corpus, questions, build.home, build.relations, "musique",
-                  contexts=build.contexts)
+    world = World(
+        build.types,
+        build.facts,
+        build.corpus,
+        questions,
+        build.home,
+        build.relations,
+        "musique",
+        contexts=build.contexts,
+    )
     return world, Selection(**counts, uncertified_hops=build.uncertified)
 
 

@@ -31,8 +31,9 @@ def branch_shares(result: dict) -> plt.Figure:
     for ax, probe in zip(axes[0], probes, strict=True):
         grp = shares[shares["probe"] == probe]
         table = grp.pivot(index="depth", columns="branch", values="share").reindex(columns=list(BRANCHES[:3]))
-        table.fillna(0.0).plot.bar(stacked=True, ax=ax, rot=0, width=0.7, legend=False,
-                                   color=[BRANCH_COLOURS[b] for b in BRANCHES[:3]])
+        table.fillna(0.0).plot.bar(
+            stacked=True, ax=ax, rot=0, width=0.7, legend=False, color=[BRANCH_COLOURS[b] for b in BRANCHES[:3]]
+        )
         ax.set_title(probe.replace("_", " "))
         ax.set_xlabel("injected hop")
         ax.set_ylim(0, 1)
@@ -52,13 +53,24 @@ def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Itera
     fig, axes = plt.subplots(rows, 2, figsize=(8.0, 2.9 * rows), squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         hist = prediction_histogram(preds, name, depths).reindex(columns=columns).fillna(0.0)
-        sns.heatmap(hist, ax=ax, annot=True, fmt=".2f", cbar=False, vmin=0, vmax=1, cmap="Blues",
-                    annot_kws={"size": 11}, linewidths=0.5, linecolor="white")
+        sns.heatmap(
+            hist,
+            ax=ax,
+            annot=True,
+            fmt=".2f",
+            cbar=False,
+            vmin=0,
+            vmax=1,
+            cmap="Blues",
+            annot_kws={"size": 11},
+            linewidths=0.5,
+            linecolor="white",
+        )
         ax.set_title(name.replace("_", " ") + (" (oracle)" if name.startswith("oracle") else ""))
         ax.set_xlabel("predicted hop (0 = none)")
         ax.set_ylabel("injected hop")
         ax.tick_params(axis="y", rotation=0)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
     fig.tight_layout()
     return fig
@@ -74,8 +86,15 @@ def paper_beside_workbench(paper: pd.DataFrame, workbench: pd.DataFrame, names: 
             if not len(cells):
                 continue
             err = [cells["point"] - cells["lo"], cells["hi"] - cells["point"]]
-            ax.errorbar(cells["depth"] + shift, cells["point"], yerr=err, fmt="o", capsize=3, label=who,
-                        color="black" if who == "paper" else BLUE)
+            ax.errorbar(
+                cells["depth"] + shift,
+                cells["point"],
+                yerr=err,
+                fmt="o",
+                capsize=3,
+                label=who,
+                color="black" if who == "paper" else BLUE,
+            )
         ax.set_title(name.replace("_", " "))
         ax.set_xticks(sorted(set(paper["depth"]) | set(workbench["depth"])))
         ax.set_xlabel("injected hop")
@@ -92,13 +111,14 @@ def outcome_bars(shares: pd.DataFrame, paper: Mapping[str, Mapping[str, float]] 
     with ``paper`` (Table 4: ``{"hop d": {outcome: share}}``) each hop shows the paper's bar beside the
     workbench's."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    bars: list[tuple[str, dict]] = []
+    bars: list[tuple[str, Mapping]] = []
     for d, row in shares.iterrows():
         if paper and f"hop {d}" in paper:
             bars.append((f"hop {d}\npaper", paper[f"hop {d}"]))
         bars.append((f"hop {d}\nhere" if paper else f"hop {d}", row))
-    frame = pd.DataFrame([{o: float(values[o]) for o in OUTCOMES} for _, values in bars],
-                         index=[label for label, _ in bars])
+    frame = pd.DataFrame(
+        [{o: float(values[o]) for o in OUTCOMES} for _, values in bars], index=[label for label, _ in bars]
+    )
     frame.plot.bar(stacked=True, ax=ax, rot=0, width=0.7, color=[colour(o) for o in OUTCOMES])
     ax.set_xlabel("corrupted hop")
     ax.set_ylabel("share of injected cases")

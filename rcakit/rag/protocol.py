@@ -18,7 +18,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -42,7 +42,7 @@ from rcakit.rag.interventions import (
 from rcakit.rag.musique import SYNTHETIC, build_musique_world, resolve_world
 from rcakit.rag.retrieval import Corpora
 from rcakit.rag.text import classify_outcome
-from rcakit.rag.world import World, build_world
+from rcakit.rag.world import Question, World, build_world
 from rcakit.store import CaseStore, open_case_store
 
 ARMS = ("structural", "content")
@@ -78,8 +78,9 @@ class Lab:
     selection: dict = field(default_factory=dict)  # a MuSiQue world's selection counts (empty if synthetic)
 
     @classmethod
-    def build(cls, world: World, agent: Agent, seed: int, runner: Runner | None = None,
-              interventions: str = "generic") -> Lab:
+    def build(
+        cls, world: World, agent: Agent, seed: int, runner: Runner | None = None, interventions: str = "generic"
+    ) -> Lab:
         """The lab with every question's clean trace run, and the LLM reader's usage for them.
 
         ``runner`` (``rcakit.parallel.Runner``, serial by default) runs the clean runs; their usage
@@ -108,17 +109,31 @@ class CleanRun:
 
     agent: Agent
 
-    def __call__(self, question) -> tuple[Trace, dict]:
+    def __call__(self, question: Question) -> tuple[Trace, dict]:
+        chat = getattr(self.agent.reader, "chat", None)
         with case_usage() as scope:
             trace = self.agent.run(question)
-        return trace, scope.totals(getattr(self.agent.reader, "chat", None))
+        return trace, scope.totals(chat) if chat is not None else {}
 
 
-def build_lab(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: int = 3, top_k: int = 5,
-              reading_noise: float = 0.2, distractor_rate: float = 0.3, spare_hops: int = 0,
-              reader_chat=None, world: str = SYNTHETIC, runner: Runner | None = None, corpus: str = "question",
-              empty_search: str = "first_two", reformulate: bool = False, interventions: str = "generic",
-              heed_warnings: float = 0.5) -> Lab:
+def build_lab(
+    seed: int,
+    n_entities: int = 2400,
+    n_questions: int = 120,
+    hops: int = 3,
+    top_k: int = 5,
+    reading_noise: float = 0.2,
+    distractor_rate: float = 0.3,
+    spare_hops: int = 0,
+    reader_chat=None,
+    world: str = SYNTHETIC,
+    runner: Runner | None = None,
+    corpus: str = "question",
+    empty_search: str = "first_two",
+    reformulate: bool = False,
+    interventions: str = "generic",
+    heed_warnings: float = 0.5,
+) -> Lab:
     """World, BM25 corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
 
     The protocol's choices (``papers/README.md``): ``corpus`` (``question``: each
@@ -137,8 +152,9 @@ def build_lab(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: i
     """
     selection = {}
     if world == SYNTHETIC:
-        made = build_world(seed, n_entities=n_entities, n_questions=n_questions, hops=hops,
-                           distractor_rate=distractor_rate)
+        made = build_world(
+            seed, n_entities=n_entities, n_questions=n_questions, hops=hops, distractor_rate=distractor_rate
+        )
     else:
         made, selection = _musique(world, n_questions, hops, reader_chat)
     reader = RuleReader(made, reading_noise, seed, heed_warnings)
@@ -158,18 +174,25 @@ def protocol_record(lab: Lab) -> dict:
     agent, questions = lab.agent, lab.world.questions
     sizes = sorted(agent.corpora.size(q) for q in questions)
     budgets = sorted({agent.settings.budget(q) for q in questions})
-    return {"corpus": agent.corpora.kind,
-            "paragraphs_per_question": {"min": sizes[0], "median": sizes[len(sizes) // 2], "max": sizes[-1]},
-            "hop_budget": budgets[0] if len(budgets) == 1 else budgets,
-            "retrievals_per_hop": 2 if agent.settings.reformulate else 1, "top_k": agent.top_k,
-            "empty_search": agent.corpora.empty_search, "interventions": lab.interventions,
-            "intervention_set": list(STRUCTURAL), "heed_warnings": getattr(agent.reader, "heed_warnings", None)}
+    return {
+        "corpus": agent.corpora.kind,
+        "paragraphs_per_question": {"min": sizes[0], "median": sizes[len(sizes) // 2], "max": sizes[-1]},
+        "hop_budget": budgets[0] if len(budgets) == 1 else budgets,
+        "retrievals_per_hop": 2 if agent.settings.reformulate else 1,
+        "top_k": agent.top_k,
+        "empty_search": agent.corpora.empty_search,
+        "interventions": lab.interventions,
+        "intervention_set": list(STRUCTURAL),
+        "heed_warnings": getattr(agent.reader, "heed_warnings", None),
+    }
 
 
 def _musique(world: str, n_questions: int, hops: int, reader_chat) -> tuple[World, dict]:
     if not reader_chat:
-        raise RcakitError(f"world {world!r}: the rule reader cannot read natural text; "
-                          "set agent llm and a provider (e.g. -p agent llm -p provider ollama:MODEL)")
+        raise RcakitError(
+            f"world {world!r}: the rule reader cannot read natural text; "
+            "set agent llm and a provider (e.g. -p agent llm -p provider ollama:MODEL)"
+        )
     path = resolve_world(world)
     if path is None:
         raise RcakitError(f"world {world!r}: the data set is not fetched (run 'rcakit data fetch {world}')")
@@ -227,10 +250,15 @@ def injected_fact_kept(trace: Trace, depth: int, at_hop: bool = False) -> bool:
 
 def _finish(lab, case: dict, injected: Trace, threshold: float) -> dict:
     depth = case["depth"]
-    case.update(correct=injected.correct, answer=injected.answer, word_cost=injected.word_cost,
-                n_hops=len(injected.hops), downstream_intact=downstream_intact(injected, depth),
-                fact_in_trace=injected_fact_kept(injected, depth),
-                fact_at_hop=injected_fact_kept(injected, depth, at_hop=True))
+    case.update(
+        correct=injected.correct,
+        answer=injected.answer,
+        word_cost=injected.word_cost,
+        n_hops=len(injected.hops),
+        downstream_intact=downstream_intact(injected, depth),
+        fact_in_trace=injected_fact_kept(injected, depth),
+        fact_at_hop=injected_fact_kept(injected, depth, at_hop=True),
+    )
     case["diagnoses"] = {} if injected.correct else diagnose(lab, injected, threshold)
     return case
 
@@ -247,7 +275,7 @@ def _corruption(lab: Lab, qid: str, depth: int):
 
 def _resumed(lab: Lab, qid: str, depth: int, hop) -> Trace:
     clean = lab.clean[qid]
-    return lab.agent.resume_from(clean.question, clean.hops[:depth - 1] + (hop,), depth + 1)
+    return lab.agent.resume_from(clean.question, clean.hops[: depth - 1] + (hop,), depth + 1)
 
 
 def injected_trace(lab: Lab, case: dict) -> Trace:
@@ -276,12 +304,16 @@ def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05) -> dic
         return case
     corruption, hop = made
     injected = _resumed(lab, qid, depth, hop)
-    case.update(strategy=corruption.strategy, replacement_kind=corruption.kind, original=corruption.original,
-                replacement=corruption.replacement,
-                same_type=lab.world.types.get(corruption.replacement) == lab.world.types.get(corruption.original),
-                outcome=classify_outcome(injected.answer, injected.gold, corruption.replacement),
-                has_later_query=len(injected.hops) > depth,
-                contaminated=query_contaminated(injected, corruption))
+    case.update(
+        strategy=corruption.strategy,
+        replacement_kind=corruption.kind,
+        original=corruption.original,
+        replacement=corruption.replacement,
+        same_type=lab.world.types.get(corruption.replacement) == lab.world.types.get(corruption.original),
+        outcome=classify_outcome(injected.answer, injected.gold, corruption.replacement),
+        has_later_query=len(injected.hops) > depth,
+        contaminated=query_contaminated(injected, corruption),
+    )
     return _finish(lab, case, injected, threshold)
 
 
@@ -294,11 +326,18 @@ def case_store(chapter_id: str, params: dict, folder=None) -> CaseStore:
 
 def _case_items(lab: Lab, arm: str, depths: list[int]) -> list[tuple[str, tuple]]:
     kinds = STRUCTURAL if arm == "structural" else (CONTENT,)
-    items = [(f"{arm}:{qid}:{d}:{k}", (qid, d, k)) for d in depths for qid, tr in lab.clean.items()
-             if eligible(tr, d) for k in kinds]
+    items = [
+        (f"{arm}:{qid}:{d}:{k}", (qid, d, k))
+        for d in depths
+        for qid, tr in lab.clean.items()
+        if eligible(tr, d)
+        for k in kinds
+    ]
     if not items:
-        raise RcakitError(f"{arm} sweep: no eligible case at depths {depths}: the clean agent answered no "
-                          "question correctly (a weak LLM reader?); use more questions or another reader")
+        raise RcakitError(
+            f"{arm} sweep: no eligible case at depths {depths}: the clean agent answered no "
+            "question correctly (a weak LLM reader?); use more questions or another reader"
+        )
     return items
 
 
@@ -313,21 +352,28 @@ class SweepCase:
     arm: str
     threshold: float
 
-    def __call__(self, item: tuple) -> dict:
-        qid, d, k = item
+    def __call__(self, item: Hashable) -> dict:
+        qid, d, k = item  # type: ignore[misc]  # the sweep's items are (question id, depth, kind)
         chat = getattr(self.lab.agent.reader, "chat", None)
         with case_usage() as scope:
             if self.arm == "structural":
                 out = structural_case(self.lab, qid, d, k, self.threshold)
             else:
                 out = content_case(self.lab, qid, d, self.threshold)
-        if reader_usage(self.lab) is not None:
+        if reader_usage(self.lab) is not None and chat is not None:
             out["reader_usage"] = {k: v for k, v in scope.totals(chat).items() if k != "cases"}
         return out
 
 
-def sweep(lab: Lab, arm: str, depths: Iterable[int], store: CaseStore, threshold: float = 0.05,
-          progress: Callable[[Iterable], Iterable] | None = track, runner: Runner | None = None) -> pd.DataFrame:
+def sweep(
+    lab: Lab,
+    arm: str,
+    depths: Iterable[int],
+    store: CaseStore,
+    threshold: float = 0.05,
+    progress: Callable[[Iterable], Iterator] | None = track,
+    runner: Runner | None = None,
+) -> pd.DataFrame:
     """Run (or resume) every eligible case of ``arm`` ("structural" or "content"); one row per case.
 
     ``progress`` wraps the cases still to run (a terminal bar by default; ``None`` for none);

@@ -45,44 +45,180 @@ class Relation:
 RELATIONS = {
     r.name: r
     for r in [
-        Relation("directed_by", "film", "person", "the director of {}", r"direct",
-                 ("{s} was directed by {o} and premiered in {y}.", "{o} directed {s} on a modest budget.",
-                  "The film's director was {o}.")),
-        Relation("produced_by", "film", "company", "the studio that produced {}", r"produc",
-                 ("{s} was produced by {o}.", "Production of {s} was handled by {o} in {y}.",
-                  "{o} produced the picture.")),
-        Relation("born_in", "person", "city", "the birthplace of {}", r"\bborn\b",
-                 ("{s} was born in {o} in {y}.", "Born in {o}, {p} moved abroad at the age of 19.",
-                  "{p_cap} was born and raised in {o}.")),
-        Relation("educated_at", "person", "university", "the university attended by {}", r"studied|graduated",
-                 ("{s} studied at {o}.", "{p_cap} graduated from {o} in {y}.",
-                  "After school, {s} studied law at {o}.")),
-        Relation("founded_by", "company", "person", "the founder of {}", r"founded|established",
-                 ("{s} was founded by {o} in {y}.", "{o} established {s} in {y}.",
-                  "The company was founded by {o}.")),
-        Relation("headquartered_in", "company", "city", "the headquarters city of {}", r"headquarter|offices",
-                 ("{s} is headquartered in {o}.", "The main offices of {s} are in {o}.",
-                  "Its headquarters moved to {o} in {y}.")),
-        Relation("located_in", "university", "city", "the city where {} is located", r"located|campus",
-                 ("{s} is located in {o}.", "The campus of {s} lies in {o}.",
-                  "Its main campus is located in {o}.")),
-        Relation("in_country", "city", "country", "the country of {}", r"city in|part of|province",
-                 ("{s} is a city in {o}.", "Administratively, {s} is part of {o}.",
-                  "{s} is a province capital and a city in {o}.")),
+        Relation(
+            "directed_by",
+            "film",
+            "person",
+            "the director of {}",
+            r"direct",
+            (
+                "{s} was directed by {o} and premiered in {y}.",
+                "{o} directed {s} on a modest budget.",
+                "The film's director was {o}.",
+            ),
+        ),
+        Relation(
+            "produced_by",
+            "film",
+            "company",
+            "the studio that produced {}",
+            r"produc",
+            ("{s} was produced by {o}.", "Production of {s} was handled by {o} in {y}.", "{o} produced the picture."),
+        ),
+        Relation(
+            "born_in",
+            "person",
+            "city",
+            "the birthplace of {}",
+            r"\bborn\b",
+            (
+                "{s} was born in {o} in {y}.",
+                "Born in {o}, {p} moved abroad at the age of 19.",
+                "{p_cap} was born and raised in {o}.",
+            ),
+        ),
+        Relation(
+            "educated_at",
+            "person",
+            "university",
+            "the university attended by {}",
+            r"studied|graduated",
+            ("{s} studied at {o}.", "{p_cap} graduated from {o} in {y}.", "After school, {s} studied law at {o}."),
+        ),
+        Relation(
+            "founded_by",
+            "company",
+            "person",
+            "the founder of {}",
+            r"founded|established",
+            ("{s} was founded by {o} in {y}.", "{o} established {s} in {y}.", "The company was founded by {o}."),
+        ),
+        Relation(
+            "headquartered_in",
+            "company",
+            "city",
+            "the headquarters city of {}",
+            r"headquarter|offices",
+            (
+                "{s} is headquartered in {o}.",
+                "The main offices of {s} are in {o}.",
+                "Its headquarters moved to {o} in {y}.",
+            ),
+        ),
+        Relation(
+            "located_in",
+            "university",
+            "city",
+            "the city where {} is located",
+            r"located|campus",
+            ("{s} is located in {o}.", "The campus of {s} lies in {o}.", "Its main campus is located in {o}."),
+        ),
+        Relation(
+            "in_country",
+            "city",
+            "country",
+            "the country of {}",
+            r"city in|part of|province",
+            (
+                "{s} is a city in {o}.",
+                "Administratively, {s} is part of {o}.",
+                "{s} is a province capital and a city in {o}.",
+            ),
+        ),
     ]
 }
 
 TYPE_COUNTS = {"person": 0.36, "film": 0.22, "company": 0.13, "university": 0.08, "city": 0.17, "country": 0.04}
 
-_ROOTS = ("Vel", "Kar", "Ost", "Mira", "Tan", "Bel", "Dor", "Esk", "Lum", "Quar", "Ren", "Sal", "Tor",
-          "Ul", "Var", "Wen", "Ys", "Zar", "Hal", "Jun", "Kel", "Nor", "Pel", "Riv")
+_ROOTS = (
+    "Vel",
+    "Kar",
+    "Ost",
+    "Mira",
+    "Tan",
+    "Bel",
+    "Dor",
+    "Esk",
+    "Lum",
+    "Quar",
+    "Ren",
+    "Sal",
+    "Tor",
+    "Ul",
+    "Var",
+    "Wen",
+    "Ys",
+    "Zar",
+    "Hal",
+    "Jun",
+    "Kel",
+    "Nor",
+    "Pel",
+    "Riv",
+)
 _ENDS = ("ane", "ith", "ora", "und", "ess", "ark", "ion", "ova", "ell", "ada", "urn", "ix")
-_FIRST = ("Ada", "Bram", "Cora", "Dane", "Elin", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Lev",
-          "Mara", "Niko", "Olga", "Pavel", "Rosa", "Sven", "Tia", "Umar", "Vera", "Wim", "Yara", "Zeno")
-_ADJ = ("Silver", "Quiet", "Last", "Broken", "Golden", "Hidden", "Northern", "Crimson", "Endless", "Paper",
-        "Distant", "Iron", "Glass", "Burning", "Hollow", "Winter")
-_NOUN = ("Harbor", "Garden", "River", "Crown", "Signal", "Orchard", "Bridge", "Mirror", "Letter", "Season",
-         "Tower", "Voyage", "Lantern", "Circle", "Frontier", "Echo")
+_FIRST = (
+    "Ada",
+    "Bram",
+    "Cora",
+    "Dane",
+    "Elin",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kira",
+    "Lev",
+    "Mara",
+    "Niko",
+    "Olga",
+    "Pavel",
+    "Rosa",
+    "Sven",
+    "Tia",
+    "Umar",
+    "Vera",
+    "Wim",
+    "Yara",
+    "Zeno",
+)
+_ADJ = (
+    "Silver",
+    "Quiet",
+    "Last",
+    "Broken",
+    "Golden",
+    "Hidden",
+    "Northern",
+    "Crimson",
+    "Endless",
+    "Paper",
+    "Distant",
+    "Iron",
+    "Glass",
+    "Burning",
+    "Hollow",
+    "Winter",
+)
+_NOUN = (
+    "Harbor",
+    "Garden",
+    "River",
+    "Crown",
+    "Signal",
+    "Orchard",
+    "Bridge",
+    "Mirror",
+    "Letter",
+    "Season",
+    "Tower",
+    "Voyage",
+    "Lantern",
+    "Circle",
+    "Frontier",
+    "Echo",
+)
 _FIRM = ("Pictures", "Industries", "Systems", "Holdings", "Works", "Studios", "Group", "Labs")
 _JOBS = ("painter", "engineer", "novelist", "economist", "composer", "architect", "journalist", "chemist")
 
@@ -173,8 +309,14 @@ def _entities(n_entities: int, rng: random.Random) -> dict[str, str]:
     return types
 
 
-_VARIANT = {"person": "Jr", "film": "Returns", "company": "International", "university": "Annex",
-            "city": "Heights", "country": "Territories"}
+_VARIANT = {
+    "person": "Jr",
+    "film": "Returns",
+    "company": "International",
+    "university": "Annex",
+    "city": "Heights",
+    "country": "Territories",
+}
 
 
 def _distractors(types: dict[str, str], rate: float, rng: random.Random) -> dict[str, str]:
@@ -197,24 +339,43 @@ def _filler(name: str, kind: str, others: list[str], rng: random.Random) -> list
     year, num = rng.randint(1890, 2020), rng.randint(2, 90)
     other = rng.choice(others)
     pool = {
-        "person": [f"{name} is a {rng.choice(_JOBS)} whose work is often compared with that of {other}.",
-                   f"In {year}, {name} received {num} votes in a regional poll."],
-        "film": [f"{name} runs {rng.randint(80, 170)} minutes and sold {rng.randint(10, 900) * 1000:,} tickets.",
-                 f"Critics compared it with {other} in {year}."],
-        "company": [f"{name} employed {rng.randint(50, 40000):,} people in {year}.",
-                    f"It competes with {other} in {num} markets."],
-        "university": [f"{name} enrolls {rng.randint(2000, 60000):,} students across {num} faculties.",
-                       f"Its library was rebuilt in {year}."],
-        "city": [f"{name} has a population of {rng.randint(5000, 3000000):,}.",
-                 f"It was twinned with {other} in {year}."],
-        "country": [f"{name} covers {rng.randint(1000, 900000):,} square kilometres.",
-                    f"Its constitution dates from {year} and names {num} regions."],
+        "person": [
+            f"{name} is a {rng.choice(_JOBS)} whose work is often compared with that of {other}.",
+            f"In {year}, {name} received {num} votes in a regional poll.",
+        ],
+        "film": [
+            f"{name} runs {rng.randint(80, 170)} minutes and sold {rng.randint(10, 900) * 1000:,} tickets.",
+            f"Critics compared it with {other} in {year}.",
+        ],
+        "company": [
+            f"{name} employed {rng.randint(50, 40000):,} people in {year}.",
+            f"It competes with {other} in {num} markets.",
+        ],
+        "university": [
+            f"{name} enrolls {rng.randint(2000, 60000):,} students across {num} faculties.",
+            f"Its library was rebuilt in {year}.",
+        ],
+        "city": [
+            f"{name} has a population of {rng.randint(5000, 3000000):,}.",
+            f"It was twinned with {other} in {year}.",
+        ],
+        "country": [
+            f"{name} covers {rng.randint(1000, 900000):,} square kilometres.",
+            f"Its constitution dates from {year} and names {num} regions.",
+        ],
     }[kind]
     return rng.sample(pool, k=rng.randint(1, 2))
 
 
-def _paragraph(pid: int, name: str, kind: str, facts: dict[str, str], others: list[str], rng: random.Random,
-               lookalike: str | None = None) -> Paragraph:
+def _paragraph(
+    pid: int,
+    name: str,
+    kind: str,
+    facts: dict[str, str],
+    others: list[str],
+    rng: random.Random,
+    lookalike: str | None = None,
+) -> Paragraph:
     pron = rng.choice(["she", "he"])
     sentences = [f"{name} is not to be confused with {lookalike}."] if lookalike else []
     for rel_name, obj in facts.items():
@@ -230,8 +391,10 @@ def _paragraph(pid: int, name: str, kind: str, facts: dict[str, str], others: li
 def _mention(pid: int, names: list[str], rng: random.Random) -> Paragraph:
     a, b, c = rng.sample(names, 3)
     year = rng.randint(1900, 2020)
-    text = (f"The {year} almanac lists {a} next to {b}. A survey of {rng.randint(100, 9000):,} readers "
-            f"ranked {c} {rng.randint(1, 40)}th. {a} and {c} appear together in {rng.randint(2, 30)} archives.")
+    text = (
+        f"The {year} almanac lists {a} next to {b}. A survey of {rng.randint(100, 9000):,} readers "
+        f"ranked {c} {rng.randint(1, 40)}th. {a} and {c} appear together in {rng.randint(2, 30)} archives."
+    )
     return Paragraph(pid, f"Almanac {year} notes on {a.split()[-1]}", text)
 
 
@@ -245,8 +408,9 @@ def _question(qid: str, start: str, relations: list[str], world_facts, home, rng
     for rel in relations:
         phrase = RELATIONS[rel].phrase.format(phrase)
     opener = rng.choice(["What is {}?", "Can you name {}?", "Identify {}."])
-    return Question(qid, opener.format(phrase), start, tuple(relations), tuple(hops), subject,
-                    RELATIONS[relations[-1]].object_type)
+    return Question(
+        qid, opener.format(phrase), start, tuple(relations), tuple(hops), subject, RELATIONS[relations[-1]].object_type
+    )
 
 
 def _chain(start_type: str, hops: int, rng: random.Random) -> list[str] | None:
@@ -279,16 +443,21 @@ def question_context(q: Question, corpus: list[Paragraph], vocab: list[frozenset
     names = set()
     for h in q.hops:
         names |= set(tokens(h.subject)) | set(tokens(h.object))
-    ranked = sorted((i for i in range(len(corpus)) if i not in support),
-                    key=lambda i: (-len(names & vocab[i]), i))
-    chosen = support + ranked[:max(0, size - len(support))]
+    ranked = sorted((i for i in range(len(corpus)) if i not in support), key=lambda i: (-len(names & vocab[i]), i))
+    chosen = support + ranked[: max(0, size - len(support))]
     random.Random(f"context:{q.id}").shuffle(chosen)
     return tuple(chosen)
 
 
-def build_world(seed: int, n_entities: int = 2400, n_questions: int = 120, hops: int = 3,
-                mention_share: float = 0.25, distractor_rate: float = 0.3,
-                context_size: int = CONTEXT_SIZE) -> World:
+def build_world(
+    seed: int,
+    n_entities: int = 2400,
+    n_questions: int = 120,
+    hops: int = 3,
+    mention_share: float = 0.25,
+    distractor_rate: float = 0.3,
+    context_size: int = CONTEXT_SIZE,
+) -> World:
     """A seeded world: about ``n_entities`` entity paragraphs plus ``mention_share`` as many noise paragraphs.
 
     A share ``distractor_rate`` of entities gets a look-alike ("Mara Junova Jr")
