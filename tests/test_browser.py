@@ -212,10 +212,15 @@ def screenshot(page, quick_book: Path, name: str) -> Path:
 
 
 def book_pages(quick_book: Path) -> list[Path]:
-    """Every page a reader can open: the chapters, the landing page, the API and bibliography pages."""
+    """Every page a reader reads: the chapters, the landing page, the API and bibliography pages.
+
+    Not the generated listings: the index, search, and the highlighted source
+    of each module (``_modules``, code only).
+    """
     html = quick_book / "_build" / "html"
     skip = {"genindex.html", "search.html", "py-modindex.html"}
-    return sorted(p for p in html.rglob("*.html") if "_static" not in p.parts and "_sources" not in p.parts
+    generated = {"_static", "_sources", "_modules"}
+    return sorted(p for p in html.rglob("*.html") if not generated & set(p.relative_to(html).parts)
                   and p.name not in skip and "http-equiv=\"refresh\"" not in p.read_text(encoding="utf-8")[:2000])
 
 
