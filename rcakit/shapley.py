@@ -1,4 +1,4 @@
-"""Shapley values of any set function ``v(coalition) -> float`` (CAR §4).
+r"""Shapley values of any set function ``v(coalition) -> float`` (CAR §4).
 
 Players are ``0 .. n-1`` and a coalition is a ``frozenset`` of them. Two
 estimators:
@@ -8,7 +8,15 @@ estimators:
 - :func:`shapley_permutation` samples random orderings and averages each
   player's marginal contribution along them (Castro et al., 2009), with CAR's
   antithetic pairing (every ordering is also walked in reverse), a budget
-  breaker that keeps only whole permutations, and CLT intervals.
+  breaker that keeps only whole permutations, and intervals
+  (:func:`permutation_interval`).
+
+The intervals (:data:`INTERVALS`) are computed from the same rows: CAR's
+``normal`` interval, :math:`\bar x \pm z\, s / \sqrt{M}` over the :math:`M`
+antithetic pairs (CAR §4); ``student``, the same with the quantile of
+Student's t with :math:`M - 1` degrees of freedom, which keeps its nominal
+coverage when :math:`M` is small; and ``walks``, every walk taken as its own
+draw (what ignoring the pairing would give), kept to measure that choice.
 
 Nothing here knows about agents or SCMs: ``rcakit.scm`` supplies a value
 function estimated by replay, and ``rcakit.repair.baselines`` the value table
@@ -25,10 +33,12 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
+from scipy import stats as scipy_stats
 
-from rcakit import RcakitError, stats
+from rcakit import RcakitError
 
 ValueFunction = Callable[[frozenset], float]
+INTERVALS = ("normal", "student", "walks")  # CAR's z interval over pairs; Student's t over pairs; walks as draws
 
 
 def shapley_exact(value_fn: ValueFunction, n: int) -> np.ndarray:
@@ -55,15 +65,39 @@ def shapley_exact(value_fn: ValueFunction, n: int) -> np.ndarray:
     return phi
 
 
+def permutation_interval(
+    rows: np.ndarray, method: str = "normal", level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Mean and interval per player (column) of i.i.d. rows of marginal contributions (CAR §4).
+
+    ``normal``: :math:`\bar x \pm z_{1-\alpha/2}\, s / \sqrt{M}`, CAR's interval;
+    ``student``: the same with :math:`t_{M-1,\,1-\alpha/2}` in place of :math:`z`.
+    ``s`` is the sample standard deviation (ddof 1); with fewer than two rows
+    the interval is NaN. Returns ``(mean, low, high)``, one entry per column.
+    """
+    if method not in ("normal", "student"):
+        raise RcakitError(f"permutation_interval: method {method!r} is not one of normal, student")
+    columns = [np.ascontiguousarray(c) for c in np.asarray(rows, dtype=float).T]  # one player at a time
+    m = len(columns[0]) if columns else 0
+    mean = np.array([c.mean() if m else np.nan for c in columns])
+    if m < 2:
+        return mean, np.full_like(mean, np.nan), np.full_like(mean, np.nan)
+    tail = 0.5 + level / 2
+    quantile = scipy_stats.norm.ppf(tail) if method == "normal" else scipy_stats.t.ppf(tail, m - 1)
+    half = np.array([quantile * c.std(ddof=1) / np.sqrt(m) for c in columns])
+    return mean, mean - half, mean + half
+
+
 @dataclass
 class ShapleyEstimate:
-    r"""Monte-Carlo Shapley values with CLT intervals.
+    r"""Monte-Carlo Shapley values with intervals.
 
     ``samples`` holds one row per completed permutation (the average of its
-    forward and reverse walks when antithetic); the intervals are
-    :math:`\bar x \pm z\, s / \sqrt{M}` over those :math:`M` rows. ``evaluations`` counts the calls of
-    the value function and ``spent`` the budget they used (``evaluations``
-    times the cost of one call).
+    forward and reverse walks when antithetic), ``walk_samples`` one row per
+    walk (forward, then reverse). ``ci_low`` and ``ci_high`` are the
+    ``interval`` (:data:`INTERVALS`) at ``level``; :meth:`interval` gives any
+    other. ``evaluations`` counts the calls of the value function and
+    ``spent`` the budget they used (``evaluations`` times the cost of one call).
     """
 
     values: np.ndarray
@@ -74,6 +108,25 @@ class ShapleyEstimate:
     truncated: bool
     samples: np.ndarray
     cost_per_evaluation: int = 1
+    walk_samples: np.ndarray | None = None
+    interval_method: str = "normal"
+    level: float = 0.95
+
+    def interval(self, method: str, level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` per player by ``method`` (:data:`INTERVALS`), at ``level`` (default: the estimate's).
+
+        ``walks`` treats each walk as an independent draw: the normal interval
+        over ``walk_samples``, which ignores the antithetic pairing.
+        """
+        if method not in INTERVALS:
+            raise RcakitError(f"interval: method {method!r} is not one of {', '.join(INTERVALS)}")
+        level = self.level if level is None else level
+        if method == "walks":
+            walks = self.samples if self.walk_samples is None else self.walk_samples
+            _, low, high = permutation_interval(walks, "normal", level)
+        else:
+            _, low, high = permutation_interval(self.samples, method, level)
+        return low, high
 
     @property
     def efficiency(self) -> float:
@@ -117,13 +170,18 @@ def shapley_permutation(
     seed: int = 0,
     budget: int | None = None,
     cost_per_evaluation: int = 1,
+    interval: str = "normal",
+    level: float = 0.95,
 ) -> ShapleyEstimate:
     """Monte-Carlo Shapley by random permutations (CAR §4).
 
     With ``antithetic`` each sampled permutation is also walked in reverse and
-    the two walks' marginals are averaged. ``value_fn`` is called afresh for
-    every coalition of every walk: no caching across permutations, so a noisy
-    (sampled) value function keeps independent marginals.
+    the two walks' marginals are averaged into one row: the pair is one draw.
+    ``value_fn`` is called afresh for every coalition of every walk: no caching
+    across permutations, so a noisy (sampled) value function keeps independent
+    rows, and their spread carries the noise of the value function.
+    ``interval`` picks the interval of ``ci_low`` and ``ci_high``
+    (:data:`INTERVALS`; CAR's is ``normal``).
 
     ``budget`` caps what the calls may cost, in the caller's unit: one call
     costs ``cost_per_evaluation`` (for a value estimated from 12 rollouts per
@@ -132,22 +190,24 @@ def shapley_permutation(
     """
     if cost_per_evaluation < 1:
         raise RcakitError(f"shapley_permutation: cost_per_evaluation = {cost_per_evaluation!r} must be >= 1")
+    if interval not in INTERVALS:
+        raise RcakitError(f"shapley_permutation: interval {interval!r} is not one of {', '.join(INTERVALS)}")
     rng = np.random.default_rng(seed)
     calls = (n + 1) * (2 if antithetic else 1)
-    rows, evaluations, truncated = [], 0, False
+    walks, evaluations, truncated = [], 0, False
     for _ in range(n_permutations):
         if budget is not None and (evaluations + calls) * cost_per_evaluation > budget:
             truncated = True
             break
         order = rng.permutation(n)
-        marginals = _walk(value_fn, order)
+        walks.append(_walk(value_fn, order))
         if antithetic:
-            marginals = (marginals + _reverse_walk(value_fn, order)) / 2
-        rows.append(marginals)
+            walks.append(_reverse_walk(value_fn, order))
         evaluations += calls
-    samples = np.array(rows).reshape(len(rows), n)
-    intervals = np.array([stats.mean_ci_normal(samples[:, i]) for i in range(n)]).reshape(n, 3)
-    return ShapleyEstimate(
-        intervals[:, 0], intervals[:, 1], intervals[:, 2], evaluations, len(rows), truncated, samples,
-        cost_per_evaluation,
-    )
+    walk_samples = np.array(walks).reshape(len(walks), n)
+    per_row = 2 if antithetic else 1
+    samples = walk_samples.reshape(-1, per_row, n).mean(axis=1)
+    estimate = ShapleyEstimate(permutation_interval(samples)[0], np.empty(n), np.empty(n), evaluations,
+                               len(samples), truncated, samples, cost_per_evaluation, walk_samples, interval, level)
+    estimate.ci_low, estimate.ci_high = estimate.interval(interval)
+    return estimate

@@ -157,20 +157,44 @@ def car_verdicts(n_permutations=80, samples_per_eval=12, budget=7680, seed=0):
 
     s = scm.interaction_scm(0.3, seed=seed)
     est = scm.scm_shapley(s, n_permutations, samples_per_eval, budget, [seed, 1], seed)
+    check = scm.efficiency_from_v_empty(est)
     measured = {"interaction": {"phi": est.values, "phi_ci": np.column_stack([est.ci_low, est.ci_high]),
-                                "efficiency": est.efficiency}}
+                                "analytic_phi": shapley_exact(s.analytic_v, 3), "efficiency": est.efficiency,
+                                "analytic_efficiency": 0.91, "efficiency_gap": check["efficiency_gap"],
+                                "efficiency_ci_from_v_empty": check["efficiency_ci"]}}
     table = claims.compare("car-shapley", measured, {"q": 0.3})
     return table.set_index("claim")["verdict"], table
 
 
-EFFICIENCY = "Efficiency sum vs analytic 1 - q^2 = 0.91"
-PHI = [f"Shapley phi_{i}, two-step interaction SCM" for i in (0, 1)] + ["Shapley phi_2 (irrelevant step) ~ 0"]
+def claim_named(start):
+    from rcakit import claims
+
+    names = [c["claim"] for c in claims.chapter_claims("car-shapley")["claims"] if c["claim"].startswith(start)]
+    assert len(names) == 1, names
+    return names[0]
+
+
+EFFICIENCY = claim_named("Efficiency sum vs analytic")
+TELESCOPES = claim_named("Efficiency sum = 1 - v(empty set) estimate exactly")
+PHI = [claim_named(f"Shapley phi_{i}") for i in range(3)]
 
 
 def test_correct_estimator_agrees_with_every_shapley_claim():
-    verdicts, _ = car_verdicts()
-    assert verdicts[EFFICIENCY] == "agrees"
+    verdicts, table = car_verdicts()
+    assert verdicts[EFFICIENCY] == verdicts[TELESCOPES] == "agrees"
     assert all(verdicts[name] == "agrees" for name in PHI)
+    assert table.set_index("claim")["asserted"][TELESCOPES]
+
+
+def test_only_exact_claims_are_asserted():
+    """No Monte-Carlo check can stop the chapter: the asserted claims are the exact identities."""
+    from rcakit import claims
+
+    asserted = {c["claim"] for c in claims.chapter_claims("car-shapley")["claims"] if claims.is_exact(c)
+                and c.get("holds")}
+    assert asserted == {TELESCOPES, claim_named("Resampling after the point of commitment"),
+                        claim_named("Support agent: replay action-match rate of the scripted"),
+                        claim_named("Support agent: replay action-match rate of a seeded")}
 
 
 def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monkeypatch):
@@ -186,28 +210,40 @@ def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monk
 
     monkeypatch.setattr(rcakit.shapley, "_reverse_walk", stale_reverse_walk)
     verdicts, table = car_verdicts()
-    assert verdicts[EFFICIENCY] == "differs"
-    with pytest.raises(AssertionError, match="Efficiency sum"):
+    assert verdicts[TELESCOPES] == "differs"
+    with pytest.raises(AssertionError, match="Efficiency sum = 1 - v"):
         claims.assert_holds(table)
 
 
-def test_efficiency_identity_fails_when_the_simulator_draws_the_wrong_probability(monkeypatch):
-    # Bug: a step goes bad with probability 1 - q, so v(empty set) = 0.49, not q^2 = 0.09.
+def test_efficiency_identity_fails_when_a_held_step_is_re_decided(monkeypatch):
+    # Bug: holding a coalition forgets step 1, so holding every step no longer replays the failure.
+    from rcakit.scm import model, shapley_sweeps
+
+    monkeypatch.setattr(shapley_sweeps, "do_hold", lambda steps: model.Do(hold=frozenset(steps) - {1}))
+    verdicts, _ = car_verdicts()
+    s = scm.interaction_scm(0.3, seed=0)
+    assert scm.efficiency_from_v_empty(scm.scm_shapley(s, 10, 12, 0, 0, 0))["v_full"] < 1
+    assert verdicts[TELESCOPES] == "differs"
+
+
+def test_efficiency_check_fails_when_the_simulator_draws_the_wrong_probability(monkeypatch):
+    # Bug: a step goes bad with probability 1 - q, so v(empty set) = 0.49, not q^2 = 0.09. The sum still
+    # telescopes exactly; the Monte-Carlo check against 1 - q^2 catches it.
     def inverted(p, yes, no):
         return lambda context, rng: yes if rng.random() >= p else no
 
     monkeypatch.setattr(examples, "bernoulli_policy", inverted)
     verdicts, _ = car_verdicts()
-    assert verdicts[EFFICIENCY] == "differs"
+    assert verdicts[EFFICIENCY] == "differs" and verdicts[TELESCOPES] == "agrees"
 
 
-def test_misattributing_reverse_walk_passes_the_identity_but_fails_the_mechanism(monkeypatch):
+def test_misattributing_reverse_walk_passes_the_identity_but_fails_the_split(monkeypatch):
     # Bug: the reverse walk's marginals are flipped as if indexed by position, so player i
     # is credited with player n-1-i's marginal. The sum still telescopes; the split does not.
     monkeypatch.setattr(rcakit.shapley, "_reverse_walk",
                         lambda value_fn, order: rcakit.shapley._walk(value_fn, order[::-1])[::-1])
     verdicts, _ = car_verdicts()
-    assert verdicts[EFFICIENCY] == "agrees"
+    assert verdicts[EFFICIENCY] == verdicts[TELESCOPES] == "agrees"
     assert verdicts[PHI[0]] == "differs" and verdicts[PHI[2]] == "differs"
 
 
@@ -221,11 +257,20 @@ def test_scm_shapley_spends_the_rollout_budget_in_whole_permutations():
 def test_shapley_reruns_are_independent_and_reproducible():
     s = scm.interaction_scm(0.3, seed=0)
     a = scm.shapley_reruns(s, 3, 10, 6, 0, seed=4)
-    assert list(a.columns) == ["rerun", "player", "phi", "ci_low", "ci_high"] and len(a) == 9
+    assert list(a.columns) == ["rerun", "player", "interval", "phi", "ci_low", "ci_high"] and len(a) == 9
     assert a.equals(scm.shapley_reruns(s, 3, 10, 6, 0, seed=4))
     phi0 = a[a["player"] == 0]["phi"].to_numpy()
     assert len(set(phi0)) == 3  # each rerun draws afresh
     assert (a["ci_low"] <= a["phi"]).all() and (a["phi"] <= a["ci_high"]).all()
+
+
+def test_shapley_reruns_score_every_interval_on_the_same_draws():
+    s = scm.interaction_scm(0.3, seed=0)
+    both = scm.shapley_reruns(s, 4, 6, 6, 0, seed=2, intervals=("normal", "student"))
+    car, t = (both[both["interval"] == m].reset_index(drop=True) for m in ("normal", "student"))
+    assert car["phi"].equals(t["phi"])  # one estimate, two intervals
+    assert (t["ci_low"] < car["ci_low"]).all() and (car["ci_high"] < t["ci_high"]).all()
+    assert car.drop(columns="interval").equals(scm.shapley_reruns(s, 4, 6, 6, 0, seed=2).drop(columns="interval"))
 
 
 def test_shapley_convergence_reports_both_samplings_at_equal_rollouts():
@@ -239,15 +284,45 @@ def test_shapley_convergence_reports_both_samplings_at_equal_rollouts():
 
 
 def test_interval_coverage_counts_intervals_that_hold_each_target():
-    reruns = pd.DataFrame({"rerun": [0, 0, 1, 1, 2, 2], "player": [0, 1] * 3, "phi": [0.5] * 6,
+    reruns = pd.DataFrame({"rerun": [0, 0, 1, 1, 2, 2], "player": [0, 1] * 3, "interval": "normal", "phi": [0.5] * 6,
                            "ci_low": [0.40, 0.0, 0.45, 0.0, 0.30, 0.2], "ci_high": [0.50, 0.1, 0.60, 0.1, 0.42, 0.3]})
     targets = {"paper": [0.44, 0.0], "analytic": [0.455, 0.25]}
     table = scm.interval_coverage(reruns, targets).set_index(["step", "target"])
-    assert table.loc[(0, "paper"), "share of reruns inside"] == pytest.approx(1 / 3)  # only [0.40, 0.50] holds 0.44
-    assert table.loc[(0, "analytic"), "share of reruns inside"] == pytest.approx(2 / 3)
-    assert table.loc[(1, "paper"), "share of reruns inside"] == pytest.approx(2 / 3)
-    assert table.loc[(1, "analytic"), "share of reruns inside"] == pytest.approx(1 / 3)
-    assert (table["Wilson low"] <= table["share of reruns inside"]).all()
+    assert table.loc[(0, "paper"), "coverage"] == pytest.approx(1 / 3)  # only [0.40, 0.50] holds 0.44
+    assert table.loc[(0, "analytic"), "coverage"] == pytest.approx(2 / 3)
+    assert table.loc[(1, "paper"), "coverage"] == pytest.approx(2 / 3)
+    assert table.loc[(1, "analytic"), "coverage"] == pytest.approx(1 / 3)
+    assert (table["Wilson low"] <= table["coverage"]).all() and (table["reruns"] == 3).all()
+    assert table.loc[(0, "paper"), "mean width"] == pytest.approx((0.10 + 0.15 + 0.12) / 3)
+
+
+def test_coverage_study_finds_the_normal_quantile_short_with_few_permutations():
+    """Planted: with 3 permutations the z quantile ignores the error of the estimated spread."""
+    s = scm.interaction_scm(0.3, seed=0)
+    study = scm.coverage_study({"few": (s, 3, 4, 0)}, 200, seed=1)
+    cov = study.set_index(["variant", "step"])["coverage"]
+    assert list(dict.fromkeys(study["variant"])) == list(scm.COVERAGE_VARIANTS)
+    for step in range(3):
+        assert cov["student", step] >= cov["car", step]  # same centre, larger quantile, same draws
+    assert cov["car"].mean() < 0.9 < cov["student"].mean()
+    assert cov["cached"].mean() < 0.7  # without the noise of v(S) in the spread the interval is far too short
+    facts = scm.coverage_facts(study)["few"]
+    assert facts["t_quantile"] == pytest.approx(4.303, abs=1e-3) and facts["reruns"] == 200
+    assert facts["walks"][0]["width"] > 1.5 * facts["car"][0]["width"]  # the pairs cancel the ordering noise
+
+
+def test_coverage_reading_names_where_the_nominal_level_lies():
+    assert scm.coverage_reading(0.80, 0.90) == "below the nominal level"
+    assert scm.coverage_reading(0.93, 0.97) == "consistent with the nominal level"
+    assert scm.coverage_reading(0.96, 0.99) == "above the nominal level"
+
+
+def test_cached_values_are_drawn_once_per_coalition():
+    s = scm.interaction_scm(0.3, seed=0)
+    est = scm.scm_shapley(s, 10, 12, 0, 1, 2, cache_values=True)
+    assert all(rollouts == 12 for _, rollouts in est.tallies.values()) and len(est.tallies) <= 8
+    fresh = scm.scm_shapley(s, 10, 12, 0, 1, 2)
+    assert sum(r for _, r in fresh.tallies.values()) == fresh.spent == 10 * 2 * 4 * 12
 
 
 def test_scm_shapley_cost_is_counted_in_rollouts():
@@ -260,9 +335,10 @@ def test_efficiency_from_v_empty_recovers_the_empty_coalitions_count():
     s = scm.interaction_scm(0.3, seed=0)
     est = scm.scm_shapley(s, 20, 6, 0, 3, 4)
     check = scm.efficiency_from_v_empty(est)
-    assert check["walks"] == 40 and check["empty_rollouts"] == 240
+    assert check["walks"] == 40 and check["empty_rollouts"] == 240 == est.tallies[frozenset()][1]
     # the sum is exactly 1 - (bad among the empty coalitions' rollouts) / their number
     assert est.efficiency == pytest.approx(1 - check["empty_bad"] / 240, abs=1e-12)
+    assert check["v_full"] == 1.0 and check["efficiency_gap"] < 1e-12
     lo, hi = check["efficiency_ci"]
     assert lo < est.efficiency < hi
     assert (lo, hi) == pytest.approx(tuple(1 - x for x in stats.wilson_ci(check["empty_bad"], 240)[::-1]))
@@ -328,3 +404,19 @@ def test_the_bootstraps_share_one_resampling_step():
     point, lo, hi = stats.bootstrap_ci(data, n_boot=7, seed=4)
     assert (lo, hi) == stats.percentile_interval(rows.mean(axis=1))
     assert stats.percentile_interval(np.arange(101.0), 0.9) == (5.0, 95.0)
+
+
+def test_coverage_figure_draws_one_panel_per_setting_with_the_nominal_line():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rcakit.scm.plotting import coverage_figure
+
+    s = scm.interaction_scm(0.3, seed=0)
+    study = scm.coverage_study({"a": (s, 3, 2, 0), "b": (s, 2, 2, 0)}, 5, seed=0, variants=["car", "student"])
+    fig = coverage_figure(study)
+    assert len(fig.axes) == 2 and [ax.get_title().split(" ")[0] for ax in fig.axes] == ["3", "2"]
+    assert all(any(line.get_ydata()[0] == 0.95 for line in ax.get_lines()) for ax in fig.axes)
+    plt.close(fig)

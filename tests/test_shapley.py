@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import rcakit.scm
-from rcakit import RcakitError
-from rcakit.shapley import shapley_exact, shapley_permutation
+from rcakit import RcakitError, stats
+from rcakit.shapley import permutation_interval, shapley_exact, shapley_permutation
 
 
 def additive(weights):
@@ -140,3 +140,50 @@ def test_same_seed_same_estimate_and_another_seed_another():
     a, b = (shapley_permutation(v, 5, 10, antithetic=False, seed=4) for _ in range(2))
     assert np.array_equal(a.values, b.values) and np.array_equal(a.ci_low, b.ci_low)
     assert not np.array_equal(a.values, shapley_permutation(v, 5, 10, antithetic=False, seed=5).values)
+
+
+def test_permutation_interval_normal_and_student_quantiles():
+    rows = np.array([[0.0, 1.0], [1.0, 1.0], [2.0, 1.0], [3.0, 1.0]])  # mean 1.5, sd 1.2910; a constant
+    mean, lo, hi = permutation_interval(rows, "normal")
+    assert np.allclose(mean, [1.5, 1.0]) and np.allclose(hi - mean, [1.959964 * 1.290994 / 2, 0.0])
+    mean_t, lo_t, hi_t = permutation_interval(rows, "student")
+    assert np.allclose(mean_t, mean) and hi_t[0] - mean_t[0] == pytest.approx(3.182446 * 1.290994 / 2, rel=1e-5)
+    assert lo_t[1] == hi_t[1] == 1.0  # rows that never vary give a point: the interval cannot see noise
+    _, lo90, hi90 = permutation_interval(rows, "normal", level=0.90)
+    assert lo[0] < lo90[0] < hi90[0] < hi[0]
+    assert all(np.isnan(x).all() for x in permutation_interval(rows[:1], "student")[1:])
+    with pytest.raises(RcakitError, match="method"):
+        permutation_interval(rows, "walks")
+
+
+def test_normal_interval_is_the_clt_interval_of_rcakit_stats():
+    rng = np.random.default_rng(4)
+    rows = rng.normal(size=(25, 3))
+    mean, lo, hi = permutation_interval(rows, "normal")
+    for i in range(3):
+        assert (mean[i], lo[i], hi[i]) == stats.mean_ci_normal(rows[:, i])  # bit for bit: CAR's interval
+
+
+def test_estimate_keeps_every_walk_and_pairs_them_into_rows():
+    table = np.random.default_rng(6).normal(size=2**4)
+    est = shapley_permutation(lambda s: table[sum(1 << i for i in s)], 4, n_permutations=6, seed=2)
+    assert est.walk_samples.shape == (12, 4) and est.samples.shape == (6, 4)
+    assert np.allclose(est.samples, (est.walk_samples[0::2] + est.walk_samples[1::2]) / 2)
+    student = shapley_permutation(lambda s: table[sum(1 << i for i in s)], 4, 6, seed=2, interval="student")
+    assert np.array_equal(student.values, est.values)
+    assert np.array_equal(student.ci_low, est.interval("student")[0]) and (student.ci_low < est.ci_low).all()
+    walks_lo, walks_hi = est.interval("walks")
+    assert np.allclose(walks_hi - walks_lo, 2 * 1.959964 * est.walk_samples.std(axis=0, ddof=1) / np.sqrt(12))
+    with pytest.raises(RcakitError, match="interval"):
+        shapley_permutation(lambda s: 0.0, 3, 2, interval="bootstrap")
+
+
+def test_walks_as_independent_draws_overstate_the_noise_of_a_pairwise_game():
+    # In a pairwise game the reverse walk cancels the ordering noise: every pair row is exact, the walks are not.
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=4), np.triu(rng.normal(size=(4, 4)), 1)
+    v, phi = pairwise_game(a, b)
+    est = shapley_permutation(v, 4, n_permutations=8, seed=1)
+    assert np.allclose(est.ci_low, phi) and np.allclose(est.ci_high, phi)
+    walks_lo, walks_hi = est.interval("walks")
+    assert (walks_hi - walks_lo > 0.01).any()

@@ -4,7 +4,7 @@
 - :mod:`rcakit.scm.contrastive`: the contrastive estimator and the
   point-of-commitment locus (CAR §4);
 - :mod:`rcakit.scm.shapley_sweeps`: Shapley values of an SCM's failure by
-  replay, reruns, coverage and convergence (CAR §4-5), on top of the generic
+  replay, reruns, interval coverage and convergence (CAR §4-5), on top of the generic
   estimators in :mod:`rcakit.shapley`;
 - :mod:`rcakit.scm.examples`: the validation SCMs with planted ground truth (CAR §5);
 - :mod:`rcakit.scm.llm_policy`: a step decided by a language model, and the
@@ -13,6 +13,7 @@
   action-match rate (CAR §3);
 - :mod:`rcakit.scm.support_agent`: the four-step support agent with an
   injected instruction, and its incident report (CAR Figure 1, §5).
+- :mod:`rcakit.scm.plotting`: the coverage figure of the Shapley intervals (CAR §4).
 
 Used in the chapters: ``car-shapley`` and ``primer``.
 """
@@ -55,7 +56,14 @@ from rcakit.scm.replay import (
     step_seeds,
 )
 from rcakit.scm.shapley_sweeps import (
+    COVERAGE_VARIANTS,
+    CoverageVariant,
     RolloutValue,
+    SCMShapley,
+    coverage_facts,
+    coverage_reading,
+    coverage_readings,
+    coverage_study,
     efficiency_from_v_empty,
     interval_coverage,
     permutation_budgets,
@@ -72,8 +80,10 @@ from rcakit.scm.support_agent import (
 )
 
 __all__ = [
+    "COVERAGE_VARIANTS",
     "ActionMatch",
     "Contrastive",
+    "CoverageVariant",
     "Do",
     "NO_INTERVENTION",
     "Policy",
@@ -86,10 +96,15 @@ __all__ = [
     "ReplayChannel",
     "RolloutValue",
     "SCM",
+    "SCMShapley",
     "SupportReport",
     "action_match_rate",
     "bernoulli_policy",
     "contrastive_effects",
+    "coverage_facts",
+    "coverage_reading",
+    "coverage_readings",
+    "coverage_study",
     "decision_lines",
     "do_edit_context",
     "do_force_action",

@@ -41,7 +41,7 @@ def contrastive_effects(scm: SCM, k_samples: int, seed: int, n_boot: int = 1000,
     rows = []
     for k, step in enumerate(scm.steps):
         bad = scm.sample_bad(rng, do_resample(k), k_samples)
-        diff, lo, hi = stats.bootstrap_difference_ci(bad, observed, n_boot, rng, level)
+        diff, lo, hi = stats.bootstrap_difference_ci(bad, observed, n_boot, rng, level=level)
         p_lo, p_hi = stats.wilson_ci(int(bad.sum()), k_samples, alpha=1 - level)
         rows.append(
             {"step": k, "name": step.name, "p_bad_do": bad.mean(), "p_lo": p_lo, "p_hi": p_hi,

@@ -4,40 +4,64 @@ The game: players are the steps, and :math:`v(S) = P(\text{bad} \mid
 \text{steps in } S \text{ held at their observed actions})`, each call
 estimated afresh from rollouts (:class:`RolloutValue`). The generic
 estimators live in :mod:`rcakit.shapley`; this module adds the SCM value
-function, one seeded estimate under a rollout budget, fresh-seed reruns and
-how often their intervals hold a target, the efficiency sum read as an
-estimate of :math:`v(\emptyset)`, and a convergence sweep against the analytic
-values.
+function, one seeded estimate under a rollout budget, the efficiency sum read
+as an estimate of :math:`v(\emptyset)`, fresh-seed reruns and how often
+their intervals hold a target (:func:`coverage_study`: CAR's interval beside
+Student's t, walks taken as independent draws, and cached values of
+:math:`v`), and a convergence sweep against the analytic values.
 
 Used in the chapter ``car-shapley``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from rcakit import stats
 from rcakit.scm.model import SCM, do_hold
-from rcakit.shapley import ShapleyEstimate, shapley_exact, shapley_permutation
+from rcakit.shapley import INTERVALS, ShapleyEstimate, shapley_exact, shapley_permutation
 
 
 @dataclass
 class RolloutValue:
     """v(S) = P(bad | steps in S held at their observed actions), estimated afresh
-    from ``samples_per_eval`` rollouts at every call; ``rollouts`` counts them."""
+    from ``samples_per_eval`` rollouts at every call; ``rollouts`` counts them.
+
+    ``tallies`` keeps, per coalition, the bad rollouts and all rollouts drawn
+    for it. With ``cache`` each coalition is estimated once and the estimate
+    reused: the variant CAR §4 avoids, kept to measure what it does to the
+    intervals.
+    """
 
     scm: SCM
     samples_per_eval: int
     rng: np.random.Generator
     rollouts: int = 0
+    cache: bool = False
+    tallies: dict[frozenset, list[int]] = field(default_factory=dict)
 
     def __call__(self, coalition: frozenset) -> float:
+        tally = self.tallies.setdefault(frozenset(coalition), [0, 0])
+        if self.cache and tally[1]:
+            return tally[0] / tally[1]
+        bad = self.scm.sample_bad(self.rng, do_hold(coalition), self.samples_per_eval)
         self.rollouts += self.samples_per_eval
-        return float(self.scm.sample_bad(self.rng, do_hold(coalition), self.samples_per_eval).mean())
+        tally[0] += int(bad.sum())
+        tally[1] += self.samples_per_eval
+        return float(bad.mean())
+
+
+@dataclass
+class SCMShapley(ShapleyEstimate):
+    """A :class:`~rcakit.shapley.ShapleyEstimate` of an SCM's failure, with the rollout
+    tallies of its value function: coalition -> ``[bad rollouts, rollouts]``."""
+
+    tallies: dict[frozenset, list[int]] = field(default_factory=dict)
 
 
 def scm_shapley(
@@ -48,67 +72,182 @@ def scm_shapley(
     value_seed: int | Sequence[int],
     order_seed: int,
     antithetic: bool = True,
-) -> ShapleyEstimate:
+    interval: str = "normal",
+    cache_values: bool = False,
+) -> SCMShapley:
     """Monte-Carlo Shapley of v(S) = P(bad | S held) on an SCM (CAR §4-5).
 
     ``rollout_budget`` caps the rollouts (0: no cap); every evaluation of v
     costs ``samples_per_eval`` of them. ``value_seed`` seeds the rollouts and
-    ``order_seed`` the permutations.
+    ``order_seed`` the permutations; ``interval`` is the interval reported
+    (:data:`rcakit.shapley.INTERVALS`, CAR's is ``normal``); ``cache_values``
+    reuses one estimate per coalition (not CAR's protocol).
     """
-    value = RolloutValue(model, samples_per_eval, np.random.default_rng(value_seed))
-    return shapley_permutation(value, model.n_steps, n_permutations, antithetic=antithetic, seed=order_seed,
-                               budget=rollout_budget or None, cost_per_evaluation=samples_per_eval)
+    value = RolloutValue(model, samples_per_eval, np.random.default_rng(value_seed), cache=cache_values)
+    estimate = shapley_permutation(value, model.n_steps, n_permutations, antithetic=antithetic, seed=order_seed,
+                                   budget=rollout_budget or None, cost_per_evaluation=samples_per_eval,
+                                   interval=interval)
+    return SCMShapley(**vars(estimate), tallies=value.tallies)
 
 
-def efficiency_from_v_empty(estimate: ShapleyEstimate, alpha: float = 0.05) -> dict:
+def efficiency_from_v_empty(estimate: SCMShapley, alpha: float = 0.05) -> dict:
     r"""The efficiency sum read as one minus an estimate of :math:`v(\emptyset)` (CAR §5).
 
-    Every walk telescopes to :math:`\hat v(N) - \hat v(\emptyset)`, and
-    :math:`\hat v(N) = 1` exactly (holding every step replays the failing run),
-    so the sum is one minus the share of bad outcomes among the rollouts of
-    the walks' empty coalitions. Returns that count, the walks, and the
-    Wilson interval of the sum that follows from it.
+    Every walk telescopes to :math:`\hat v(N) - \hat v(\emptyset)`, made of
+    that walk's own two estimates, and :math:`\hat v(N) = 1` when holding
+    every step replays the failing run. So the sum should equal one minus the
+    share of bad outcomes among the rollouts of the walks' empty coalitions.
+    Returns that count, the walks, the pooled :math:`\hat v(\emptyset)` and
+    :math:`\hat v(N)` from the value function's tallies (not from the sum),
+    ``efficiency_gap`` = :math:`|\sum_i \hat\phi_i - (1 - \hat v(\emptyset))|`,
+    which is 0 up to rounding when both facts hold, and the Wilson interval of
+    the sum that follows from the count.
     """
-    empty_rollouts = estimate.walks * estimate.cost_per_evaluation
-    empty_bad = round((1 - estimate.efficiency) * empty_rollouts)
+    n = len(estimate.values)
+    empty_bad, empty_rollouts = estimate.tallies.get(frozenset(), [0, 0])
+    full_bad, full_rollouts = estimate.tallies.get(frozenset(range(n)), [0, 0])
+    v_empty = empty_bad / empty_rollouts if empty_rollouts else float("nan")
     lo, hi = stats.wilson_ci(empty_bad, empty_rollouts, alpha)
     return {"walks": estimate.walks, "empty_rollouts": empty_rollouts, "empty_bad": empty_bad,
-            "v_empty": 1 - estimate.efficiency, "efficiency_ci": [1 - hi, 1 - lo]}
+            "v_empty": v_empty, "v_full": full_bad / full_rollouts if full_rollouts else float("nan"),
+            "efficiency_gap": abs(estimate.efficiency - (1 - v_empty)), "efficiency_ci": [1 - hi, 1 - lo]}
 
 
 def shapley_reruns(
-    model: SCM, reruns: int, n_permutations: int, samples_per_eval: int, rollout_budget: int, seed: int
+    model: SCM,
+    reruns: int,
+    n_permutations: int,
+    samples_per_eval: int,
+    rollout_budget: int,
+    seed: int,
+    intervals: Sequence[str] = ("normal",),
+    cache_values: bool = False,
 ) -> pd.DataFrame:
-    """``reruns`` independent repeats of :func:`scm_shapley`, one row per rerun and player.
+    """``reruns`` independent repeats of :func:`scm_shapley`, one row per rerun, player and interval.
 
-    Columns ``rerun, player, phi, ci_low, ci_high``: how often an interval
-    contains a target is the share of rows whose interval does.
+    Columns ``rerun, player, interval, phi, ci_low, ci_high``, one row per
+    method of ``intervals`` (all computed from the same rerun). Rerun ``r``
+    draws its seeds from ``(seed, r)``, so the reruns of two calls with the
+    same ``seed`` are the same draws. How often an interval contains a target
+    is the share of rows whose interval does (:func:`interval_coverage`).
     """
     rows = []
     for r in range(reruns):
         value_seed, order_seed = np.random.default_rng([seed, r]).integers(0, 2**31, size=2)
-        est = scm_shapley(model, n_permutations, samples_per_eval, rollout_budget, int(value_seed), int(order_seed))
-        for i in range(model.n_steps):
-            rows.append({"rerun": r, "player": i, "phi": est.values[i],
-                         "ci_low": est.ci_low[i], "ci_high": est.ci_high[i]})
+        est = scm_shapley(model, n_permutations, samples_per_eval, rollout_budget, int(value_seed), int(order_seed),
+                          cache_values=cache_values)
+        for method in intervals:
+            low, high = est.interval(method)
+            for i in range(model.n_steps):
+                rows.append({"rerun": r, "player": i, "interval": method, "phi": est.values[i],
+                             "ci_low": low[i], "ci_high": high[i]})
     return pd.DataFrame(rows)
 
 
 def interval_coverage(reruns: pd.DataFrame, targets: Mapping[str, Sequence[float]]) -> pd.DataFrame:
-    """How often the reruns' intervals contain each target value, per player, with a Wilson CI.
+    """How often the reruns' intervals contain each target value, per interval and player, with a Wilson CI.
 
     ``reruns`` is :func:`shapley_reruns`'s table; ``targets`` maps a label
-    (e.g. ``"paper"``) to one value per player.
+    (e.g. ``"analytic"``) to one value per player. Columns: ``interval, step,
+    target, value, reruns, coverage, Wilson low, Wilson high, mean width``.
     """
     rows = []
-    for player, group in reruns.groupby("player"):
+    for (method, player), group in reruns.groupby(["interval", "player"], sort=False):
         for label, values in targets.items():
             value = float(values[player])
             inside = ((group["ci_low"] <= value) & (value <= group["ci_high"])).to_numpy()
             lo, hi = stats.wilson_ci(int(inside.sum()), len(inside))
-            rows.append({"step": int(player), "target": label, "value": value,
-                         "share of reruns inside": float(inside.mean()), "Wilson low": lo, "Wilson high": hi})
+            rows.append({"interval": method, "step": int(player), "target": label, "value": value,
+                         "reruns": len(inside), "coverage": float(inside.mean()), "Wilson low": lo,
+                         "Wilson high": hi, "mean width": float((group["ci_high"] - group["ci_low"]).mean())})
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class CoverageVariant:
+    """One way to get an interval for the Shapley values: its label, the interval
+    method (:data:`rcakit.shapley.INTERVALS`), and whether v(S) is cached."""
+
+    label: str
+    method: str
+    cached: bool = False
+
+
+COVERAGE_VARIANTS = {
+    "car": CoverageVariant("CAR: normal quantile over pairs", "normal"),
+    "student": CoverageVariant("Student t over pairs", "student"),
+    "walks": CoverageVariant("normal over walks, pairing ignored", "walks"),
+    "cached": CoverageVariant("CAR's, with v(S) cached", "normal", cached=True),
+}
+
+
+def coverage_study(
+    settings: Mapping[str, tuple[SCM, int, int, int]], reruns: int, seed: int,
+    variants: Iterable[str] = tuple(COVERAGE_VARIANTS),
+) -> pd.DataFrame:
+    r"""How often each interval holds the analytic Shapley values, per setting (CAR §4-5).
+
+    ``settings`` maps a label to ``(model, n_permutations, samples_per_eval,
+    rollout_budget)``; the model must have an ``analytic_v``. Each setting is
+    rerun ``reruns`` times from its own stream of ``seed`` (the same draws for
+    every variant that does not cache), and each variant of :data:`COVERAGE_VARIANTS` is
+    scored: CAR's normal interval over the antithetic pairs; Student's t over
+    the pairs; the normal interval over the walks as if they were independent;
+    and CAR's interval when :math:`v(S)` is estimated once per coalition and
+    reused. Columns: ``setting, permutations, rollouts per v(S), variant,
+    interval`` (the variant's label) and those of :func:`interval_coverage`
+    from ``step`` on.
+    """
+    variants = list(variants)
+    frames = []
+    for i, (label, (model, n_permutations, samples_per_eval, budget)) in enumerate(settings.items()):
+        analytic = shapley_exact(model.analytic_v, model.n_steps)
+        setting_seed = int(np.random.default_rng([seed, i]).integers(0, 2**31))  # independent draws per setting
+        runs = {cached: shapley_reruns(model, reruns, n_permutations, samples_per_eval, budget, setting_seed,
+                                       INTERVALS, cached)
+                for cached in sorted({COVERAGE_VARIANTS[v].cached for v in variants})}
+        for key in variants:
+            variant = COVERAGE_VARIANTS[key]
+            chosen = runs[variant.cached][runs[variant.cached]["interval"] == variant.method]
+            table = interval_coverage(chosen, {"analytic": analytic}).drop(columns=["interval", "target"])
+            table.insert(0, "interval", variant.label)
+            table.insert(0, "variant", key)
+            table.insert(0, "rollouts per v(S)", samples_per_eval)
+            table.insert(0, "permutations", n_permutations)
+            table.insert(0, "setting", label)
+            frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def coverage_reading(low: float, high: float, level: float = 0.95) -> str:
+    """Where the nominal ``level`` lies against a coverage's Wilson interval ``[low, high]``, in words."""
+    if high < level:
+        return "below the nominal level"
+    if low > level:
+        return "above the nominal level"
+    return "consistent with the nominal level"
+
+
+def coverage_facts(study: pd.DataFrame, level: float = 0.95) -> dict:
+    """:func:`coverage_study`'s table as nested numbers for the prose and the results file.
+
+    ``{setting: {"reruns", "permutations", "t_quantile", variant: {step: {coverage, lo, hi, width}}}}``;
+    ``t_quantile`` is Student's quantile at the setting's permutations, beside the normal 1.96.
+    """
+    facts: dict = {}
+    for (setting, key), group in study.groupby(["setting", "variant"], sort=False):
+        m = int(group["permutations"].iloc[0])
+        entry = facts.setdefault(setting, {"reruns": int(group["reruns"].iloc[0]), "permutations": m,
+                                           "t_quantile": float(scipy_stats.t.ppf(0.5 + level / 2, max(m - 1, 1)))})
+        entry[key] = {int(r["step"]): {"coverage": r["coverage"], "lo": r["Wilson low"], "hi": r["Wilson high"],
+                                       "width": r["mean width"]} for _, r in group.iterrows()}
+    return facts
+
+
+def coverage_readings(study: pd.DataFrame, level: float = 0.95) -> dict[str, str]:
+    """``cov_<setting>_<variant>_<step>_reading`` -> :func:`coverage_reading` of that row, for the prose."""
+    return {f"cov_{r['setting']}_{r['variant']}_{r['step']}_reading":
+            coverage_reading(r["Wilson low"], r["Wilson high"], level) for _, r in study.iterrows()}
 
 
 def permutation_budgets(model: SCM, samples_per_eval: int, permutations: Sequence[int]) -> list[int]:

@@ -1,0 +1,46 @@
+"""Figures of the SCM chapter's own results: interval coverage of Monte-Carlo Shapley (CAR §4).
+
+Used in the chapter ``car-shapley``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from rcakit.plotting import BLUE
+
+STEP_MARKERS = ("o", "s", "^", "D", "v")  # player 0, 1, 2, ... (the caption names them)
+
+
+def coverage_figure(study: pd.DataFrame, level: float = 0.95, figsize: tuple[float, float] = (10, 3.8)) -> plt.Figure:
+    """One panel per setting of :func:`rcakit.scm.coverage_study`: the share of reruns whose
+    interval held the analytic value, per interval and step, with 95% Wilson intervals, and
+    the nominal ``level`` as a dashed line."""
+    settings = list(dict.fromkeys(study["setting"]))
+    fig, axes = plt.subplots(1, len(settings), figsize=figsize, sharey=True, squeeze=False)
+    for ax, setting in zip(axes[0], settings, strict=True):
+        rows = study[study["setting"] == setting]
+        labels = list(dict.fromkeys(rows["interval"]))
+        steps = sorted(rows["step"].unique())
+        for j, step in enumerate(steps):
+            part = rows[rows["step"] == step].set_index("interval").loc[labels]
+            x = np.arange(len(labels)) + (j - (len(steps) - 1) / 2) * 0.18
+            y = part["coverage"].to_numpy(dtype=float)
+            below, above = (np.clip(d.to_numpy(dtype=float), 0, None)  # Wilson at 1 is 1 - 1e-16
+                            for d in (y - part["Wilson low"], part["Wilson high"] - y))
+            ax.errorbar(x, y, yerr=[below, above], fmt=STEP_MARKERS[j % 5],
+                        color=BLUE, capsize=3, label=f"φ{step}")
+        ax.axhline(level, color="black", ls="--", lw=1, label=f"nominal {level:.0%}")
+        ax.set_xticks(np.arange(len(labels)), [textwrap.fill(t, 16) for t in labels], fontsize=8)
+        ax.set_ylim(0, 1.04)
+        first = rows.iloc[0]
+        ax.set_title(f"{int(first['permutations'])} permutations × {int(first['rollouts per v(S)'])} rollouts, "
+                     f"{int(first['reruns'])} reruns")
+    axes[0][0].set_ylabel("reruns whose interval holds φ")
+    axes[0][-1].legend(loc="lower left", fontsize=8, framealpha=0.9)
+    fig.tight_layout()
+    return fig
