@@ -9,11 +9,11 @@ can be, so there is one definition of a valid input:
 
 - ``world`` (the RAG chapters): a MuSiQue file, a data set name or a path, is
   read with the MuSiQue loader and its selected questions are mapped
-  (:func:`rcakit.rag.musique.check_file`);
+  (``rcakit.rag.musique.check_file``);
 - ``longrca`` and ``who_and_when_path`` (``longrca-strata``): records are read
   until the first labelled valid one, in every Who&When subset folder
-  (:func:`~rcakit.trajectories.loaders.check_longrca`,
-  :func:`~rcakit.trajectories.loaders.check_who_and_when`). A data set that is
+  (``rcakit.trajectories.loaders.check_longrca``,
+  ``rcakit.trajectories.loaders.check_who_and_when``). A data set that is
   not fetched is no error: the chapter says how to fetch it;
 - ``methods`` (``attribution-families``): every import path is imported, as
   the kernel would import it, and must name a callable;

@@ -4,7 +4,7 @@ estimates beside their closed forms.
 In the graphs, nodes are text boxes, so a label always fits its node and no node is clipped
 at the edge of the axes; arrows end at the boxes' borders. The colours come from the book's
 palette (:mod:`rcakit.plotting`), and the captions name them by
-:data:`rcakit.plotting.COLOUR_NAMES`: a fault is vermilion, a sound step blue,
+``rcakit.plotting.COLOUR_NAMES``: a fault is vermilion, a sound step blue,
 the outcome grey, a repair set green; closed forms and bounds are black crosses.
 
 Used in the chapters: `primer`.

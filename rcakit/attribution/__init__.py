@@ -1,7 +1,7 @@
 """One attribution interface over three testbeds with certified ground truth.
 
 - ``oracle``: the ``Attribution`` answer type, the ``FailedCase`` a method reads,
-  the counting replay ``Oracle`` and the shared ``ReplayMemo``;
+  the counting replay oracle ``AttributionOracle`` and the shared ``ReplayMemo``;
 - ``adapters``: the existing methods of CAR, GCJR and AgenticRAG-FP behind one
   signature ``method(case, oracle, budget=None)``, and loading (and checking)
   a user's method by import path;
@@ -24,18 +24,18 @@ from rcakit.attribution.experiments import (
     score_methods,
     summary,
 )
-from rcakit.attribution.oracle import Attribution, Cost, FailedCase, NotApplicable, Oracle, ReplayMemo
+from rcakit.attribution.oracle import Attribution, AttributionOracle, Cost, FailedCase, NotApplicable, ReplayMemo
 from rcakit.attribution.testbeds import FAULT_TYPES, TESTBEDS, TestbedCase, build_testbeds
 
 __all__ = [
     "Attribution",
+    "AttributionOracle",
     "BUILT_IN",
     "Cost",
     "FAMILY_OF",
     "FAULT_TYPES",
     "FailedCase",
     "NotApplicable",
-    "Oracle",
     "ReplayMemo",
     "TESTBEDS",
     "TestbedCase",

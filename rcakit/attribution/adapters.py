@@ -34,7 +34,7 @@ Run it in the chapter with ``rcakit run attribution-families -p methods
 path and checks that it can be called as ``method(case, oracle, budget)``
 before a kernel starts; a user's method then runs on each case under a time
 limit, and its errors name it and the case
-(:func:`rcakit.attribution.experiments.run_method`).
+(``rcakit.attribution.experiments.run_method``).
 
 Used in the chapters: `attribution-families`.
 """
@@ -45,61 +45,65 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from rcakit import RcakitError
-from rcakit.attribution.oracle import Attribution, FailedCase, NotApplicable, Oracle
+from rcakit.attribution.oracle import Attribution, FailedCase, Method, NotApplicable, Oracle
 from rcakit.rag import diagnosers as dg
 from rcakit.repair import baselines
 from rcakit.repair import search as repair_search
 from rcakit.scm.contrastive import contrastive_effects
 from rcakit.shapley import shapley_exact, shapley_permutation
 
-Method = Callable[..., Attribution]
+if TYPE_CHECKING:
+    from rcakit.rag import Agent, Diagnosis, Trace
+
+Diagnoser = Callable[["Agent", "Trace"], "Diagnosis"]  # a single-intervention probe on the counting agent
 
 
-def _hop_player(case: FailedCase, hop: int):
+def _hop_player(case: FailedCase, hop: int) -> object:
     """The player a diagnoser's hop names (hop 0 or a hop past the players: no answer)."""
     return case.players[hop - 1] if 1 <= hop <= len(case.players) else None
 
 
-def _need_trace(case: FailedCase):
+def _need_trace(case: FailedCase) -> Trace:
     if case.trace is None:
         raise NotApplicable(f"{case.testbed}: the method reads a RAG trace, which this testbed has not")
     return case.trace
 
 
-def coverage(case: FailedCase, oracle: Oracle, budget=None, threshold: float = 0.05) -> Attribution:
+def coverage(case: FailedCase, oracle: Oracle, budget: int | None = None, threshold: float = 0.05) -> Attribution:
     """AgenticRAG-FP's coverage diagnoser (a post-hoc reader)."""
     return Attribution("point", _hop_player(case, dg.coverage(_need_trace(case), threshold).hop))
 
 
-def rule_based(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def rule_based(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """AgenticRAG-FP's rule-based diagnoser (a post-hoc reader)."""
     return Attribution("point", _hop_player(case, dg.rule_based(_need_trace(case)).hop))
 
 
-def _probe(diagnoser, case: FailedCase, oracle: Oracle) -> Attribution:
+def _probe(diagnoser: Diagnoser, case: FailedCase, oracle: Oracle) -> Attribution:
     trace = _need_trace(case)
     found = diagnoser(oracle.agent, trace)
     oracle.charge(tokens=found.cost)
     return Attribution("point", _hop_player(case, found.hop))
 
 
-def propagation_aware(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def propagation_aware(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """Propagation-Aware (frozen-hop repair), on the oracle's counting agent."""
     return _probe(dg.propagation_aware, case, oracle)
 
 
-def suf_regen(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def suf_regen(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """Suf-Regen (repair hop h, regenerate the suffix), on the oracle's counting agent."""
     return _probe(dg.suf_regen, case, oracle)
 
 
-def llm_judge(judge) -> Method:
+def llm_judge(judge: Callable[[Trace, str], Diagnosis]) -> Method:
     """The LLM judge (an ``rcakit.rag.LLMJudge`` over a provider) as a method; it counts model tokens."""
-    def method(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+    def method(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
         found = judge(_need_trace(case), case.case_id)
         oracle.charge(tokens=found.cost)
         return Attribution("point", _hop_player(case, found.hop))
@@ -107,28 +111,28 @@ def llm_judge(judge) -> Method:
     return method
 
 
-def centrality(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def centrality(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """GCJR's centrality baseline: the most between-central slice player, no replay."""
     result = baselines.centrality(case.dag, oracle)
     return Attribution("point", next(iter(result.ranking[0])) if result.ranking else None)
 
 
-def singleton_replay(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def singleton_replay(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """GCJR's singleton baseline: every player replayed alone; the successes are the family."""
     return Attribution("family", baselines.singleton_replay(case.dag, oracle).family)
 
 
-def gcjr(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def gcjr(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """Graph-Constrained Joint Replay on the case's dependency graph."""
     return Attribution("family", repair_search.gcjr(case.dag, oracle).family)
 
 
-def exhaustive(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def exhaustive(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """Exhaustive search over every set of size <= 2, then the minimality filter."""
     return Attribution("family", repair_search.exhaustive(case.dag, oracle).family)
 
 
-def shapley_top2(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def shapley_top2(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """GCJR's Shapley baseline: the two highest exact Shapley values, returned as one joint set."""
     return Attribution("family", baselines.shapley_top2(case.dag, oracle).family)
 
@@ -139,14 +143,14 @@ def _ranking(case: FailedCase, phi: np.ndarray) -> tuple:
     return tuple(sorted(order, key=lambda v: (-phi[order.index(v)], order.index(v))))
 
 
-def shapley_exact_ranking(case: FailedCase, oracle: Oracle, budget=None) -> Attribution:
+def shapley_exact_ranking(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """Exact Shapley values of h_θ over every replayed subset, as a ranking."""
     table = oracle.replay_every_subset().astype(float)
     phi = shapley_exact(lambda c: table[sum(1 << i for i in c)], len(case.dag.candidates))
     return Attribution("ranking", _ranking(case, phi))
 
 
-def shapley_monte_carlo(case: FailedCase, oracle: Oracle, budget=None, permutations: int = 4,
+def shapley_monte_carlo(case: FailedCase, oracle: Oracle, budget: int | None = None, permutations: int = 4,
                         seed: int = 0) -> Attribution:
     """Antithetic permutation Shapley of the mean replay success under a budget of seed replays (CAR §4).
 
@@ -171,7 +175,7 @@ def _coalition_value(oracle: Oracle, players: tuple, coalition: frozenset) -> fl
     return oracle.value(players[i] for i in coalition)
 
 
-def contrastive(case: FailedCase, oracle: Oracle, budget=None, k_samples: int = 60, n_boot: int = 300,
+def contrastive(case: FailedCase, oracle: Oracle, budget: int | None = None, k_samples: int = 60, n_boot: int = 300,
                 seed: int = 0) -> Attribution:
     """CAR's contrastive resampling; the answer is the point-of-commitment locus (CAR §4)."""
     if oracle.scm is None:
@@ -232,7 +236,8 @@ def load_method(spec: str) -> Method:
         raise RcakitError(f"methods: {spec!r} cannot be called as method(case, oracle, budget)") from None
     except ValueError:  # a callable without a signature (a C function): nothing more to check
         pass
-    return target
+    # an imported callable is typed by nothing: its arity is checked above, its answer by run_method
+    return cast(Method, target)
 
 
 def check_methods(specs: str) -> None:

@@ -13,7 +13,7 @@
   nothing is kept and nothing is recorded, so the data set stays not fetched.
 - Every name is checked before anything is written: a Hub listing's names, the
   registry's and the lock file's paths must stay inside the data set's folder
-  (:func:`rcakit.data.catalog.inside`).
+  (``rcakit.data.catalog.inside``).
 
 A failure (hash mismatch, refused bytes, HTTP error, unreachable host, full
 disk, Ctrl-C) is one ``RcakitError`` line naming the file. After a network
@@ -116,6 +116,7 @@ def fetch(name: str, show_progress: bool = False) -> Path:
             for entry in known:
                 _fetch_known(ds, store, entry, bar, lock_path(ds) if entry.path in recorded else None)
             if new:
+                assert staging is not None  # _staging made a folder: there are new files
                 store = _pooch(ds, staging, new)
                 for entry in new:
                     staged[entry.path] = _fetch_new(ds, store, staging, entry, bar)
@@ -186,6 +187,7 @@ def _fetch_known(ds: DataSet, store: Any, entry: FileEntry, bar: Any, lock: Path
 def _fetch_new(ds: DataSet, store: Any, staging: Path, entry: FileEntry, bar: Any) -> dict:
     """A file fetched on first use, into ``staging``, checked against its expectation; its digest."""
     expected = ds.expectation(entry.path)
+    assert expected is not None  # _plan refused every file fetched on first use without one
     try:
         _download(ds, store, entry, _Downloader(bar, expected.high, expected), None)
     except _Refused as err:
@@ -222,6 +224,7 @@ def _download(ds: DataSet, store: Any, entry: FileEntry, downloader: _Downloader
 def _commit(ds: DataSet, staging: Path | None, staged: dict[str, dict], recorded: dict) -> None:
     """Move the checked new files from ``staging`` into place and record their digests."""
     for path, digest in list(staged.items()):
+        assert staging is not None  # files were staged, so a staging folder exists
         local = inside(ds, path, f"{ds.name}: {path}")
         local.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / path, local)
@@ -321,6 +324,7 @@ def _hub_listing(ds: DataSet) -> list[str]:
     whole list is refused before anything is written.
     """
     listing = ds.listing
+    assert listing is not None  # the registry gives a data set either pinned files or a listing
     url = f"{os.environ.get(HUB_ENV, HUB_URL).rstrip('/')}/api/datasets/{listing.repo}/revision/{ds.revision}"
     where = f"{ds.name}: file list"
     try:
@@ -407,7 +411,8 @@ def _progress_bar(ds: DataSet, plan: list[FileEntry], show: bool) -> Iterator[An
 
     base = folder(ds)
     sizes = [e.size for e in plan if not (e.sha256 and (base / e.path).is_file())]  # what will be downloaded
-    total = sum(sizes) if all(s is not None for s in sizes) else None
+    known = [s for s in sizes if s is not None]
+    total = sum(known) if len(known) == len(sizes) else None
     with tqdm(total=total, desc=ds.name, unit="B", unit_scale=True, unit_divisor=1024,
               file=sys.stderr, disable=not show, leave=False) as bar:
         yield bar
@@ -443,8 +448,12 @@ def verify(name: str) -> list[FileCheck]:
     if not ds.pinned and lock is None:
         raise unfetched
     recorded = lock["files"] if lock else {}
-    entries = list(ds.files) if ds.pinned else [
-        FileEntry(p, recorded.get(p, {}).get("sha256"), recorded.get(p, {}).get("size")) for p in lock["listing"]]
+    if ds.pinned:
+        entries = list(ds.files)
+    else:
+        assert lock is not None  # refused above
+        entries = [FileEntry(p, recorded.get(p, {}).get("sha256"), recorded.get(p, {}).get("size"))
+                   for p in lock["listing"]]
     base = folder(ds)
     if not any((base / e.path).is_file() for e in entries):
         raise unfetched
@@ -462,5 +471,7 @@ def _file_problem(ds: DataSet, local: Path, entry: FileEntry, against: str) -> s
         return f"sha256 {found} differs from {against}, {entry.sha256}"
     if ds.pinned:
         return None
-    problem = ds.expectation(entry.path).problem(local)
+    expectation = ds.expectation(entry.path)
+    assert expectation is not None  # a file fetched on first use had one (fetch refuses any other)
+    problem = expectation.problem(local)
     return f"matches its recorded sha256, but is {problem}" if problem else None

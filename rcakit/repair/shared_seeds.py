@@ -10,15 +10,15 @@ seeds" for every r (a float such as 0.66 would let 66 of 100 seeds pass).
 against. :class:`SharedSeedOracle` is its one implementation of everything
 but the replay itself: the check on r, θ, the schedule, ``passes``,
 ``replay``, ``h``, ``value``, ``replay_every_subset``, a call counter that
-can be read and never written, and :meth:`SharedSeedOracle.charge`, the one
+can be read and never written, and ``SharedSeedOracle.charge``, the one
 hook that adds to it. A concrete oracle implements only
-:meth:`SharedSeedOracle.successes`, the number of successful seeds of a set:
+``SharedSeedOracle.successes``, the number of successful seeds of a set:
 
 - :class:`rcakit.repair.oracle.ReplayOracle`, symbolic propagation on a
   Controlled-DAG case, with per-seed noise;
-- :class:`rcakit.repair.pilot.WorkflowOracle`, the four-agent workflow's
+- ``rcakit.repair.pilot.WorkflowOracle``, the four-agent workflow's
   messages replayed by its agents;
-- :class:`rcakit.attribution.oracle.AttributionOracle`, a testbed's replay
+- ``rcakit.attribution.oracle.AttributionOracle``, a testbed's replay
   function behind a memo shared by the methods of a chapter run, which also
   counts model tokens and memo hits.
 

@@ -80,7 +80,7 @@ def scm_shapley(
     ``rollout_budget`` caps the rollouts (0: no cap); every evaluation of v
     costs ``samples_per_eval`` of them. ``value_seed`` seeds the rollouts and
     ``order_seed`` the permutations; ``interval`` is the interval reported
-    (:data:`rcakit.shapley.INTERVALS`, CAR's is ``normal``); ``cache_values``
+    (``rcakit.shapley.INTERVALS``, CAR's is ``normal``); ``cache_values``
     reuses one estimate per coalition (not CAR's protocol).
     """
     value = RolloutValue(model, samples_per_eval, np.random.default_rng(value_seed), cache=cache_values)
@@ -166,7 +166,7 @@ def interval_coverage(reruns: pd.DataFrame, targets: Mapping[str, Sequence[float
 @dataclass(frozen=True)
 class CoverageVariant:
     """One way to get an interval for the Shapley values: its label, the interval
-    method (:data:`rcakit.shapley.INTERVALS`), and whether v(S) is cached."""
+    method (``rcakit.shapley.INTERVALS``), and whether v(S) is cached."""
 
     label: str
     method: str

@@ -59,7 +59,7 @@ class LoadResult:
         self.rejected.update(other.rejected)
 
     def announce(self, where: str | Path) -> None:
-        """Count the rejected records on the terminal (:func:`rcakit.progress.warn`, never the notebook).
+        """Count the rejected records on the terminal (``rcakit.progress.warn``, never the notebook).
 
         One line per file with rejections, then a summary naming the command
         that prints every reason; nothing when no record was rejected. The
@@ -80,7 +80,7 @@ class LoadResult:
         """The trajectories of each of ``sources`` (a Who&When subset, say), in their order."""
         return {s: [t for t in self.trajectories if t.source == s] for s in sources}
 
-    def report(self, where: str, shown_as: str | None = None) -> str:
+    def report(self, where: str | Path, shown_as: str | None = None) -> str:
         """:meth:`summary` and one ``rejected:`` line per error, with ``where`` written ``shown_as``."""
         lines = [self.summary(where)] + [f"rejected: {e}" for e in self.errors]
         text = "\n".join(lines)
@@ -236,7 +236,7 @@ def _file_records(path: Path) -> Iterator[tuple[str, str, Any]]:
         yield file, file, data
 
 
-def _guarded(fn: Callable[..., Any], *args) -> Any:
+def _guarded(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)``, or the :class:`RecordError` it raised."""
     try:
         return fn(*args)
