@@ -497,3 +497,8 @@ ORACLE_LABELS = {"oracle_gold_hop": "oracle_gold_hop (oracle)"}  # what reads th
 def label_oracle(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every row or column of a diagnoser that reads the world's gold facts marked "(oracle)"."""
     return frame.rename(index=ORACLE_LABELS, columns=ORACLE_LABELS)
+
+
+def gap(a: float | None, b: float | None) -> float | None:
+    """``|a - b|``, or ``None`` when either is missing (an identity's check of two measured shares)."""
+    return None if a is None or b is None else abs(float(a) - float(b))
