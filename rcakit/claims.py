@@ -62,7 +62,7 @@ import yaml
 from rcakit import RcakitError
 from rcakit.paths import project_root
 from rcakit.results import lookup, to_jsonable
-from rcakit.tables import DASH, format_value, is_missing
+from rcakit.tables import DASH, Table, format_table, format_value, is_missing
 
 KINDS = ("identity", "mechanism", "calibrated", "published", "not comparable")
 UNCLASSIFIED = "unclassified"  # shown for a claim that has no kind yet
@@ -193,8 +193,9 @@ def _section_inputs(path: Path, mtime: float) -> dict[str, list[str]]:
     return found
 
 
-def _needs(claim: Mapping, inputs: Mapping[str, str], sections: Mapping[str, list[str]],
-           defaults: Mapping[str, Any]) -> dict[str, Any]:
+def _needs(
+    claim: Mapping, inputs: Mapping[str, str], sections: Mapping[str, list[str]], defaults: Mapping[str, Any]
+) -> dict[str, Any]:
     """The inputs (parameter -> the data set it names, or None) the claim's section needs.
 
     From the claim's ``needs`` or its ``when`` on an input; else from the tags
@@ -206,7 +207,7 @@ def _needs(claim: Mapping, inputs: Mapping[str, str], sections: Mapping[str, lis
     needs.update({k: v for k, v in claim.get("when", {}).items() if k in inputs})
     if needs:
         return needs
-    tagged = [name for name in sections.get(claim.get("section"), []) if name in inputs]
+    tagged = [name for name in sections.get(str(claim.get("section")), []) if name in inputs]
     data = [name for name in tagged if inputs[name] == "data"]  # a section on a data set may add a model
     for name in data or tagged:
         default = defaults.get(name)
@@ -267,8 +268,9 @@ def _check(claim: Mapping, value: Any, ci: Any, target: Any) -> str:
     return "reported"
 
 
-def _verdict(claim: Mapping, value: Any, ci: Any, target: Any, params: Mapping | None,
-             inputs: Mapping[str, str]) -> str:
+def _verdict(
+    claim: Mapping, value: Any, ci: Any, target: Any, params: Mapping | None, inputs: Mapping[str, str]
+) -> str:
     if value is None or (claim.get("kind") == "identity" and "expected" in claim and target is None):
         return "not measured"
     setting = _setting(claim, inputs)
@@ -447,18 +449,26 @@ def verdict_markdown(table: pd.DataFrame) -> str:
     lines = [":::{admonition} Verdict: what reproduces here", ":class: verdict tip", ""]
     if len(mechanism):
         checked = len(groups["agrees"]) + len(groups["differs"])
-        lead = (f"**Mechanism claims checked here that agree with the paper: {len(groups['agrees'])} of {checked}**"
-                if checked else "**No mechanism claim could be checked in this run**")
+        lead = (
+            f"**Mechanism claims checked here that agree with the paper: {len(groups['agrees'])} of {checked}**"
+            if checked
+            else "**No mechanism claim could be checked in this run**"
+        )
         lines.append(lead + _not_counted(groups) + ".")
     else:
         lines.append("**This page reproduces no published number**: its claims are correctness checks.")
-    sections = [("Reproduces", "agrees"), ("Does not reproduce", "differs"), ("Not measured", "not measured"),
-                ("Not at the paper's setting", "other parameters"), ("Reported without a rule", "reported")]
+    sections = [
+        ("Reproduces", "agrees"),
+        ("Does not reproduce", "differs"),
+        ("Not measured", "not measured"),
+        ("Not at the paper's setting", "other parameters"),
+        ("Reported without a rule", "reported"),
+    ]
     for title, verdict in sections:
         rows = groups[verdict]
         if len(rows):
             lines += ["", f"**{title}:**", ""]
-            lines += _missing_lines(rows) if verdict == "not measured" else [_line(r) for _, r in rows.iterrows()]
+            lines += _missing_lines(rows) if verdict == "not measured" else [_line(r) for r in _records(rows)]
     for line in (_identity_line(table[table["kind"] == "identity"]), _others_line(table)):
         lines += ["", line] if line else []
     return "\n".join([*lines, ":::"])
@@ -467,14 +477,21 @@ def verdict_markdown(table: pd.DataFrame) -> str:
 def _not_counted(groups: Mapping[str, pd.DataFrame]) -> str:
     unmeasured, elsewhere = len(groups["not measured"]), len(groups["other parameters"])
     parts = [f"{unmeasured} not measured"] * bool(unmeasured) + [f"{elsewhere} not at the paper's setting"] * bool(
-        elsewhere)
+        elsewhere
+    )
     return f" ({' and '.join(parts)}, not counted as disagreeing)" if parts else ""
+
+
+def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in row.items()} for row in rows.to_dict("records")]
 
 
 def _missing_lines(rows: pd.DataFrame) -> list[str]:
     """One line per reason: what is missing, then the claims that wait for it."""
-    return [f"- {_md(_sentence(why)[:-1])}: {'; '.join(_md(c) for c in group['claim'])}."
-            for why, group in rows.groupby("why", sort=False)]
+    return [
+        f"- {_md(_sentence(str(why))[:-1])}: {'; '.join(_md(c) for c in group['claim'])}."
+        for why, group in rows.groupby("why", sort=False)
+    ]
 
 
 _IDENTITY_WORDS = {"other parameters": "not checkable at these parameters"}
@@ -488,7 +505,7 @@ def _identity_line(identities: pd.DataFrame) -> str | None:
     held = len(checked) - len(failing)
     text = f"**Correctness checks** (identities, not reproductions): {held} of {len(checked)} hold"
     others = identities["verdict"].value_counts().drop(["agrees", "differs"], errors="ignore")
-    text += "".join(f"; {n} {_IDENTITY_WORDS.get(v, v)}" for v, n in others.items())
+    text += "".join(f"; {n} {_IDENTITY_WORDS.get(str(v), v)}" for v, n in others.items())
     if len(failing):
         text += "; failing: " + "; ".join(_md(c) for c in failing["claim"])
     return text + "."
@@ -585,10 +602,12 @@ def headline_counts(table: pd.DataFrame, by: str = "chapter") -> pd.DataFrame:
     mech = table[table["kind"] == "mechanism"]
     counts = pd.crosstab(mech[by], mech["verdict"]).reindex(index=groups, columns=list(HEADLINE), fill_value=0)
     identity = table[table["kind"] == "identity"]
-    counts["identities hold"] = identity[identity["verdict"] == "agrees"].groupby(by).size().reindex(groups,
-                                                                                                     fill_value=0)
-    counts["identities fail"] = identity[identity["verdict"] == "differs"].groupby(by).size().reindex(groups,
-                                                                                                      fill_value=0)
+    counts["identities hold"] = (
+        identity[identity["verdict"] == "agrees"].groupby(by).size().reindex(groups, fill_value=0)
+    )
+    counts["identities fail"] = (
+        identity[identity["verdict"] == "differs"].groupby(by).size().reindex(groups, fill_value=0)
+    )
     counts.index.name = by
     counts.columns.name = None
     return counts.astype(int)
@@ -632,8 +651,9 @@ def mechanism_summary(table: pd.DataFrame) -> pd.DataFrame:
             "differ": heads["differs"].to_numpy(),
             "not measured": heads["not measured"].to_numpy(),
             "other parameters": heads["other parameters"].to_numpy(),
-            "identity checks that hold": [f"{h} of {h + f}" for h, f in
-                                          zip(heads["identities hold"], heads["identities fail"], strict=True)],
+            "identity checks that hold": [
+                f"{h} of {h + f}" for h, f in zip(heads["identities hold"], heads["identities fail"], strict=True)
+            ],
             "by kind": [", ".join(f"{n} {k}" for k, n in row.items() if n) for _, row in counts.iterrows()],
         },
         index=pd.Index(chapters, name="chapter"),
@@ -647,3 +667,13 @@ def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
     index = [(c, k) for c in chapters for k in kind_order(table["kind"]) if (c, k) in counts.index]
     columns = [v for v in VERDICTS if v in counts.columns]
     return counts.reindex(index=pd.MultiIndex.from_tuples(index, names=["chapter", "kind"]), columns=columns)
+
+
+SHOWN_COLUMNS = ("claim", "kind", "paper", "workbench", "rule", "verdict", "asserted")
+
+
+def table(comparison: pd.DataFrame, columns: Iterable[str] = SHOWN_COLUMNS) -> Table:
+    """A chapter's :func:`compare` table as its "Beside the paper" section shows it: the workbench's
+    value beside its interval, fixed decimals, every claim in full (``rcakit.tables.format_table``)."""
+    shown = comparison.assign(workbench=list(map(workbench_text, comparison["workbench"], comparison["CI"])))
+    return format_table(shown[[c for c in columns if c in shown.columns]], index=False)

@@ -91,14 +91,16 @@ def test_replay_checks_its_inputs(report):
 
 
 def test_same_seed_same_report():
-    a = scm.support_report(None, None, 20, 4, 4, seed=3, extra_runs=2).numbers()
-    b = scm.support_report(None, None, 20, 4, 4, seed=3, extra_runs=2).numbers()
+    small = {"k_samples": 20, "n_permutations": 4, "samples_per_eval": 4, "seed": 3, "extra_runs": 2}
+    a = scm.support_report(None, None, **small).numbers()
+    b = scm.support_report(None, None, **small).numbers()
     assert a["observed"] == b["observed"] and np.array_equal(a["effects"], b["effects"])
     assert np.array_equal(a["shapley"], b["shapley"])
 
 
 def test_an_agent_that_never_refunds_gives_no_attribution():
-    never = scm.support_report(lambda ctx, rng: "no_refund", None, 10, 2, 2, seed=0, extra_runs=2, max_tries=30)
+    never = scm.support_report(lambda ctx, rng: "no_refund", None, k_samples=10, n_permutations=2, samples_per_eval=2,
+                               seed=0, extra_runs=2, max_tries=30)
     numbers = never.numbers()
     assert never.run is None and numbers["locus"] is None and numbers["observed"] is None
     assert numbers["action_match_rate"] == 1.0 and numbers["replayed_steps"] == 12  # the replay is still measured

@@ -12,7 +12,8 @@
 - :mod:`rcakit.scm.replay`: recorded runs, faithful replay and the
   action-match rate (CAR §3);
 - :mod:`rcakit.scm.support_agent`: the four-step support agent with an
-  injected instruction, and its incident report (CAR Figure 1, §5).
+  injected instruction, and its incident report (CAR Figure 1, §5);
+- :mod:`rcakit.scm.records`: every section's numbers as the one results dict the chapter records.
 - :mod:`rcakit.scm.plotting`: the coverage figure of the Shapley intervals (CAR §4).
 
 Used in the chapters: ``car-shapley`` and ``primer``.

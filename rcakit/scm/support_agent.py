@@ -253,6 +253,7 @@ def replay_check(scm: SCM, replay_scm: SCM, run: RecordedRun, extra_runs: int, s
 def support_report(
     refund_policy: Policy | None,
     replay_policy: Policy | None,
+    *,
     k_samples: int,
     n_permutations: int,
     samples_per_eval: int,
@@ -283,7 +284,7 @@ def support_report(
     return SupportReport(agent, run, contrast, shap, replay_check(agent, replayer, run, extra_runs, seed))
 
 
-def llm_support_report(model, k_samples: int, n_permutations: int, seed: int, extra_runs: int = 0,
+def llm_support_report(model, *, k_samples: int, n_permutations: int, seed: int, extra_runs: int = 0,
                        accounting=None, temperature: float = 0.8, max_tries: int = 20) -> SupportReport:
     """:func:`support_report` with a language model deciding the refund.
 
@@ -296,4 +297,5 @@ def llm_support_report(model, k_samples: int, n_permutations: int, seed: int, ex
     inner = getattr(model, "provider", model)
     replay_model = cached(ReplayChannel(inner), cache=getattr(model, "cache", None), accounting=accounting)
     return support_report(llm_refund(model, temperature), llm_refund(replay_model, temperature),
-                          k_samples, n_permutations, k_samples, seed, extra_runs, max_tries)
+                          k_samples=k_samples, n_permutations=n_permutations, samples_per_eval=k_samples, seed=seed,
+                          extra_runs=extra_runs, max_tries=max_tries)
