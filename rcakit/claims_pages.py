@@ -48,8 +48,11 @@ def _cells(row: pd.Series) -> dict[str, str]:
     """The cells of one claim: the CI under the workbench value, the note under the claim,
     why it is not measured and "asserted" under the verdict."""
     workbench = html.escape(claims.workbench_text(row["workbench"])) + _small(row["CI"])
-    verdict = verdict_badge(row["verdict"]) + _small(row.get("why", "")) + (
-        "<br><small>asserted</small>" if row.get("asserted", row["holds"]) else "")
+    verdict = (
+        verdict_badge(row["verdict"])
+        + _small(row.get("why", ""))
+        + ("<br><small>asserted</small>" if row.get("asserted", row["holds"]) else "")
+    )
     return {
         "claim": f'<a href="{html.escape(row["link"])}">{html.escape(row["claim"])}</a>' + _small(row.get("note", "")),
         "verdict": verdict,
@@ -74,11 +77,13 @@ def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) ->
     titles = titles or {}
     counts = claims.headline_counts(table)
     body = []
-    for chapter_id, group in table.groupby("chapter", sort=False):
+    for key, group in table.groupby("chapter", sort=False):
+        chapter_id = str(key)
+        note = _chapter_note({str(k): int(v) for k, v in counts.loc[chapter_id].to_dict().items()})
         body.append(
             f'<tr><th colspan="{len(COLUMNS)}" style="text-align:left;padding-top:1em">'
             f"{chapter_link(chapter_id, titles.get(chapter_id))} "
-            f'<span style="font-weight:normal">({html.escape(_chapter_note(counts.loc[chapter_id]))})</span></th></tr>'
+            f'<span style="font-weight:normal">({html.escape(note)})</span></th></tr>'
         )
         body += _kind_rows(group)
     return _claims_table(body)
@@ -86,8 +91,7 @@ def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) ->
 
 def _claims_table(body: list[str]) -> str:
     head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-    return (f'<table class="dataframe claims-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
+    return f'<table class="dataframe claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def _kind_rows(group: pd.DataFrame) -> list[str]:
@@ -97,8 +101,9 @@ def _kind_rows(group: pd.DataFrame) -> list[str]:
         rows = group[group["kind"] == kind]
         for i, (_, row) in enumerate(rows.iterrows()):
             cells = _cells(row)
-            lead = "" if i else (f'<td rowspan="{len(rows)}" style="vertical-align:top">'
-                                 f"<em>{html.escape(kind)}</em></td>")
+            lead = (
+                "" if i else (f'<td rowspan="{len(rows)}" style="vertical-align:top"><em>{html.escape(kind)}</em></td>')
+            )
             body.append("<tr>" + lead + "".join(_td(cells[c], _CELL_STYLE.get(c)) for c in COLUMNS[1:]) + "</tr>")
     return body
 
@@ -129,11 +134,11 @@ def comparison(table: pd.DataFrame) -> Comparison:
     return Comparison(table)
 
 
-def _chapter_note(counts: pd.Series) -> str:
-    """``"mechanism: 2 agree, 1 differs, 4 not measured"``, or that there are none."""
+def _chapter_note(counts: Mapping[str, int]) -> str:
+    """``"mechanism claims: 2 agree, 1 differ, 4 not measured"``, or that there are none."""
     parts = [f"{counts['agrees']} agree", f"{counts['differs']} differ"]
     parts += [f"{counts[v]} {v}" for v in ("not measured", "other parameters") if counts[v]]
-    mechanism = int(counts[list(claims.HEADLINE)].sum())
+    mechanism = sum(int(counts[v]) for v in claims.HEADLINE)
     return "mechanism claims: " + ", ".join(parts) if mechanism else "no mechanism claims"
 
 
@@ -155,8 +160,14 @@ def parameter_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
         for name, value in (recorded[chapter_id].get("params") or {}).items():
             if name in defaults and value == defaults[name]:
                 continue
-            rows.append({"chapter": chapter_id, "parameter": name, "value": _text(value),
-                         "default": _text(defaults[name]) if name in defaults else DASH})
+            rows.append(
+                {
+                    "chapter": chapter_id,
+                    "parameter": name,
+                    "value": _text(value),
+                    "default": _text(defaults[name]) if name in defaults else DASH,
+                }
+            )
     return pd.DataFrame(rows, columns=["chapter", "parameter", "value", "default"])
 
 
@@ -184,26 +195,33 @@ def findings_markdown(table: pd.DataFrame) -> str:
     sentences = [
         f"This book checks {_count(n['mechanism'], 'mechanism claim')}, the claims that test a paper and could "
         f"have come out the other way: in this build, {n['agrees']} of the {n['agrees'] + n['differs']} that were "
-        f"checked agree with the paper and {n['differs']} {'does' if n['differs'] == 1 else 'do'} not."]
+        f"checked agree with the paper and {n['differs']} {'does' if n['differs'] == 1 else 'do'} not."
+    ]
     per_paper = [f"{p} {by_paper.loc[p, 'agrees']} of {checked[p]}" for p in by_paper.index if checked[p]]
     if per_paper:
         sentences.append(f"Agreeing, by source: {_join(per_paper)}.")
     if n["differs"]:
-        where = [f"{p} ({by_paper.loc[p, 'differs']})" for p in by_paper.index if by_paper.loc[p, "differs"]]
-        sentences.append(f"The claims that do not reproduce are in {_join(where)}; the verdict box at the top "
-                         "of each chapter says why.")
+        differs = by_paper["differs"].to_dict()
+        where = [f"{p} ({d})" for p, d in differs.items() if d]
+        sentences.append(
+            f"The claims that do not reproduce are in {_join(where)}; the verdict box at the top "
+            "of each chapter says why."
+        )
     sentences += [s for s in [_unchecked_sentence(n)] if s]
     hold, total = n["identities_hold"], n["identities_hold"] + n["identities_fail"]
-    sentences.append(f"Apart from these, {hold} of {_count(total, 'identity check')} "
-                     f"{'holds' if total == 1 else 'hold'}: they test that the code computes what it "
-                     "claims, not that a paper reproduces.")
+    sentences.append(
+        f"Apart from these, {hold} of {_count(total, 'identity check')} "
+        f"{'holds' if total == 1 else 'hold'}: they test that the code computes what it "
+        "claims, not that a paper reproduces."
+    )
     return "\n".join([":::{admonition} What this book finds", ":class: verdict tip", "", " ".join(sentences), ":::"])
 
 
 def _unchecked_sentence(n: Mapping[str, int]) -> str | None:
     """The mechanism claims not checked in this build, and why, in one sentence (None if there are none)."""
     parts = [f"{n['needs_input']} need a data set or a language model that this build did not have"] * bool(
-        n["needs_input"])
+        n["needs_input"]
+    )
     parts += [f"{n['not_recorded']} were not recorded in this build"] * bool(n["not_recorded"])
     parts += [f"{n['other_parameters']} ran away from the paper's setting"] * bool(n["other_parameters"])
     if not parts:

@@ -16,19 +16,51 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from numpy.typing import ArrayLike
 
 # One palette for verdicts and outcomes, on every page (Okabe & Ito's colour-blind safe set). Captions name a
 # colour with COLOUR_NAMES, so the text says "vermilion" where the figure shows vermilion.
-GREEN, VERMILION, ORANGE, BLUE, SKY, GREY, PURPLE = ("#009E73", "#D55E00", "#E69F00", "#0072B2", "#56B4E9",
-                                                      "#999999", "#CC79A7")
-COLOUR_NAMES = {GREEN: "green", VERMILION: "vermilion", ORANGE: "orange", BLUE: "blue", SKY: "sky blue",
-                GREY: "grey", PURPLE: "purple"}
-VERDICT_COLOURS = {"agrees": GREEN, "differs": VERMILION, "not measured": GREY, "other parameters": ORANGE,
-                   "reported": BLUE}
+GREEN, VERMILION, ORANGE, BLUE, SKY, GREY, PURPLE = (
+    "#009E73",
+    "#D55E00",
+    "#E69F00",
+    "#0072B2",
+    "#56B4E9",
+    "#999999",
+    "#CC79A7",
+)
+COLOUR_NAMES = {
+    GREEN: "green",
+    VERMILION: "vermilion",
+    ORANGE: "orange",
+    BLUE: "blue",
+    SKY: "sky blue",
+    GREY: "grey",
+    PURPLE: "purple",
+}
+VERDICT_COLOURS = {
+    "agrees": GREEN,
+    "differs": VERMILION,
+    "not measured": GREY,
+    "other parameters": ORANGE,
+    "reported": BLUE,
+}
 OUTCOME_COLOURS = {
-    "good": GREEN, "correct": GREEN, "resisted": GREEN, "repaired": GREEN,
-    "bad": VERMILION, "wrong": VERMILION, "derailed": VERMILION, "fault": VERMILION,
-    "absorbed": ORANGE, "abstained": GREY, "clean": BLUE, "paper": "black",
+    "good": GREEN,
+    "correct": GREEN,
+    "resisted": GREEN,
+    "repaired": GREEN,
+    "bad": VERMILION,
+    "wrong": VERMILION,
+    "derailed": VERMILION,
+    "fault": VERMILION,
+    "absorbed": ORANGE,
+    "abstained": GREY,
+    "clean": BLUE,
+    "paper": "black",
 }
 
 
@@ -54,7 +86,7 @@ def colour_name(key: str) -> str:
 
 def tint(hex_colour: str, amount: float = 0.82) -> str:
     """``hex_colour`` mixed with white (``amount`` of white), for a light background behind dark text."""
-    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    rgb = [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
     return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in rgb)
 
 
@@ -65,35 +97,37 @@ def set_theme() -> None:
 
 
 def ci_errorbar(
-    ax: plt.Axes,
-    labels: Sequence[str],
-    point: Sequence[float],
-    lo: Sequence[float],
-    hi: Sequence[float],
-    reference: Sequence[float] | None = None,
+    ax: Axes,
+    labels: ArrayLike,
+    point: ArrayLike,
+    lo: ArrayLike,
+    hi: ArrayLike,
+    reference: ArrayLike | None = None,
     reference_label: str = "reference",
     label: str = "estimate",
-) -> plt.Axes:
+) -> Axes:
     """Points with asymmetric interval bars per label, optionally beside reference values."""
-    x = np.arange(len(labels))
-    point, lo, hi = (np.asarray(a, dtype=float) for a in (point, lo, hi))
-    ax.errorbar(x, point, yerr=[point - lo, hi - point], fmt="o", capsize=4, label=label)
+    names = [str(label) for label in np.asarray(labels)]
+    x = np.arange(len(names))
+    mid, low, high = (np.asarray(a, dtype=float) for a in (point, lo, hi))
+    ax.errorbar(x, mid, yerr=[mid - low, high - mid], fmt="o", capsize=4, label=label)
     if reference is not None:
         ax.scatter(x, reference, marker="x", color="black", zorder=3, label=reference_label)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xticks(x, labels)
+    ax.set_xticks(x, names)
     ax.legend(loc="best", frameon=False)
     return ax
 
 
-def contrastive_figure(table: pd.DataFrame, locus: int | None) -> plt.Figure:
+def contrastive_figure(table: pd.DataFrame, locus: int | None) -> Figure:
     """Contrastive effects per step with their intervals, the point-of-commitment locus shaded (CAR §4).
 
     ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
     """
     fig, ax = plt.subplots()
-    ci_errorbar(ax, table["name"], table["effect"], table["effect_lo"], table["effect_hi"],
-                label="effect, 95% bootstrap CI")
+    ci_errorbar(
+        ax, table["name"], table["effect"], table["effect_lo"], table["effect_hi"], label="effect, 95% bootstrap CI"
+    )
     if locus is not None:
         ax.axvspan(locus - 0.3, locus + 0.3, color=ORANGE, alpha=0.2, label="locus")
     ax.set_ylabel("P(bad | do) − P(bad | observed)")
@@ -109,7 +143,7 @@ def lineplot_panels(
     seed: int,
     log_xticks: Sequence[float] | None = None,
     figsize: tuple[float, float] = (9, 3.4),
-) -> plt.Figure:
+) -> Figure:
     """One line plot per column of ``ys``, side by side, each panel labelled by its column.
 
     Lines are the mean over repeated rows per ``x`` and ``hue``, with a 95%
@@ -134,7 +168,7 @@ def support_report_figure(
     locus: int | None,
     context_lines: Sequence[tuple[str, bool]],
     figsize: tuple[float, float] = (11, 7.5),
-) -> plt.Figure:
+) -> Figure:
     """CAR's incident report (Figure 1) in four panels.
 
     Top left, the factual trajectory (``trajectory``: columns ``name`` and
@@ -151,8 +185,14 @@ def support_report_figure(
     _context_panel(fig.add_subplot(grid[0, 1]), context_lines, locus, trajectory)
     _outcome_panel(fig.add_subplot(grid[1, 0]), table)
     effects = fig.add_subplot(grid[1, 1])
-    ci_errorbar(effects, table["name"], table["effect"], table["effect_lo"], table["effect_hi"],
-                label="effect, 95% bootstrap CI")
+    ci_errorbar(
+        effects,
+        table["name"],
+        table["effect"],
+        table["effect_lo"],
+        table["effect_hi"],
+        label="effect, 95% bootstrap CI",
+    )
     if locus is not None:
         effects.axvspan(locus - 0.3, locus + 0.3, color=OUTCOME_COLOURS["bad"], alpha=0.15, label="locus")
     effects.set_ylabel("P(bad | do) − P(bad | observed)")
@@ -162,39 +202,65 @@ def support_report_figure(
     return fig
 
 
-def _trajectory_panel(ax: plt.Axes, trajectory: pd.DataFrame, locus: int | None) -> None:
+def _trajectory_panel(ax: Axes, trajectory: pd.DataFrame, locus: int | None) -> None:
     ax.set_axis_off()
     ax.set_title("(a) factual trajectory")
     n = len(trajectory)
     for i, row in enumerate(trajectory.itertuples()):
         y = 1 - (i + 0.5) / n
         is_locus = i == locus
-        ax.text(0.02, y, f"{i}  {row.name}", va="center", fontsize=10, weight="bold" if is_locus else "normal",
-                transform=ax.transAxes)
-        ax.text(0.45, y, f"→ {row.action}", va="center", fontsize=10, transform=ax.transAxes,
-                bbox={"facecolor": VERMILION, "alpha": 0.15, "edgecolor": VERMILION} if is_locus else None)
+        ax.text(
+            0.02,
+            y,
+            f"{i}  {row.name}",
+            va="center",
+            fontsize=10,
+            weight="bold" if is_locus else "normal",
+            transform=ax.transAxes,
+        )
+        ax.text(
+            0.45,
+            y,
+            f"→ {row.action}",
+            va="center",
+            fontsize=10,
+            transform=ax.transAxes,
+            bbox={"facecolor": VERMILION, "alpha": 0.15, "edgecolor": VERMILION} if is_locus else None,
+        )
     if locus is not None:
         ax.text(0.02, -0.02, "bold, shaded: the causal locus", fontsize=8, color="dimgrey", transform=ax.transAxes)
 
 
-def _context_panel(ax: plt.Axes, lines: Sequence[tuple[str, bool]], locus: int | None,
-                   trajectory: pd.DataFrame) -> None:
+def _context_panel(ax: Axes, lines: Sequence[tuple[str, bool]], locus: int | None, trajectory: pd.DataFrame) -> None:
     ax.set_axis_off()
     name = trajectory["name"].iloc[locus] if locus is not None else "no locus"
     ax.set_title(f"(b) decision context of the locus, {name}")
     y = 0.97
     for text, injected in lines:
         wrapped = textwrap.fill(text, width=58)
-        style = {"color": "tab:red", "weight": "bold",
-                 "bbox": {"facecolor": "tab:red", "alpha": 0.12, "edgecolor": "tab:red"}} if injected else {}
+        style = (
+            {
+                "color": "tab:red",
+                "weight": "bold",
+                "bbox": {"facecolor": "tab:red", "alpha": 0.12, "edgecolor": "tab:red"},
+            }
+            if injected
+            else {}
+        )
         ax.text(0.01, y, wrapped, va="top", fontsize=8.5, family="monospace", transform=ax.transAxes, **style)
         y -= 0.085 * (wrapped.count("\n") + 1) + 0.05
     if any(injected for _, injected in lines):
-        ax.text(0.01, max(y, 0.0), "boxed in red: the injected instruction", fontsize=8, color="tab:red",
-                transform=ax.transAxes)
+        ax.text(
+            0.01,
+            max(y, 0.0),
+            "boxed in red: the injected instruction",
+            fontsize=8,
+            color="tab:red",
+            transform=ax.transAxes,
+        )
 
 
-def _outcome_panel(ax: plt.Axes, table: pd.DataFrame) -> None:
+def _outcome_panel(ax: Axes, table: pd.DataFrame) -> None:
     x = np.arange(len(table))
     bad = table["p_bad_do"].to_numpy(dtype=float)
     ax.bar(x, bad, color=OUTCOME_COLOURS["bad"], alpha=0.7, label="bad: refund against policy")
@@ -208,7 +274,7 @@ def _outcome_panel(ax: plt.Axes, table: pd.DataFrame) -> None:
     ax.set_title("(c) outcomes when resampling from each step")
 
 
-def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (8.5, 3.4)) -> plt.Figure:
+def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (8.5, 3.4)) -> Figure:
     """The book's findings at a glance: per row (a paper), mechanism claims by verdict, identity checks apart.
 
     ``counts`` is :func:`rcakit.claims.headline_counts`: columns ``agrees``,
@@ -219,8 +285,13 @@ def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (8.5, 3
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharey=True, width_ratios=[3, 1.3])
     rows = list(counts.index)[::-1]
     y = np.arange(len(rows))
-    _stacked(left, y, counts.loc[rows], ["agrees", "differs", "not measured", "other parameters"],
-             ["agrees", "differs", "not measured", "other parameters"])
+    _stacked(
+        left,
+        y,
+        counts.loc[rows],
+        ["agrees", "differs", "not measured", "other parameters"],
+        ["agrees", "differs", "not measured", "other parameters"],
+    )
     left.set_title("mechanism claims (the reproductions)")
     _stacked(right, y, counts.loc[rows], ["identities hold", "identities fail"], ["agrees", "differs"])
     right.set_title("identity checks")
@@ -229,9 +300,15 @@ def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (8.5, 3
         ax.set_xlabel("claims")
         ax.grid(axis="y", visible=False)
         ax.xaxis.get_major_locator().set_params(integer=True)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in HEADLINE_VERDICTS]
-    fig.legend(handles, HEADLINE_VERDICTS, loc="lower center", ncol=len(HEADLINE_VERDICTS), frameon=False,
-               bbox_to_anchor=(0.5, -0.02))
+    handles = [Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in HEADLINE_VERDICTS]
+    fig.legend(
+        handles,
+        HEADLINE_VERDICTS,
+        loc="lower center",
+        ncol=len(HEADLINE_VERDICTS),
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.02),
+    )
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
@@ -239,8 +316,7 @@ def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (8.5, 3
 HEADLINE_VERDICTS = ["agrees", "differs", "not measured", "other parameters"]
 
 
-def _stacked(ax: plt.Axes, y: np.ndarray, counts: pd.DataFrame, columns: Sequence[str],
-             verdicts: Sequence[str]) -> None:
+def _stacked(ax: Axes, y: np.ndarray, counts: pd.DataFrame, columns: Sequence[str], verdicts: Sequence[str]) -> None:
     """Horizontal stacked bars, each segment labelled with its count when there is room."""
     left = np.zeros(len(y))
     for column, verdict in zip(columns, verdicts, strict=True):
@@ -248,6 +324,13 @@ def _stacked(ax: plt.Axes, y: np.ndarray, counts: pd.DataFrame, columns: Sequenc
         ax.barh(y, values, left=left, color=VERDICT_COLOURS[verdict], height=0.6)
         for yi, start, width in zip(y, left, values, strict=True):
             if width:
-                ax.text(start + width / 2, yi, str(int(width)), ha="center", va="center", fontsize=9,
-                        color="white" if verdict in ("agrees", "differs") else "black")
+                ax.text(
+                    start + width / 2,
+                    yi,
+                    str(int(width)),
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if verdict in ("agrees", "differs") else "black",
+                )
         left += values

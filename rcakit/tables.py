@@ -50,14 +50,15 @@ def _whole(column: pd.Series) -> bool:
     """A numeric column whose every present value is a whole number (counts stored as floats)."""
     present = [v for v in column if not is_missing(v)]
     return bool(present) and all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer() and abs(v) < 1e15
-        for v in present)
+        isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer() and abs(float(v)) < 1e15
+        for v in present
+    )
 
 
 def format_column(column: pd.Series, decimals: int = 3) -> pd.Series:
     """A column as text, one rule for all its cells (whole-number floats print as integers)."""
     if pd.api.types.is_float_dtype(column.dtype) and _whole(column):
-        return column.map(lambda v: DASH if is_missing(v) else str(int(v)))
+        return column.map(lambda v: DASH if is_missing(v) else f"{v:.0f}")
     return column.map(lambda v: format_value(v, decimals)).astype(object)
 
 
@@ -71,8 +72,15 @@ class Table:
 
     def to_html(self) -> str:
         """Every row and column; the cells are escaped unless the table was made with ``escape=False``."""
-        return self.frame.to_html(index=self.index, border=0, escape=self.escape, max_rows=None, max_cols=None,
-                                  classes="rcakit-table", na_rep=DASH)
+        return self.frame.to_html(
+            index=self.index,
+            border=0,
+            escape=self.escape,
+            max_rows=None,
+            max_cols=None,
+            classes="rcakit-table",
+            na_rep=DASH,
+        )
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -99,10 +107,10 @@ def format_table(
     0, 1, 2, … range. ``escape=False`` keeps HTML in the cells (links).
     A Series becomes a one-column table named after it: no dtype footer.
     """
-    frame = data.to_frame(name=data.name if data.name is not None else "value") if isinstance(data, pd.Series) \
-        else data
-    text = pd.DataFrame({c: format_column(frame[c], _decimals_of(decimals, c)) for c in frame.columns},
-                        index=frame.index)
+    frame = data.to_frame(name=data.name if data.name is not None else "value") if isinstance(data, pd.Series) else data
+    text = pd.DataFrame(
+        {c: format_column(frame[c], _decimals_of(decimals, c)) for c in frame.columns}, index=frame.index
+    )
     text.columns = frame.columns
     text.index = _format_index(frame.index)
     if index is None:
@@ -114,6 +122,6 @@ def _format_index(index: pd.Index) -> pd.Index:
     """Row labels with the cells' rules (a float label 0.5 stays 0.5, never 0.500000)."""
     if isinstance(index, pd.MultiIndex) or not pd.api.types.is_float_dtype(index.dtype):
         return index
-    return pd.Index([format_value(v, 3).rstrip("0").rstrip(".") if not is_missing(v) else DASH for v in index],
-                    name=index.name)
-
+    return pd.Index(
+        [format_value(v, 3).rstrip("0").rstrip(".") if not is_missing(v) else DASH for v in index], name=index.name
+    )

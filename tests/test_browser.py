@@ -40,8 +40,16 @@ from rcakit.paths import project_root
 PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
 VERDICT_PAGES = [cid.replace("-", "_") for cid in chapters.ORDER if cid != "claims"] + ["intro"]
 VIEWPORT = {"width": 1280, "height": 900}  # the first screen
-LAUNCH_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LAUNCH_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 REQUIRE = os.environ.get("RCAKIT_REQUIRE_BROWSER") == "1"
 
@@ -88,8 +96,14 @@ EXTRACT_JS = """() => {
 
 def machine_paths() -> list[str]:
     """Folders of this machine that no page may show: home, temp, project, virtual environment."""
-    found = {str(Path.home()), tempfile.gettempdir(), "/tmp", str(project_root()), sys.prefix,
-             os.environ.get("VIRTUAL_ENV", "")}
+    found = {
+        str(Path.home()),
+        tempfile.gettempdir(),
+        "/tmp",
+        str(project_root()),
+        sys.prefix,
+        os.environ.get("VIRTUAL_ENV", ""),
+    }
     return sorted((p.rstrip("/") + "/" for p in found if p and p not in ("/", ".")), key=len, reverse=True)
 
 
@@ -111,15 +125,18 @@ def problems(seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["h
         if BAD_CELL.search(cell):
             found.append(f"nan/None in a table cell: {cell[:60]!r}")
     for match in BAD_PROSE.finditer(seen["prose"]):
-        if match.group(0) == "None" and SENTENCE_START.search(seen["prose"][:match.start()]):
+        if match.group(0) == "None" and SENTENCE_START.search(seen["prose"][: match.start()]):
             continue
         found.append("nan/None in the prose: " + _around(seen["prose"], match.group(0), match.start()))
     for folder in machine_paths():
         if folder in seen["text"]:
             found.append(f"a path of the machine that built it ({folder}): " + _around(seen["text"], folder))
     for output in seen["outputs"]:
-        found += [f"a warning in an output: {line.strip()[:100]!r}" for line in output.splitlines()
-                  if WARNING_LINE.search(line)]
+        found += [
+            f"a warning in an output: {line.strip()[:100]!r}"
+            for line in output.splitlines()
+            if WARNING_LINE.search(line)
+        ]
     if verdict_expected and (seen["verdict_top"] is None or seen["verdict_top"] > first_screen):
         where = "missing" if seen["verdict_top"] is None else f"at {seen['verdict_top']:.0f}px"
         found.append(f"no verdict box on the first screen ({where}, the screen is {first_screen}px)")
@@ -128,15 +145,16 @@ def problems(seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["h
 
 def _around(text: str, needle: str, start: int | None = None) -> str:
     i = text.index(needle) if start is None else start
-    return repr(text[max(0, i - 40): i + len(needle) + 40])
+    return repr(text[max(0, i - 40) : i + len(needle) + 40])
 
 
 def chromium() -> str | None:
     """Debian's chromium; installed with apt first when it is missing and apt is there."""
     found = shutil.which("chromium") or (Path("/usr/bin/chromium").exists() and "/usr/bin/chromium")
     if not found and shutil.which("apt-get"):
-        subprocess.run("apt-get update -qq && apt-get install -y -qq chromium", shell=True,
-                       capture_output=True, timeout=900)
+        subprocess.run(
+            "apt-get update -qq && apt-get install -y -qq chromium", shell=True, capture_output=True, timeout=900
+        )
         found = shutil.which("chromium")
     return found or None
 
@@ -187,8 +205,7 @@ def load(context, path: Path):
     page = context.new_page()
     page.goto(path.as_uri(), wait_until="load")
     if page.locator("script[src*='mathjax']").count():  # Sphinx adds MathJax only to pages with math
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                               timeout=15000)
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000)
         page.evaluate("() => MathJax.startup.promise")
     return page
 
@@ -220,8 +237,13 @@ def book_pages(quick_book: Path) -> list[Path]:
     html = quick_book / "_build" / "html"
     skip = {"genindex.html", "search.html", "py-modindex.html"}
     generated = {"_static", "_sources", "_modules"}
-    return sorted(p for p in html.rglob("*.html") if not generated & set(p.relative_to(html).parts)
-                  and p.name not in skip and "http-equiv=\"refresh\"" not in p.read_text(encoding="utf-8")[:2000])
+    return sorted(
+        p
+        for p in html.rglob("*.html")
+        if not generated & set(p.relative_to(html).parts)
+        and p.name not in skip
+        and 'http-equiv="refresh"' not in p.read_text(encoding="utf-8")[:2000]
+    )
 
 
 def test_every_page_reads_cleanly(offline, quick_book):
@@ -271,9 +293,16 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     bad = tmp_path / "bad.html"
     bad.write_text(PLANTED.replace("TMP/", tempfile.gettempdir() + "/"), encoding="utf-8")
     found = problems(load(context, bad).evaluate(EXTRACT_JS), verdict_expected=True)
-    kinds = ["equation wider than its container", "raw glue markup", "truncated table cell",
-             "nan/None in a table cell", "nan/None in the prose", "a path of the machine", "a warning in an output",
-             "no verdict box on the first screen"]
+    kinds = [
+        "equation wider than its container",
+        "raw glue markup",
+        "truncated table cell",
+        "nan/None in a table cell",
+        "nan/None in the prose",
+        "a path of the machine",
+        "a warning in an output",
+        "no verdict box on the first screen",
+    ]
     for kind in kinds:
         assert any(p.startswith(kind) for p in found), f"not flagged: {kind}\n{found}"
     assert sum(p.startswith("nan/None in a table cell") for p in found) == 2  # NaN and None

@@ -15,8 +15,13 @@ PAPER_CHAPTERS = [cid for cid in chapters.ORDER if cid != "claims"]
 def headings(chapter_id: str) -> list[str]:
     """The ``##`` heading texts of a chapter's markdown cells."""
     nb = jupytext.read(chapters.notebook_path(chapter_id))
-    return [line[3:].strip() for cell in nb.cells if cell.cell_type == "markdown"
-            for line in cell.source.splitlines() if line.startswith("## ")]
+    return [
+        line[3:].strip()
+        for cell in nb.cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith("## ")
+    ]
 
 
 @pytest.mark.parametrize("chapter_id", PAPER_CHAPTERS)
@@ -29,8 +34,11 @@ def test_every_claim_has_a_valid_kind(chapter_id):
 def test_every_claim_names_a_section_heading_of_its_chapter(chapter_id):
     known = headings(chapter_id)
     assert len(known) == len(set(known)), f"{chapter_id}: duplicate ## headings would get numbered anchors"
-    bad = [(c["claim"], c.get("section")) for c in claims.chapter_claims(chapter_id)["claims"]
-           if c.get("section") not in known]
+    bad = [
+        (c["claim"], c.get("section"))
+        for c in claims.chapter_claims(chapter_id)["claims"]
+        if c.get("section") not in known
+    ]
     assert not bad, f"{chapter_id}: claims whose section is not a ## heading: {bad}"
 
 
@@ -89,12 +97,22 @@ def test_an_edited_claims_file_is_read_again(fake_claims):
 def test_compare_returns_the_kind_and_takes_numpy_values(fake_claims):
     import numpy as np
 
-    fake_claims({"car-shapley": {"claims": [
-        claim(claim="phi_0", measured="phi.0", ci="phi_ci.0", paper=0.44),
-        claim(claim="phi_2", measured="phi.2", ci="phi_ci.2", paper=0.0),
-        claim(claim="efficiency", kind="identity", measured="efficiency", paper=0.91, tolerance=1e-9)]}})
-    measured = {"phi": np.array([0.45, 0.45, 0.0]), "phi_ci": np.array([[0.43, 0.47]] * 3),
-                "efficiency": np.float64(0.91)}
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(claim="phi_0", measured="phi.0", ci="phi_ci.0", paper=0.44),
+                    claim(claim="phi_2", measured="phi.2", ci="phi_ci.2", paper=0.0),
+                    claim(claim="efficiency", kind="identity", measured="efficiency", paper=0.91, tolerance=1e-9),
+                ]
+            }
+        }
+    )
+    measured = {
+        "phi": np.array([0.45, 0.45, 0.0]),
+        "phi_ci": np.array([[0.43, 0.47]] * 3),
+        "efficiency": np.float64(0.91),
+    }
     table = claims.compare("car-shapley", measured, {"q": 0.3}).set_index("claim")
     assert list(table.columns[:1]) == ["kind"]
     assert table.loc["efficiency", "kind"] == "identity" and table.loc["efficiency", "verdict"] == "agrees"
@@ -107,8 +125,12 @@ def test_section_anchor_is_the_id_the_markdown_parser_gives_the_heading():
     from docutils.core import publish_doctree
     from myst_parser.parsers.docutils_ import Parser
 
-    texts = ["Monte-Carlo Shapley splits a two-step interaction", "`rule_based` reads the trace (hop 1)",
-             "3 hops, 0.91 at φ", "Beside the paper"]
+    texts = [
+        "Monte-Carlo Shapley splits a two-step interaction",
+        "`rule_based` reads the trace (hop 1)",
+        "3 hops, 0.91 at φ",
+        "Beside the paper",
+    ]
     source = "# Page\n\n" + "".join(f"## {t}\n\ntext\n\n" for t in texts)
     doc = publish_doctree(source, parser=Parser(), settings_overrides={"report_level": 5})
     ids = [section["ids"][0] for section in doc.findall(nodes.section) if section[0].astext() != "Page"]
@@ -122,22 +144,44 @@ def test_compare_all_links_car_claims_to_their_sections():
     table = claims.compare_all({})
     car = table[table["chapter"] == "car-shapley"].set_index("claim")
     assert car.loc["Contrastive locus = the pivotal middle step (index 1)", "link"] == (
-        "car_shapley.html#the-contrastive-estimator-finds-the-pivotal-step")
+        "car_shapley.html#the-contrastive-estimator-finds-the-pivotal-step"
+    )
     assert list(dict.fromkeys(table["chapter"])) == [c for c in chapters.ORDER if c in set(table["chapter"])]
     assert set(table["verdict"]) == {"not measured"}
 
 
 def toy_table():
-    rows = [("a", "mechanism", "agrees", True), ("a", "mechanism", "differs", False), ("a", "identity", "agrees", True),
-            ("b", "published", "agrees", False), ("b", "not comparable", "reported", False),
-            ("b", "mechanism", "other parameters", True), ("b", "mechanism", "not measured", False)]
+    rows = [
+        ("a", "mechanism", "agrees", True),
+        ("a", "mechanism", "differs", False),
+        ("a", "identity", "agrees", True),
+        ("b", "published", "agrees", False),
+        ("b", "not comparable", "reported", False),
+        ("b", "mechanism", "other parameters", True),
+        ("b", "mechanism", "not measured", False),
+    ]
     return pd.DataFrame(
-        [{"chapter": c, "paper_name": c.upper(), "claim": f"{c}{i} <x> & y", "kind": k, "source": "§1",
-          "paper": 0.0416, "workbench": [0.1, 2], "CI": "", "rule": "> 0", "verdict": v,
-          "why": "needs a language model (parameter provider)" if v == "not measured" else "", "section": "S",
-          "note": "why it is so" if i == 1 else "", "holds": h, "asserted": h and k == "identity",
-          "link": f"{c}.html#s"}
-         for i, (c, k, v, h) in enumerate(rows)]
+        [
+            {
+                "chapter": c,
+                "paper_name": c.upper(),
+                "claim": f"{c}{i} <x> & y",
+                "kind": k,
+                "source": "§1",
+                "paper": 0.0416,
+                "workbench": [0.1, 2],
+                "CI": "",
+                "rule": "> 0",
+                "verdict": v,
+                "why": "needs a language model (parameter provider)" if v == "not measured" else "",
+                "section": "S",
+                "note": "why it is so" if i == 1 else "",
+                "holds": h,
+                "asserted": h and k == "identity",
+                "link": f"{c}.html#s",
+            }
+            for i, (c, k, v, h) in enumerate(rows)
+        ]
     )
 
 
@@ -147,8 +191,14 @@ def toy_table():
 def test_not_measured_is_never_counted_as_disagreeing():
     table = toy_table()
     heads = claims.headline_counts(table)
-    assert heads.loc["b"].to_dict() == {"agrees": 0, "differs": 0, "not measured": 1, "other parameters": 1,
-                                        "identities hold": 0, "identities fail": 0}
+    assert heads.loc["b"].to_dict() == {
+        "agrees": 0,
+        "differs": 0,
+        "not measured": 1,
+        "other parameters": 1,
+        "identities hold": 0,
+        "identities fail": 0,
+    }
     summary = claims.mechanism_summary(table)
     assert summary.loc["b", "mechanism claims that agree"] == "0 of 0"  # neither unmeasured nor off-setting
     assert summary.loc["a", "mechanism claims that agree"] == "1 of 2"
@@ -165,10 +215,24 @@ def test_headline_counts_only_mechanism_claims_and_identities_apart():
 
 
 def test_an_identity_is_checked_at_any_parameters_against_its_expected_value(fake_claims):
-    fake_claims({"car-shapley": {"claims": [
-        claim(claim="closed form", kind="identity", paper=0.455, tolerance=1e-12, when={"q": 0.3},
-              expected="closed", holds=True),
-        claim(claim="tied", kind="mechanism", paper=0.455, tolerance=0.01, when={"q": 0.3})]}})
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(
+                        claim="closed form",
+                        kind="identity",
+                        paper=0.455,
+                        tolerance=1e-12,
+                        when={"q": 0.3},
+                        expected="closed",
+                        holds=True,
+                    ),
+                    claim(claim="tied", kind="mechanism", paper=0.455, tolerance=0.01, when={"q": 0.3}),
+                ]
+            }
+        }
+    )
     at_paper = claims.compare("car-shapley", {"x": 0.455, "closed": 0.455}, {"q": 0.3}).set_index("claim")
     elsewhere = claims.compare("car-shapley", {"x": 0.375, "closed": 0.375}, {"q": 0.5}).set_index("claim")
     wrong = claims.compare("car-shapley", {"x": 0.455, "closed": 0.375}, {"q": 0.5}).set_index("claim")
@@ -180,24 +244,49 @@ def test_an_identity_is_checked_at_any_parameters_against_its_expected_value(fak
 
 
 def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_claims):
-    fake_claims({"car-shapley": {"claims": [
-        claim(claim="rate", kind="identity", paper=0.3, expect="== 0.3", when={"q": 0.3}, expected="params.q")]}})
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(
+                        claim="rate", kind="identity", paper=0.3, expect="== 0.3", when={"q": 0.3}, expected="params.q"
+                    )
+                ]
+            }
+        }
+    )
     assert claims.compare("car-shapley", {"x": 0.5}, {"q": 0.5})["verdict"].tolist() == ["agrees"]
     assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["verdict"].tolist() == ["differs"]
     assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["rule"].tolist() == ["== expected"]
 
 
 def test_an_interval_identity_holds_its_expected_value(fake_claims):
-    fake_claims({"car-shapley": {"claims": [
-        claim(claim="rate", kind="identity", paper=0.3, ci="x_ci", expected="params.p_bad", holds=True)]}})
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(claim="rate", kind="identity", paper=0.3, ci="x_ci", expected="params.p_bad", holds=True)
+                ]
+            }
+        }
+    )
     table = claims.compare("car-shapley", {"x": 0.49, "x_ci": [0.45, 0.55]}, {"p_bad": 0.5})
     assert table[["verdict", "rule", "asserted"]].values.tolist() == [["agrees", "expected in CI", False]]
     assert claims.compare("car-shapley", {"x": 0.3, "x_ci": [0.25, 0.35]}, {"p_bad": 0.5})["verdict"][0] == "differs"
 
 
 def test_an_identity_whose_expected_value_was_not_recorded_is_not_measured(fake_claims):
-    fake_claims({"car-shapley": {"claims": [
-        claim(claim="share", kind="identity", paper=1.0, tolerance=1e-9, expected="share_of_hop1", holds=True)]}})
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(
+                        claim="share", kind="identity", paper=1.0, tolerance=1e-9, expected="share_of_hop1", holds=True
+                    )
+                ]
+            }
+        }
+    )
     table = claims.compare("car-shapley", {"x": 0.53})
     assert table["verdict"].tolist() == ["not measured"]  # never checked against the paper's 1.0 instead
     assert table["why"].tolist() == ["its value at these parameters (share_of_hop1) was not recorded"]
@@ -205,10 +294,17 @@ def test_an_identity_whose_expected_value_was_not_recorded_is_not_measured(fake_
 
 
 def test_a_section_that_needs_data_or_a_model_is_not_measured_and_says_why(fake_claims):
-    fake_claims({"longrca-strata": {"claims": [
-        claim(claim="loaded", kind="identity", expect="== 58", when={"who_and_when_path": "who-and-when"}),
-        claim(claim="llm", kind="mechanism", needs="provider"),
-        claim(claim="plain", kind="mechanism", measured="y")]}})
+    fake_claims(
+        {
+            "longrca-strata": {
+                "claims": [
+                    claim(claim="loaded", kind="identity", expect="== 58", when={"who_and_when_path": "who-and-when"}),
+                    claim(claim="llm", kind="mechanism", needs="provider"),
+                    claim(claim="plain", kind="mechanism", measured="y"),
+                ]
+            }
+        }
+    )
     params = {"who_and_when_path": "elsewhere", "provider": "none"}
     table = claims.compare("longrca-strata", {"z": 1}, params).set_index("claim")
     assert table["verdict"].tolist() == ["not measured"] * 3
@@ -222,17 +318,29 @@ def test_a_section_that_needs_data_or_a_model_is_not_measured_and_says_why(fake_
 
 
 def test_assert_holds_asserts_only_exact_claims_that_hold_for_every_seed(fake_claims):
-    fake_claims({"car-shapley": {"claims": [
-        claim(claim="exact", kind="identity", expect="== 1", holds=True),
-        claim(claim="interval", kind="identity", measured="y", ci="y_ci", holds=True),
-        claim(claim="estimate", kind="identity", measured="z", tolerance=0.03, holds=True),
-        claim(claim="mechanism", kind="mechanism", measured="w", expect=">= 0.5", holds=True),
-        claim(claim="bins", kind="published", measured="v", paper=0.241, tolerance=0.0005, holds=True)]}})
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(claim="exact", kind="identity", expect="== 1", holds=True),
+                    claim(claim="interval", kind="identity", measured="y", ci="y_ci", holds=True),
+                    claim(claim="estimate", kind="identity", measured="z", tolerance=0.03, holds=True),
+                    claim(claim="mechanism", kind="mechanism", measured="w", expect=">= 0.5", holds=True),
+                    claim(claim="bins", kind="published", measured="v", paper=0.241, tolerance=0.0005, holds=True),
+                ]
+            }
+        }
+    )
     wrong = {"x": 0, "y": 5, "y_ci": [4, 6], "z": 2, "w": 0.1, "v": 0.241}
     table = claims.compare("car-shapley", wrong).set_index("claim")
     assert table.loc[["exact", "interval", "estimate", "mechanism"], "verdict"].eq("differs").all()
-    assert table["asserted"].to_dict() == {"exact": True, "interval": False, "estimate": False, "mechanism": False,
-                                           "bins": True}
+    assert table["asserted"].to_dict() == {
+        "exact": True,
+        "interval": False,
+        "estimate": False,
+        "mechanism": False,
+        "bins": True,
+    }
     with pytest.raises(AssertionError, match="^claims not reproduced: exact$"):
         claims.assert_holds(table.reset_index())
     claims.assert_holds(claims.compare("car-shapley", wrong | {"x": 1}))  # statistical misses never raise
@@ -249,13 +357,27 @@ def test_an_off_setting_identity_without_expected_is_not_asserted(fake_claims):
 
 
 def test_a_note_and_a_reason_both_reach_the_table(fake_claims):
-    fake_claims({"car-shapley": {"claims": [
-        claim(claim="MV on OR cases", kind="identity", paper=0.783, expect="== 1.0",
-              note="the paper's 0.783 is over all cases; on OR cases every run returns the pair"),
-        claim(claim="calls", kind="not comparable", reason="counting conventions differ")]}})
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(
+                        claim="MV on OR cases",
+                        kind="identity",
+                        paper=0.783,
+                        expect="== 1.0",
+                        note="the paper's 0.783 is over all cases; on OR cases every run returns the pair",
+                    ),
+                    claim(claim="calls", kind="not comparable", reason="counting conventions differ"),
+                ]
+            }
+        }
+    )
     table = claims.compare("car-shapley", {"x": 1.0})
-    assert table["note"].tolist() == ["the paper's 0.783 is over all cases; on OR cases every run returns the pair",
-                                      "counting conventions differ"]
+    assert table["note"].tolist() == [
+        "the paper's 0.783 is over all cases; on OR cases every run returns the pair",
+        "counting conventions differ",
+    ]
     page = claims_pages.claims_html(claims.compare_all({"car-shapley": {"x": 1.0}}).query("chapter == 'car-shapley'"))
     assert "<small>the paper&#x27;s 0.783 is over all cases" in page
 
@@ -267,8 +389,11 @@ def parse_myst(text: str):
     from docutils.core import publish_doctree
     from myst_parser.parsers.docutils_ import Parser
 
-    return publish_doctree(text, parser=Parser(), settings_overrides={
-        "report_level": 5, "myst_enable_extensions": ["colon_fence", "dollarmath"]})
+    return publish_doctree(
+        text,
+        parser=Parser(),
+        settings_overrides={"report_level": 5, "myst_enable_extensions": ["colon_fence", "dollarmath"]},
+    )
 
 
 def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
@@ -343,11 +468,14 @@ def test_claims_html_of_the_real_claims_has_one_link_per_claim():
 
 
 def test_parameter_table_lists_only_values_that_differ_from_the_defaults():
-    recorded = {"longrca-strata": {"params": {"seed": 0}},
-                "car-shapley": {"params": {"q": 0.3, "n_permutations": 20, "seed": 0}}}
+    recorded = {
+        "longrca-strata": {"params": {"seed": 0}},
+        "car-shapley": {"params": {"q": 0.3, "n_permutations": 20, "seed": 0}},
+    }
     table = claims_pages.parameter_table(recorded)
     assert table.to_dict("records") == [
-        {"chapter": "car-shapley", "parameter": "n_permutations", "value": "20", "default": "80"}]
+        {"chapter": "car-shapley", "parameter": "n_permutations", "value": "20", "default": "80"}
+    ]
     assert claims_pages.parameter_table({"car-shapley": {"params": {"q": 0.3}}}).empty
 
 
@@ -355,7 +483,7 @@ def test_missing_workbench_values_show_as_a_dash():
     table = toy_table()
     table["workbench"] = [float("nan"), None, 0.5, 1, 2, 3, None]
     page = claims_pages.claims_html(table)
-    assert "nan" not in page and "None" not in page and page.count("<td style=\"white-space:nowrap\">—") == 3
+    assert "nan" not in page and "None" not in page and page.count('<td style="white-space:nowrap">—') == 3
 
 
 def test_the_palette_names_its_colours_for_captions():
@@ -369,8 +497,12 @@ def test_the_palette_names_its_colours_for_captions():
     from matplotlib.colors import to_hex
 
     plotting.set_theme()  # the figure cycle is the same palette: C3 is the vermilion of "differs"
-    assert [to_hex(f"C{i}").upper() for i in (0, 2, 3, 7)] == [plotting.BLUE, plotting.GREEN, plotting.VERMILION,
-                                                               plotting.GREY]
+    assert [to_hex(f"C{i}").upper() for i in (0, 2, 3, 7)] == [
+        plotting.BLUE,
+        plotting.GREEN,
+        plotting.VERMILION,
+        plotting.GREY,
+    ]
 
 
 # --- the table helper ----------------------------------------------------------
@@ -379,8 +511,14 @@ def test_the_palette_names_its_colours_for_captions():
 def test_format_table_fixed_decimals_dash_for_missing_nothing_truncated():
     import numpy as np
 
-    frame = pd.DataFrame({"share": [0.008772, 0.58, np.nan], "length": [145.0, 3.0, np.nan],
-                          "claim": ["x" * 300, None, "y"], "ci": [[0.1, 2], None, (1,)]})
+    frame = pd.DataFrame(
+        {
+            "share": [0.008772, 0.58, np.nan],
+            "length": [145.0, 3.0, np.nan],
+            "claim": ["x" * 300, None, "y"],
+            "ci": [[0.1, 2], None, (1,)],
+        }
+    )
     table = tables.format_table(frame)
     html = table._repr_html_()
     assert "<td>0.009</td>" in html and "<td>0.580</td>" in html and "<td>145</td>" in html
@@ -432,8 +570,16 @@ def test_headline_numbers_split_what_was_not_measured_by_why():
     table = toy_table()
     table.loc[len(table)] = table.iloc[6].to_dict() | {"claim": "b7", "why": "the chapter has not run"}
     assert claims.headline_numbers(table) == {
-        "mechanism": 5, "agrees": 1, "differs": 1, "other_parameters": 1, "not_measured": 2, "needs_input": 1,
-        "not_recorded": 1, "identities_hold": 1, "identities_fail": 0}
+        "mechanism": 5,
+        "agrees": 1,
+        "differs": 1,
+        "other_parameters": 1,
+        "not_measured": 2,
+        "needs_input": 1,
+        "not_recorded": 1,
+        "identities_hold": 1,
+        "identities_fail": 0,
+    }
     text = claims_pages.findings_markdown(table)
     assert "1 need a data set or a language model" in text and "1 were not recorded" in text
     assert text.count("\n") == 4 and "class: verdict" in text
@@ -459,11 +605,18 @@ def test_headline_figure_shows_mechanism_verdicts_and_identities_apart():
 
 
 def test_a_row_checked_against_another_number_than_the_papers_says_which(fake_claims):
-    fake_claims({"gcjr-ablations": {"claims": [
-        claim(claim="MV on OR cases", kind="identity", paper=0.783, expect="== 1.0"),
-        claim(claim="closed form", kind="identity", paper=15, expect="== 15", expected="formula"),
-        claim(claim="same", kind="identity", paper=1.0, expect="== 1.0", measured="y"),
-        claim(claim="own note", kind="identity", paper=0.783, expect="== 1.0", note="over OR cases only")]}})
+    fake_claims(
+        {
+            "gcjr-ablations": {
+                "claims": [
+                    claim(claim="MV on OR cases", kind="identity", paper=0.783, expect="== 1.0"),
+                    claim(claim="closed form", kind="identity", paper=15, expect="== 15", expected="formula"),
+                    claim(claim="same", kind="identity", paper=1.0, expect="== 1.0", measured="y"),
+                    claim(claim="own note", kind="identity", paper=0.783, expect="== 1.0", note="over OR cases only"),
+                ]
+            }
+        }
+    )
     table = claims.compare("gcjr-ablations", {"x": 1.0, "formula": 25, "y": 1.0}).set_index("claim")
     assert table.loc["MV on OR cases", "note"] == "checked against 1, not the paper's 0.783"
     assert table.loc["closed form", "note"] == "checked against its value at these parameters, 25, not the paper's 15"
@@ -473,8 +626,16 @@ def test_a_row_checked_against_another_number_than_the_papers_says_which(fake_cl
 def test_a_claim_in_a_section_that_needs_data_says_so_without_a_needs_field(fake_claims):
     section = "Real failures: Who&When"
     assert "who_and_when_path" in claims.section_inputs("longrca-strata")[section]  # the runner's cell tags
-    fake_claims({"longrca-strata": {"claims": [claim(claim="tracing beats", section=section),
-                                               claim(claim="synthetic", section="no such section")]}})
+    fake_claims(
+        {
+            "longrca-strata": {
+                "claims": [
+                    claim(claim="tracing beats", section=section),
+                    claim(claim="synthetic", section="no such section"),
+                ]
+            }
+        }
+    )
     table = claims.compare("longrca-strata", {"z": 1}, {"who_and_when_path": "who-and-when"}).set_index("claim")
     assert table.loc["tracing beats", "why"] == "needs the data set who-and-when (parameter who_and_when_path)"
     assert table.loc["synthetic", "why"] == "not recorded by this run"
