@@ -10,13 +10,14 @@ import textwrap
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from rcakit.plotting import BLUE
 
 STEP_MARKERS = ("o", "s", "^", "D", "v")  # player 0, 1, 2, ... (the caption names them)
 
 
-def coverage_figure(study: pd.DataFrame, level: float = 0.95, figsize: tuple[float, float] = (10, 3.8)) -> plt.Figure:
+def coverage_figure(study: pd.DataFrame, level: float = 0.95, figsize: tuple[float, float] = (10, 3.8)) -> Figure:
     """One panel per setting of :func:`rcakit.scm.coverage_study`: the share of reruns whose
     interval held the analytic value, per interval and step, with 95% Wilson intervals, and
     the nominal ``level`` as a dashed line."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,14 @@ from scipy import stats as scipy_stats
 
 from rcakit import stats
 from rcakit.scm.model import SCM, do_hold
-from rcakit.shapley import INTERVALS, ShapleyEstimate, shapley_exact, shapley_permutation
+from rcakit.shapley import INTERVALS, ShapleyEstimate, ValueFunction, shapley_exact, shapley_permutation
+
+
+def closed_form(model: SCM) -> ValueFunction:
+    """The SCM's analytic value function v(S); an SCM without one cannot be checked against it."""
+    if model.analytic_v is None:
+        raise ValueError("this SCM has no closed-form value function (analytic_v)")
+    return model.analytic_v
 
 
 @dataclass
@@ -144,7 +152,7 @@ def shapley_reruns(
     return pd.DataFrame(rows)
 
 
-def interval_coverage(reruns: pd.DataFrame, targets: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+def interval_coverage(reruns: pd.DataFrame, targets: Mapping[str, Sequence[float] | np.ndarray]) -> pd.DataFrame:
     """How often the reruns' intervals contain each target value, per interval and player, with a Wilson CI.
 
     ``reruns`` is :func:`shapley_reruns`'s table; ``targets`` maps a label
@@ -152,7 +160,8 @@ def interval_coverage(reruns: pd.DataFrame, targets: Mapping[str, Sequence[float
     target, value, reruns, coverage, Wilson low, Wilson high, mean width``.
     """
     rows = []
-    for (method, player), group in reruns.groupby(["interval", "player"], sort=False):
+    for (method, key), group in reruns.groupby(["interval", "player"], sort=False):
+        player = cast(int, key)  # the reruns' player column holds step indices
         for label, values in targets.items():
             value = float(values[player])
             inside = ((group["ci_low"] <= value) & (value <= group["ci_high"])).to_numpy()
@@ -201,7 +210,7 @@ def coverage_study(
     variants = list(variants)
     frames = []
     for i, (label, (model, n_permutations, samples_per_eval, budget)) in enumerate(settings.items()):
-        analytic = shapley_exact(model.analytic_v, model.n_steps)
+        analytic = shapley_exact(closed_form(model), model.n_steps)
         setting_seed = int(np.random.default_rng([seed, i]).integers(0, 2**31))  # independent draws per setting
         runs = {cached: shapley_reruns(model, reruns, n_permutations, samples_per_eval, budget, setting_seed,
                                        INTERVALS, cached)
@@ -265,8 +274,9 @@ def shapley_convergence(
     spent on antithetic pairs and on plain permutations (twice as many walks).
     Columns: ``rollouts, sampling, efficiency error, max per-player error``.
     """
-    analytic = shapley_exact(model.analytic_v, model.n_steps)
-    total = model.analytic_v(frozenset(range(model.n_steps))) - model.analytic_v(frozenset())
+    v = closed_form(model)
+    analytic = shapley_exact(v, model.n_steps)
+    total = v(frozenset(range(model.n_steps))) - v(frozenset())
     rows = []
     for budget in budgets:
         for s in range(seeds):

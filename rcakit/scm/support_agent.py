@@ -174,9 +174,15 @@ class SupportReport:
 
     scm: SCM
     run: RecordedRun | None
+    replay: ActionMatch
     contrast: Contrastive | None = None
     shapley: ShapleyEstimate | None = None
-    replay: ActionMatch | None = None
+
+    def attributed(self) -> tuple[Contrastive, ShapleyEstimate]:
+        """The contrastive effects and the Shapley estimate; only a report with a failing run has them."""
+        if self.contrast is None or self.shapley is None:
+            raise ValueError("no failing run turned up, so nothing was attributed")
+        return self.contrast, self.shapley
 
     def trajectory(self) -> pd.DataFrame:
         """The factual trajectory: step, action, and what the tool returned."""
@@ -192,16 +198,17 @@ class SupportReport:
         """The numbers to record (``locus`` None when no failing run turned up)."""
         if self.contrast is None:
             return {"locus": None, "observed": None, **self.replay_numbers()}
+        contrast, shap = self.attributed()
         out = {
             "observed": [r.action for r in self.scm.observed],
-            "locus": self.contrast.locus,
-            "locus_context_injected": self.contrast.locus is not None
-            and is_injected(self.scm.observed[self.contrast.locus].context),
-            "effects": self.contrast.table["effect"],
-            "effect_ci": self.contrast.table[["effect_lo", "effect_hi"]].to_numpy(),
-            "p_bad_do": self.contrast.table["p_bad_do"],
-            "shapley": self.shapley.values,
-            "shapley_ci": np.column_stack([self.shapley.ci_low, self.shapley.ci_high]),
+            "locus": contrast.locus,
+            "locus_context_injected": contrast.locus is not None
+            and is_injected(self.scm.observed[contrast.locus].context),
+            "effects": contrast.table["effect"],
+            "effect_ci": contrast.table[["effect_lo", "effect_hi"]].to_numpy(),
+            "p_bad_do": contrast.table["p_bad_do"],
+            "shapley": shap.values,
+            "shapley_ci": np.column_stack([shap.ci_low, shap.ci_high]),
             **self.replay_numbers(),
         }
         if self.scm.analytic_v is not None:
@@ -213,11 +220,12 @@ class SupportReport:
         effect and interval, the Shapley values, and the action-match rate."""
         values = {"amr": self.replay.rate, "amr_lo": self.replay.ci()[0], "replayed": self.replay.n}
         if self.contrast is not None:
-            k, row = self.contrast.locus, self.contrast.table.iloc[self.contrast.locus or 0]
+            contrast, shap = self.attributed()
+            k, row = contrast.locus, contrast.table.iloc[contrast.locus or 0]
             values |= {"locus": k, "locus_name": self.scm.step_names[k] if k is not None else "none",
                        "effect": float(row["effect"]), "effect_lo": float(row["effect_lo"]),
                        "effect_hi": float(row["effect_hi"]), "p_bad_locus": float(row["p_bad_do"]),
-                       **{f"phi_{i}": float(v) for i, v in enumerate(self.shapley.values)}}
+                       **{f"phi_{i}": float(v) for i, v in enumerate(shap.values)}}
         if self.scm.analytic_v is not None:
             exact = shapley_exact(self.scm.analytic_v, self.scm.n_steps)
             values |= {f"phi_exact_{i}": float(v) for i, v in enumerate(exact)}
@@ -225,9 +233,10 @@ class SupportReport:
 
     def figure_inputs(self) -> tuple:
         """The arguments of :func:`rcakit.plotting.support_report_figure`."""
-        k = self.contrast.locus
+        contrast, _ = self.attributed()
+        k = contrast.locus
         context = self.scm.observed[k].context if k is not None else ()
-        return self.trajectory(), self.contrast.table, k, decision_lines(context)
+        return self.trajectory(), contrast.table, k, decision_lines(context)
 
 
 def _describe(observation: Any) -> str:
@@ -281,7 +290,7 @@ def support_report(
     streams = np.random.default_rng([seed, 2]).integers(0, 2**31, size=3)
     contrast = contrastive_effects(agent, k_samples=k_samples, seed=int(streams[0]))
     shap = scm_shapley(agent, n_permutations, samples_per_eval, 0, int(streams[1]), int(streams[2]))
-    return SupportReport(agent, run, contrast, shap, replay_check(agent, replayer, run, extra_runs, seed))
+    return SupportReport(agent, run, replay_check(agent, replayer, run, extra_runs, seed), contrast, shap)
 
 
 def llm_support_report(model, *, k_samples: int, n_permutations: int, seed: int, extra_runs: int = 0,
