@@ -150,10 +150,14 @@ def test_strict_eligibility_on_musique(world, tmp_path):
 
 
 def test_false_premise_at_hop_2_fails_and_propagation_aware_names_it(world, tmp_path):
-    lab, _ = musique_lab(world, tmp_path)
+    """The earlier, targeted false premise (a planted wrong object) under the earlier protocol."""
+    raw = ScriptedProvider(reader_model(world[0]), model="script")
+    chat = cached(raw, cache=ResponseCache(tmp_path / "cache"), accounting=MethodUsage())
+    lab = P.build_lab(0, n_questions=80, hops=3, reader_chat=chat, world=str(FIXTURE), top_k=3, corpus="global",
+                      empty_search="nothing", spare_hops=1, reformulate=True, interventions="targeted")
     clean = lab.clean[CHAIN]
     assert clean.correct and [h.entity for h in clean.hops] == ["Ilsa Varnholt", "Kestrelmoor", "Doravia"]
-    injected = inject(lab.agent, clean, 2, "false_premise", random.Random(1))
+    injected = inject(lab.agent, clean, 2, "false_premise", random.Random(1), "targeted")
     assert injected.hops[1].docs[0].text.startswith("A widely shared post claims: Where was Ilsa Varnholt born?")
     assert injected.hops[1].entity != "Kestrelmoor" and not injected.correct
     found = dg.propagation_aware(lab.agent, injected)
