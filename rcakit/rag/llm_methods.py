@@ -17,6 +17,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pandas as pd
 
@@ -148,13 +149,14 @@ def hop_counts(judged: pd.DataFrame, depths) -> pd.DataFrame:
 def verdict_summary(judged: pd.DataFrame) -> dict:
     """Judged cases, those with an empty trace left unsent (the ``trace`` judge makes no call on them; the
     authors' judge reads them and may name hop 1), abstentions, verdicts, and the hop named most often."""
-    hops = judged["diagnoses"].map(lambda d: d[JUDGE][1])
-    unsent = judged["diagnoses"].map(lambda d: list(d[JUDGE][:3]) == ["answer", 0, 0])
+    judge = [d[JUDGE] for d in judged["diagnoses"]]
+    hops = pd.Series([j[1] for j in judge], index=judged.index)
+    unsent = pd.Series([list(j[:3]) == ["answer", 0, 0] for j in judge], index=judged.index)
     empty = (judged["n_hops"] == 0) & unsent
-    abstained = judged["diagnoses"].map(lambda d: d[JUDGE][0] == "none")
+    abstained = pd.Series([j[0] == "none" for j in judge], index=judged.index)
     verdicts = hops[~empty & ~abstained]
     counts = verdicts.value_counts().sort_index(kind="stable")
-    modal = int(counts.idxmax()) if len(counts) else None
+    modal = int(cast(int, counts.idxmax())) if len(counts) else None  # the judge's hops are ints
     return {
         "judged": int(len(judged)),
         "empty_traces": int(empty.sum()),

@@ -14,6 +14,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -127,7 +128,7 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
 
 def pooled_accuracy(preds: pd.DataFrame) -> dict:
     """Exact-hop accuracy with bootstrap CI per diagnoser over all rows of ``preds`` (a slice), plus its case count."""
-    out: dict[str, dict | int] = {name: _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}
+    out: dict[str, dict | int] = {str(name): _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}
     out["n"] = int(len(preds.drop_duplicates(["qid", "depth", "kind"])))
     return out
 
@@ -322,7 +323,7 @@ def probe_on_kinds(by_kind: pd.DataFrame, depths: Iterable[int]) -> dict:
     out = {"et_continue": {}, "et_failed": {}, "drift_flip_hits": {}}
 
     def cell(kind, d, columns):
-        return int(by_kind.loc[(kind, d), columns].sum()) if (kind, d) in by_kind.index else 0
+        return int(by_kind[columns].loc[(kind, d)].sum()) if (kind, d) in by_kind.index else 0
 
     for d in depths:
         out["et_continue"][str(d)] = cell("early_termination", d, ["continue hits"])
@@ -374,7 +375,8 @@ def trace_properties(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
 def intervention_record(by_kind: pd.DataFrame) -> dict:
     """``{intervention: {depth: {injected, recovery}}}`` from ``per_intervention``."""
     out = {}
-    for (kind, d), row in by_kind.iterrows():
+    for key, row in by_kind.iterrows():
+        kind, d = cast(tuple[str, int], key)  # the (intervention, depth) index of per_intervention
         out.setdefault(kind, {})[str(d)] = {"injected": int(row["injected"]), "recovery": float(row["recovery"])}
     return out
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.figure import Figure
 
 from rcakit.plotting import BLUE, GREY, ORANGE, SKY, colour
 from rcakit.rag.diagnosers import BRANCHES
@@ -22,7 +23,7 @@ from rcakit.rag.text import OUTCOMES
 BRANCH_COLOURS = {"flip": BLUE, "continue": SKY, "fallback": ORANGE, "none": GREY}
 
 
-def branch_shares(result: dict) -> plt.Figure:
+def branch_shares(result: dict) -> Figure:
     """One panel per probe (the panel title names it): exact-hop accuracy by injected hop, stacked by the
     branch that named the hop (flip, continue, fallback)."""
     shares = branch_hit_shares(result)
@@ -44,7 +45,7 @@ def branch_shares(result: dict) -> plt.Figure:
     return fig
 
 
-def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Iterable[int]) -> plt.Figure:
+def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Iterable[int]) -> Figure:
     """One heatmap per diagnoser (the panel title names it), two per row: share of failed cases at each
     injected hop that it assigns to each predicted hop (0 = none), the same columns in every panel."""
     depths = list(depths)
@@ -76,7 +77,7 @@ def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Itera
     return fig
 
 
-def paper_beside_workbench(paper: pd.DataFrame, workbench: pd.DataFrame, names: Sequence[str]) -> plt.Figure:
+def paper_beside_workbench(paper: pd.DataFrame, workbench: pd.DataFrame, names: Sequence[str]) -> Figure:
     """One panel per diagnoser: exact-hop accuracy by injected hop with its 95% interval, the paper's
     (black) beside the workbench's (blue); a panel without the workbench's cells shows the paper's alone."""
     fig, axes = plt.subplots(1, len(names), figsize=(3.0 * len(names), 3.0), sharey=True, squeeze=False)
@@ -106,12 +107,12 @@ def paper_beside_workbench(paper: pd.DataFrame, workbench: pd.DataFrame, names: 
     return fig
 
 
-def outcome_bars(shares: pd.DataFrame, paper: Mapping[str, Mapping[str, float]] | None = None) -> plt.Figure:
+def outcome_bars(shares: pd.DataFrame, paper: Mapping[str, Mapping[str, float]] | None = None) -> Figure:
     """Absorbed / resisted / derailed shares of the injected content cases by corrupted hop, stacked;
     with ``paper`` (Table 4: ``{"hop d": {outcome: share}}``) each hop shows the paper's bar beside the
     workbench's."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    bars: list[tuple[str, Mapping]] = []
+    bars: list[tuple[str, Mapping | pd.Series]] = []
     for d, row in shares.iterrows():
         if paper and f"hop {d}" in paper:
             bars.append((f"hop {d}\npaper", paper[f"hop {d}"]))
