@@ -65,7 +65,8 @@ def test_every_figure_is_hidden_captioned_and_named(chapter_id):
             figure = cell.metadata.get("mystnb", {}).get("figure", {})
             assert figure.get("caption") and figure.get("name"), f"{chapter_id}: a figure without caption or name"
             tags = cell.metadata.get("tags", [])
-            assert "hide-input" in tags or "remove-input" in tags, f"{chapter_id}: figure {figure['name']} shows its code"
+            hidden = "hide-input" in tags or "remove-input" in tags
+            assert hidden, f"{chapter_id}: figure {figure['name']} shows its code"
 
 
 @pytest.mark.parametrize("chapter_id", chapters.PAGES)
