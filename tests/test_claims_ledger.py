@@ -13,7 +13,8 @@ def _car(gap: float, q: float = 0.3) -> dict:
                             "analytic_phi": [half, half, 0.0], "efficiency": 0.95, "analytic_efficiency": 1 - q**2,
                             "efficiency_ci_from_v_empty": [0.9, 0.92], "efficiency_gap": gap,
                             "contrastive_abs_sum": 1.6, "coverage": {"car_phi_0": 0.9, "car_phi_0_ci": [0.85, 0.93]}},
-            "pivotal": {"locus": 1, "effects": [-0.2, -0.7, 0.0]}, "support_agent": {"locus": 2, "action_match_rate": 1.0}}
+            "pivotal": {"locus": 1, "effects": [-0.2, -0.7, 0.0]},
+            "support_agent": {"locus": 2, "action_match_rate": 1.0}}
 
 
 def test_compare_verdicts_and_assert_holds():
