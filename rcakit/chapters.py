@@ -138,7 +138,7 @@ UNSET = ("none", "", None)  # an optional parameter (a provider) that is switche
 INT_LIMIT = 2**63  # larger integers are typos: no count or seed of a chapter needs them
 
 
-def _as_list(value) -> list:
+def _as_list(value: object) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 

@@ -72,7 +72,8 @@ def ipc_kernel_manager(log: IO[bytes]) -> type:
     default (``kernel-ipc-N`` in the current folder) makes two runs started
     from one folder share sockets, and the second fails with "Invalid Signature".
     """
-    from jupyter_client import AsyncKernelManager
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.provisioning.local_provisioner import LocalProvisioner
     from traitlets import CaselessStrEnum
 
     class IPCKernelManager(AsyncKernelManager):
@@ -91,7 +92,9 @@ def ipc_kernel_manager(log: IO[bytes]) -> type:
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
             kw["stderr"] = log
             await super()._async_launch_kernel(kernel_cmd, **kw)
-            RUNNING_KERNELS.append(self.provisioner.process.pid)
+            process = self.provisioner.process if isinstance(self.provisioner, LocalProvisioner) else None
+            assert process is not None  # jupyter_client's local provisioner (the only one used) has launched it
+            RUNNING_KERNELS.append(process.pid)
 
     return IPCKernelManager
 

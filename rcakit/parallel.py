@@ -53,10 +53,19 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from rcakit import RcakitError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from distributed import Future
+
+T = TypeVar("T")
+Progress = Callable[[Iterable], Iterable]  # wraps the stream of finished cases (a progress bar), items unchanged
+Stream = Generator[tuple, None, None]  # (index, ok, value or error, served, attempts) per finished case
 
 SCHEDULER_ENV = "RCAKIT_DASK_SCHEDULER"
 RETRIES = 2  # extra attempts of a case that raised, before the run stops
@@ -68,7 +77,7 @@ WORKER_SECONDS = 60  # how long to wait for a live Dask worker to take a sweep's
 class CaseFailed(RcakitError):
     """A case failed on every attempt; ``key`` names it, ``error`` is its last error in one line."""
 
-    def __init__(self, key: str, error: str, attempts: int):
+    def __init__(self, key: str, error: str, attempts: int) -> None:
         self.key, self.error, self.attempts = key, error, attempts
         super().__init__(f"case {key!r} failed after {attempts} attempt{'s' * (attempts > 1)}: {error}; "
                          "the finished cases are saved, rerun to resume")
@@ -96,7 +105,7 @@ class Served:
     def calls(self) -> int:
         return sum(row[0] for row in self.rows.values())
 
-    def table(self, runtime: bool = False):
+    def table(self, runtime: bool = False) -> pd.DataFrame:
         """One row per (machine, server), sorted; ``model_calls`` only with ``runtime`` (cache-dependent)."""
         import pandas as pd
 
@@ -116,7 +125,7 @@ def count_call(server: str, model_call: bool) -> None:
         tally.add(MACHINE, server, 1, int(model_call))
 
 
-def _attempts(work: Callable, item: Hashable, retries: int) -> tuple[bool, object, Served, int]:
+def _attempts(work: Callable, item: object, retries: int) -> tuple[bool, object, Served, int]:
     """Run ``work(item)`` up to ``1 + retries`` times: ``(ok, value or last error, served, attempts)``."""
     served = Served()
     _CASE.served = served
@@ -140,7 +149,7 @@ def one_line(exc: BaseException) -> str:
 # --- objects built where the case runs ---------------------------------------------------------
 
 
-class PerProcess:
+class PerProcess(Generic[T]):
     """``factory(*args)`` built once in each process that asks for it (a Dask worker, or this one).
 
     Pickling ships the factory and its arguments, never the object, so a model
@@ -148,14 +157,14 @@ class PerProcess:
     process share one object (the factory runs once, under a lock).
     """
 
-    _built: dict[str, object] = {}
+    _built: dict[str, Any] = {}
     _lock = threading.Lock()
 
-    def __init__(self, factory: Callable, *args):
+    def __init__(self, factory: Callable[..., T], *args: object) -> None:
         self.factory, self.args = factory, args
         self.token = uuid.uuid4().hex
 
-    def get(self):
+    def get(self) -> T:
         with PerProcess._lock:
             if self.token not in PerProcess._built:
                 PerProcess._built[self.token] = self.factory(*self.args)
@@ -165,14 +174,14 @@ class PerProcess:
 # --- settings ----------------------------------------------------------------------------------
 
 
-def check_workers(workers, param: str = "workers") -> int:
+def check_workers(workers: object, param: str = "workers") -> int:
     """``workers`` as an int in [1, MAX_WORKERS]; anything else is a one-line error."""
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
         raise RcakitError(f"{param}: expected a whole number from 1 to {MAX_WORKERS}, got {workers!r}")
     return workers
 
 
-def check_scheduler(scheduler, param: str = "scheduler") -> str:
+def check_scheduler(scheduler: object, param: str = "scheduler") -> str:
     """``scheduler`` as given: ``""`` (none) or a Dask address ``tcp://HOST:PORT`` (no network)."""
     if not isinstance(scheduler, str):
         raise RcakitError(f"{param}: expected a string, got {type(scheduler).__name__}")
@@ -239,7 +248,7 @@ def _handshake(address: str, timeout: float) -> str:
 
 async def _identity(address: str, timeout: float) -> object:
     """Dask's handshake, then the ``identity`` request; the peer's answer as read."""
-    from distributed.comm import connect
+    from distributed.comm.core import connect
 
     comm = await connect(address, timeout=timeout)
     try:
@@ -268,14 +277,14 @@ class Outcome:
 
 
 def run_cases(
-    items: Iterable[tuple[str, Hashable]],
-    work: Callable[[Hashable], object],
+    items: Iterable[tuple[str, object]],
+    work: Callable[[Any], object],
     *,
     workers: int = 1,
     scheduler: str | None = None,
     retries: int = RETRIES,
-    progress: Callable[[Iterable], Iterator] | None = None,
-    on_result: Callable[[str, object], None] | None = None,
+    progress: Progress | None = None,
+    on_result: Callable[[str, Any], None] | None = None,
 ) -> Outcome:
     """``work(item)`` for every ``(key, item)``, serially, on ``workers`` threads or on a Dask cluster.
 
@@ -324,7 +333,7 @@ def run_cases(
 class _Sized:
     """A stream with a length, so a progress bar knows the total (and so the ETA)."""
 
-    def __init__(self, stream: Iterator, n: int):
+    def __init__(self, stream: Iterator, n: int) -> None:
         self.stream, self.n = stream, n
 
     def __len__(self) -> int:
@@ -334,14 +343,14 @@ class _Sized:
         return self.stream
 
 
-def _serial(items: Sequence, work: Callable, retries: int, stop: threading.Event) -> Iterator:
+def _serial(items: Sequence, work: Callable, retries: int, stop: threading.Event) -> Stream:
     for index, (_, item) in enumerate(items):
         if stop.is_set():
             return
         yield (index, *_attempts(work, item, retries))
 
 
-def _threads(items: Sequence, work: Callable, workers: int, retries: int, stop: threading.Event) -> Iterator:
+def _threads(items: Sequence, work: Callable, workers: int, retries: int, stop: threading.Event) -> Stream:
     """Cases on ``workers`` daemon threads, so an interrupted driver does not wait for them.
 
     Once ``stop`` is set no thread takes a new case; the cases in flight still
@@ -377,7 +386,7 @@ def _threads(items: Sequence, work: Callable, workers: int, retries: int, stop: 
             yield got
 
 
-def _on_cluster(items: Sequence, work: Callable, address: str, retries: int, stop: threading.Event) -> Iterator:
+def _on_cluster(items: Sequence, work: Callable, address: str, retries: int, stop: threading.Event) -> Stream:
     """Cases as Dask tasks on the cluster at ``address``; results stream back as they finish.
 
     ``work`` is scattered to every worker once. When the workers holding it die,
@@ -401,7 +410,9 @@ def _on_cluster(items: Sequence, work: Callable, address: str, retries: int, sto
 
     def ship() -> None:
         try:
-            shipped.append(client.scatter([work], broadcast=True, hash=False, timeout=WORKER_SECONDS)[0])
+            # a synchronous Client returns the futures; distributed annotates scatter as its coroutine
+            scattered = client.scatter([work], broadcast=True, hash=False, timeout=WORKER_SECONDS)
+            shipped.append(scattered[0])  # pyright: ignore[reportIndexIssue]
         except TimeoutError:
             raise RcakitError(f"scheduler: no Dask worker at {address} took the sweep's work within "
                               f"{WORKER_SECONDS} s (does the cluster have running workers?)") from None
@@ -434,7 +445,7 @@ def _on_cluster(items: Sequence, work: Callable, address: str, retries: int, sto
         client.close()
 
 
-def _gathered(future) -> tuple | None:
+def _gathered(future: Future) -> tuple | None:
     """A finished task's ``(ok, value, served, attempts)``; ``None`` when Dask cancelled it (its input was lost)."""
     from concurrent.futures import CancelledError
 
@@ -446,12 +457,13 @@ def _gathered(future) -> tuple | None:
         return None
 
 
-def _dask_error(future) -> str:
+def _dask_error(future: Future) -> str:
     """One line for a task that Dask gave up on (its worker died each time it ran it)."""
     exc = future.exception()
     if type(exc).__name__ == "KilledWorker":
         return "its worker died each time it ran the case (KilledWorker)"
-    return one_line(exc)
+    # a synchronous Client's future gives the exception; distributed annotates exception() as its coroutine
+    return one_line(exc)  # pyright: ignore[reportArgumentType]
 
 
 def announce(line: str) -> None:
@@ -487,11 +499,17 @@ class Runner:
     retries: int = RETRIES
     served: Served = field(default_factory=Served)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_workers(self.workers)
         check_scheduler(self.scheduler)
 
-    def run(self, items, work, progress=None, on_result=None) -> list:
+    def run(
+        self,
+        items: Iterable[tuple[str, object]],
+        work: Callable[[Any], object],
+        progress: Progress | None = None,
+        on_result: Callable[[str, Any], None] | None = None,
+    ) -> list:
         """:func:`run_cases` with these settings; returns the values in the order of ``items``."""
         outcome = run_cases(items, work, workers=self.workers, scheduler=self.scheduler or None,
                             retries=self.retries, progress=progress, on_result=on_result)

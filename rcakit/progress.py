@@ -18,10 +18,11 @@ import functools
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from typing import TextIO
 
 
 @functools.lru_cache(maxsize=1)
-def _terminal():
+def _terminal() -> TextIO | None:
     if os.environ.get("RCAKIT_PROGRESS", "1") == "0":
         return None
     try:

@@ -17,7 +17,9 @@ accuracy bootstrap); ``longrca-strata`` through ``rcakit.trajectories``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
@@ -27,7 +29,8 @@ def wilson_ci(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float
     """Wilson score interval of a proportion; ``(nan, nan)`` when ``n == 0``."""
     if n == 0:
         return (float("nan"), float("nan"))
-    lo, hi = proportion_confint(int(successes), int(n), alpha=alpha, method="wilson")
+    # two scalar counts give two floats; statsmodels' inferred type also covers array and frame inputs
+    lo, hi = cast(tuple[float, float], proportion_confint(int(successes), int(n), alpha=alpha, method="wilson"))
     return (float(lo), float(hi))
 
 
@@ -58,6 +61,7 @@ def bootstrap_ci(
     statistic: Callable[[np.ndarray], float] = np.mean,
     n_boot: int = 1000,
     seed: int = 0,
+    *,
     level: float = 0.95,
 ) -> tuple[float, float, float]:
     """Percentile bootstrap: ``(statistic(data), lo, hi)``.
@@ -67,7 +71,7 @@ def bootstrap_ci(
     """
     arr = np.asarray(data)
     if len(arr) == 0:
-        return (float("nan"),) * 3
+        return (math.nan, math.nan, math.nan)
     draws = np.array([statistic(row) for row in resample(arr, n_boot, np.random.default_rng(seed))])
     return (float(statistic(arr)), *percentile_interval(draws, level))
 
@@ -84,7 +88,7 @@ def bootstrap_accuracy_ci(
     """
     arr = np.asarray(correct, dtype=float)
     if len(arr) == 0:
-        return (float("nan"),) * 3
+        return (math.nan, math.nan, math.nan)
     accs = np.sort(resample(arr, n_boot, np.random.default_rng(seed)).mean(axis=1))
     lo = accs[int(0.025 * n_boot)]
     hi = accs[min(int(0.975 * n_boot), n_boot - 1)]
@@ -107,7 +111,7 @@ def bootstrap_difference_ci(
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) == 0 or len(b) == 0:
-        return (float("nan"),) * 3
+        return (math.nan, math.nan, math.nan)
     rng = np.random.default_rng(seed)
     draws = resample(a, n_boot, rng).mean(axis=1) - resample(b, n_boot, rng).mean(axis=1)
     return (float(a.mean() - b.mean()), *percentile_interval(draws, level))

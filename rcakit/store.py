@@ -35,11 +35,12 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rcakit import RcakitError
-from rcakit.parallel import Runner
+from rcakit.parallel import Progress, Runner
 from rcakit.progress import warn
 from rcakit.results import results_dir, to_jsonable
 
@@ -50,7 +51,7 @@ DIGEST_CHARS = 12  # hex digits kept of a SHA-256 digest in a store's name and f
 class CaseStore:
     """Finished cases keyed by a string id, persisted to ``path``."""
 
-    def __init__(self, path: str | os.PathLike, fingerprint: dict | None = None):
+    def __init__(self, path: str | os.PathLike, fingerprint: dict | None = None) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
         self._cases: dict[str, dict] = {}
@@ -83,7 +84,7 @@ class CaseStore:
                 continue
             self._take(row, number)
 
-    def _take(self, row, number: int) -> None:
+    def _take(self, row: object, number: int) -> None:
         self._rows += 1
         if isinstance(row, dict) and "__fingerprint__" in row:
             self._check_fingerprint(row["__fingerprint__"])
@@ -132,9 +133,9 @@ class CaseStore:
 
     def run(
         self,
-        items: Iterable[tuple[str, Hashable]],
-        work: Callable[[Hashable], dict],
-        progress: Callable[[Iterable], Iterator] | None = None,
+        items: Iterable[tuple[str, object]],
+        work: Callable[[Any], dict],
+        progress: Progress | None = None,
         runner: Runner | None = None,
     ) -> list[dict]:
         """Compute ``work(item)`` for each ``(key, item)`` not yet stored.
@@ -154,7 +155,7 @@ class CaseStore:
 _CORRUPT = object()
 
 
-def _parse(raw: bytes):
+def _parse(raw: bytes) -> object:
     """One line's JSON value, or ``_CORRUPT`` (bad bytes, bad JSON, absurd nesting)."""
     try:
         return json.loads(raw)

@@ -150,7 +150,7 @@ def shapley_exact_ranking(case: FailedCase, oracle: Oracle, budget: int | None =
     return Attribution("ranking", _ranking(case, phi))
 
 
-def shapley_monte_carlo(case: FailedCase, oracle: Oracle, budget: int | None = None, permutations: int = 4,
+def shapley_monte_carlo(case: FailedCase, oracle: Oracle, budget: int | None = None, *, permutations: int = 4,
                         seed: int = 0) -> Attribution:
     """Antithetic permutation Shapley of the mean replay success under a budget of seed replays (CAR §4).
 
@@ -175,8 +175,8 @@ def _coalition_value(oracle: Oracle, players: tuple, coalition: frozenset) -> fl
     return oracle.value(players[i] for i in coalition)
 
 
-def contrastive(case: FailedCase, oracle: Oracle, budget: int | None = None, k_samples: int = 60, n_boot: int = 300,
-                seed: int = 0) -> Attribution:
+def contrastive(case: FailedCase, oracle: Oracle, budget: int | None = None, *, k_samples: int = 60,
+                n_boot: int = 300, seed: int = 0) -> Attribution:
     """CAR's contrastive resampling; the answer is the point-of-commitment locus (CAR §4)."""
     if oracle.scm is None:
         raise NotApplicable(f"{case.testbed}: contrastive resampling needs a stochastic policy (an SCM)")

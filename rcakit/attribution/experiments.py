@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ def correct(attribution: Attribution, truth: frozenset) -> bool:
     return frozenset(list(attribution.answer)[:len(union)]) == union
 
 
-def family_text(family) -> str:
+def family_text(family: Iterable[Iterable[object]]) -> str:
     """A family as text, sets and members sorted: ``{a, b} | {c}`` (``{}`` for the empty family)."""
     sets = sorted("{" + ", ".join(sorted(map(str, s))) + "}" for s in family)
     return " | ".join(sets) if sets else "{}"
@@ -118,8 +118,8 @@ def _within(method: Method, args: tuple, seconds: float, what: str) -> Attributi
 
 
 def score_methods(testbeds: Mapping[str, list[TestbedCase]], methods: Mapping[str, Method],
-                  budget: int | None = None, memo: ReplayMemo | None = None,
-                  progress: Callable[[Iterable], Iterable] | None = None, *,
+                  budget: int | None = None, memo: ReplayMemo | None = None, *,
+                  progress: Callable[[Iterable], Iterable] | None = None,
                   method_timeout: float = METHOD_TIMEOUT) -> pd.DataFrame:
     """One row per (testbed, case, method) that applies: kind, correct, replays, tokens, memo hits.
 
@@ -157,11 +157,11 @@ def summary(scores: pd.DataFrame) -> pd.DataFrame:
 def results_tree(table: pd.DataFrame) -> dict:
     """``{testbed: {fault type: {method: {n, accuracy, ci, mean_cost, mean_tokens, mean_memo_hits}}}}``."""
     tree: dict = {}
-    for row in table.itertuples(index=False):
-        tree.setdefault(row.testbed, {}).setdefault(row.fault_type, {})[row.method] = {
-            "n": int(row.n), "accuracy": float(row.accuracy), "ci": [float(row.ci_lo), float(row.ci_hi)],
-            "mean_cost": float(row.mean_cost), "mean_tokens": float(row.mean_tokens),
-            "mean_memo_hits": float(row.mean_memo_hits)}
+    for row in table.to_dict(orient="records"):
+        tree.setdefault(row["testbed"], {}).setdefault(row["fault_type"], {})[row["method"]] = {
+            "n": int(row["n"]), "accuracy": float(row["accuracy"]), "ci": [float(row["ci_lo"]), float(row["ci_hi"])],
+            "mean_cost": float(row["mean_cost"]), "mean_tokens": float(row["mean_tokens"]),
+            "mean_memo_hits": float(row["mean_memo_hits"])}
     return tree
 
 
@@ -181,10 +181,10 @@ def cost_frontier(points: pd.DataFrame) -> pd.DataFrame:
     ranked = points.sort_values(["cost", "accuracy"], ascending=[True, False])
     best = -np.inf
     keep = []
-    for row in ranked.itertuples():
-        if row.accuracy > best:
-            keep.append(row.Index)
-            best = row.accuracy
+    for label, accuracy in ranked["accuracy"].items():
+        if accuracy > best:
+            keep.append(label)
+            best = accuracy
     return ranked.loc[keep]
 
 
@@ -245,7 +245,7 @@ def findings(scores: pd.DataFrame) -> dict:
     - ``exhaustive_support_double``: exhaustive search on the support agent's
       two injections, replayed with finitely many rollouts.
     """
-    def rows(method, testbed=None, fault_types=None):
+    def rows(method: str, testbed: str | None = None, fault_types: Sequence[str] | None = None) -> pd.DataFrame:
         part = scores[scores["method"] == method]
         if testbed is not None:
             part = part[part["testbed"] == testbed]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -176,3 +176,14 @@ class AttributionOracle(SharedSeedOracle):
 
 
 Oracle = AttributionOracle  # the name the adapters and testbeds import
+
+
+class Method(Protocol):
+    """An attribution method: ``method(case, oracle, budget)`` -> :class:`Attribution`.
+
+    ``budget`` caps the seed replays the method may spend (``None``: its own
+    default). The arguments are passed by position, so a user's method may
+    name them as it likes.
+    """
+
+    def __call__(self, case: FailedCase, oracle: AttributionOracle, budget: int | None = None, /) -> Attribution: ...

@@ -10,6 +10,8 @@ Used in the chapters: `attribution-families`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
@@ -17,6 +19,10 @@ from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
 from rcakit.attribution.experiments import cost_frontier
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
 
 MARKERS = "osD^vP*XhpH<>"
 ZERO_AT = 0.5  # where a method that replays nothing is drawn on the log axis
@@ -35,7 +41,7 @@ _NUDGES = [(7, 0, "left"), (-7, 0, "right"), (0, 10, "center"), (0, -10, "center
            (7, -10, "left"), (-7, 10, "right"), (-7, -10, "right"), (0, 20, "center"), (0, -20, "center")]
 
 
-def frontier_figure(points: pd.DataFrame, ax: plt.Axes | None = None) -> plt.Figure:
+def frontier_figure(points: pd.DataFrame, ax: Axes | None = None) -> Figure | SubFigure:
     """``points`` (index: method; columns: accuracy, cost, optionally family) on a log cost axis.
 
     The cost frontier is a dashed step line. A method with no replay is drawn at
@@ -51,10 +57,12 @@ def frontier_figure(points: pd.DataFrame, ax: plt.Axes | None = None) -> plt.Fig
     family = shown["family"] if "family" in shown else pd.Series("method", index=shown.index)
     colour = shades(family)
     labels, markers = [], []
-    for (cost, accuracy), group in shown.groupby(["cost", "accuracy"], sort=False):
+    position = {name: i for i, name in enumerate(shown.index)}  # the index is the methods, each once
+    for key, group in shown.groupby(["cost", "accuracy"], sort=False):
+        cost, accuracy = cast(tuple[float, float], key)  # pandas-stubs types a two-column group key as Hashable
         factors = [SPREAD ** (i - (len(group) - 1) / 2) for i in range(len(group))]
         for factor, name in zip(factors, group.index, strict=True):
-            ax.scatter(cost * factor, accuracy, marker=MARKERS[shown.index.get_loc(name) % len(MARKERS)], s=MARKER_SIZE,
+            ax.scatter(cost * factor, accuracy, marker=MARKERS[position[name] % len(MARKERS)], s=MARKER_SIZE,
                        color=colour[name], edgecolor="black", linewidth=0.5, zorder=3)
             markers.append((cost * factor, accuracy))
         labels.append((", ".join(group.index), cost * factors[-1], cost * factors[0], accuracy))
@@ -85,11 +93,12 @@ def shades(family: pd.Series) -> pd.Series:
     return pd.Series(colours).reindex(family.index)
 
 
-def _place_labels(ax: plt.Axes, labels: list[tuple[str, float, float, float]],
+def _place_labels(ax: Axes, labels: list[tuple[str, float, float, float]],
                   markers: list[tuple[float, float]]) -> None:
     """Each ``(text, right x, left x, y)`` beside its markers, at the first place (``_NUDGES``) that covers
     no marker (at ``markers``) and no label placed before; right of the markers when every place is taken."""
-    renderer = ax.figure.canvas.get_renderer()
+    # an Agg canvas (the book's backend) has get_renderer; FigureCanvasBase does not declare it
+    renderer = ax.figure.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]
     half = MARKER_SIZE**0.5 / 2 * ax.figure.dpi / 72  # a marker's half width, in pixels
     taken = [Bbox.from_extents(x - half, y - half, x + half, y + half)
              for x, y in ax.transData.transform(markers)]
@@ -106,7 +115,7 @@ def _place_labels(ax: plt.Axes, labels: list[tuple[str, float, float, float]],
         taken.append(extent)
 
 
-def _label(ax: plt.Axes, text: str, right: float, left: float, y: float, dx: float, dy: float,
+def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, dy: float,
            ha: str) -> Annotation:
     """``text`` offset by ``(dx, dy)`` points from the right edge, the left edge or the middle of its markers."""
     anchor = right if dx > 0 else left if dx < 0 else (right * left) ** 0.5

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -50,6 +51,10 @@ from rcakit.repair.search import minimal_sets
 from rcakit.scm.model import SCM, Do, PolicyStep
 from rcakit.scm.replay import record_failing_run
 from rcakit.scm.support_agent import INJECTED_NOTE, TICKET, support_agent_scm
+
+if TYPE_CHECKING:
+    from rcakit.rag import Agent, Hop
+    from rcakit.rag.world import Question
 
 TESTBEDS = ("rag_hops", "controlled_dag", "support_agent")
 FAULT_TYPES = {
@@ -71,7 +76,7 @@ class TestbedCase:
     oracle: Callable[[ReplayMemo], Oracle]
 
 
-def chain_case(case_id: str, players: list[str], sink: str, edges, seed: int) -> Case:
+def chain_case(case_id: str, players: list[str], sink: str, edges: Iterable[tuple[str, str]], *, seed: int) -> Case:
     """A GCJR ``Case`` over ``players`` (one agent, no fault marks): the view a method gets."""
     g = nx.DiGraph(list(edges))
     for v in g:
@@ -80,7 +85,7 @@ def chain_case(case_id: str, players: list[str], sink: str, edges, seed: int) ->
     return Case(case_id, "failed", g, sink, frozenset(), (order,), seed)
 
 
-def certified_family(players, succeeds: Callable[[frozenset], bool], q: int = 2) -> frozenset:
+def certified_family(players: Iterable[Hashable], succeeds: Callable[[frozenset], bool], q: int = 2) -> frozenset:
     """The inclusion-minimal repair sets of size <= q, by replaying each set."""
     sets = (frozenset(c) for k in range(1, q + 1) for c in itertools.combinations(players, k))
     return minimal_sets(s for s in sets if succeeds(s))
@@ -137,14 +142,14 @@ def _rag_case(lab: Lab, qid: str, faults: tuple, depth: int) -> TestbedCase | No
         return None
     if any(run(frozenset([hop_name(h)])) is None for h, _ in faults):
         return None
-    truth = certified_family(players, lambda s: bool(run(s) is not None and run(s).correct))
+    truth = certified_family(players, lambda s: bool((t := run(s)) is not None and t.correct))
     hops = [h for h, _ in faults]
     fault_type = _rag_type(truth, hops)
     if fault_type is None:
         return None
     case_id = f"rag:{qid}:" + "+".join(f"{h}{k}" for h, k in faults)
     edges = list(itertools.pairwise(players + ["answer"]))
-    dag = chain_case(case_id, players, "answer", edges, 0)
+    dag = chain_case(case_id, players, "answer", edges, seed=0)
     first = min(hops)
 
     def oracle(memo: ReplayMemo) -> Oracle:
@@ -178,18 +183,18 @@ class CountingAgent:
     forced runs are then counted at the oracle like any other replay.
     """
 
-    def __init__(self, agent, oracle: Oracle):
+    def __init__(self, agent: Agent, oracle: Oracle) -> None:
         self._agent, self._oracle = agent, oracle
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._agent, name)
 
-    def resume_from(self, q, prefix, start_hop):
+    def resume_from(self, q: Question, prefix: Sequence[Hop], start_hop: int) -> Trace:
         trace = self._agent.resume_from(q, prefix, start_hop)
         self._oracle.charge(replays=1)
         return trace
 
-    def force_answer(self, q, prefix):
+    def force_answer(self, q: Question, prefix: Sequence[Hop]) -> Trace:
         trace = self._agent.force_answer(q, prefix)
         self._oracle.charge(replays=1)
         return trace
@@ -205,7 +210,7 @@ def _rag_candidates(lab: Lab, depth: int, kinds: tuple) -> dict[str, list[tuple]
     return {"single": singles, "double": pairs}
 
 
-def rag_testbed(seed: int, cases_per_type: int, n_entities: int = 600, n_questions: int = 40,
+def rag_testbed(seed: int, cases_per_type: int, n_entities: int = 600, n_questions: int = 40, *,
                 hops: int = 3, max_tries: int = 400) -> list[TestbedCase]:
     """Up to ``cases_per_type`` certified RAG cases of each type, placements tried in a seeded order.
 
@@ -234,8 +239,9 @@ def rag_testbed(seed: int, cases_per_type: int, n_entities: int = 600, n_questio
 def method_view(case: Case) -> Case:
     """The case as a method sees it: the planted family emptied and the fault marks cleared."""
     g = case.graph.copy()
-    nx.set_node_attributes(g, False, "fault")
-    nx.set_node_attributes(g, "any", "gate")
+    for v in g:  # every node, as nx.set_node_attributes(g, value, name) does (its stubs take only mappings)
+        g.nodes[v]["fault"] = False
+        g.nodes[v]["gate"] = "any"
     return replace(case, kind="failed", graph=g, family=frozenset())
 
 
@@ -245,7 +251,7 @@ def dag_testbed(seed: int, cases_per_type: int, r: int = 3, noise: float = 0.0) 
     for case in controlled_dag_benchmark(cases_per_type, seed):
         view = method_view(case)
 
-        def oracle(memo: ReplayMemo, case=case, view=view) -> Oracle:
+        def oracle(memo: ReplayMemo, case: Case = case, view: Case = view) -> Oracle:
             def replay_one(s: frozenset, j: int) -> tuple[bool, int]:
                 return replay(case, s, j, noise), 0
 
@@ -259,7 +265,7 @@ def dag_testbed(seed: int, cases_per_type: int, r: int = 3, noise: float = 0.0) 
 
 # --- Support agent ------------------------------------------------------------------------------------
 
-def _noted_ticket(context: tuple, action) -> dict:
+def _noted_ticket(context: tuple, action: object) -> dict:
     """The ticket as the first step reads it in the double variant: the injected note appended."""
     return {"ticket": TICKET, "customer_note": INJECTED_NOTE}
 
@@ -275,7 +281,7 @@ def support_scm(variant: str) -> SCM:
     return scm
 
 
-def clean_observation(observation):
+def clean_observation(observation: Any) -> Any:
     """The clean counterpart of an observation: the injected note removed (else unchanged)."""
     if isinstance(observation, Mapping) and observation.get("customer_note") == INJECTED_NOTE:
         return {k: v for k, v in observation.items() if k != "customer_note"}
@@ -300,13 +306,13 @@ def _injected_at(variant: str) -> Callable[[tuple], bool]:
 class CountingSCM:
     """An SCM whose rollouts are charged to an oracle (for contrastive resampling, CAR §4)."""
 
-    def __init__(self, scm: SCM, oracle: Oracle):
+    def __init__(self, scm: SCM, oracle: Oracle) -> None:
         self._scm, self._oracle = scm, oracle
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._scm, name)
 
-    def sample_bad(self, rng, do, k):
+    def sample_bad(self, rng: np.random.Generator, do: Do, k: int) -> np.ndarray:
         self._oracle.charge(replays=k)
         return self._scm.sample_bad(rng, do, k)
 
@@ -330,7 +336,7 @@ def _support_case(scm: SCM, variant: str, i: int, seed: int, rollouts: int) -> T
     index = {name: k for k, name in enumerate(players)}
     case_id = f"support:{variant}:{i:03d}"
     edges = [*itertools.combinations(players, 2), ("lookup_order", "outcome"), ("decide_refund", "outcome")]
-    dag = chain_case(case_id, players, "outcome", edges, seed)
+    dag = chain_case(case_id, players, "outcome", edges, seed=seed)
 
     def share_good(steps: frozenset, rng: np.random.Generator, k: int) -> float:
         do = repair_do(scm, frozenset(index[s] for s in steps))

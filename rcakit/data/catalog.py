@@ -318,9 +318,12 @@ def size_text(ds: DataSet) -> str:
         except RcakitError:
             lock = None
         if lock and is_fetched(ds.name):
-            sizes = [lock["files"][p]["size"] for p in expected_paths(ds, lock)]
-    if sizes and all(s is not None for s in sizes):
-        return f"{mb(sum(sizes))}, {len(sizes)} files"
+            paths = expected_paths(ds, lock)
+            assert paths is not None  # a lock file lists the paths
+            sizes = [lock["files"][p]["size"] for p in paths]
+    known = [s for s in sizes if s is not None]
+    if sizes and len(known) == len(sizes):
+        return f"{mb(sum(known))}, {len(sizes)} files"
     return ds.size_hint or "unknown until fetched"
 
 

@@ -18,7 +18,11 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import pandas as pd
+
+    from rcakit.llm.base import Reply
 
 COST = ("cases", "calls", "input_tokens", "output_tokens", "abstentions")
 RUNTIME = ("model_calls", "cache_hits", "model_seconds")
@@ -40,12 +44,12 @@ class MethodUsage:
     model_seconds: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def _add(self, **amounts) -> None:
+    def _add(self, **amounts: float) -> None:
         with self._lock:
             for name, amount in amounts.items():
                 setattr(self, name, getattr(self, name) + amount)
 
-    def add_call(self, reply, cache_hit: bool, seconds: float = 0.0) -> None:
+    def add_call(self, reply: Reply, cache_hit: bool, seconds: float = 0.0) -> None:
         """One chat request and its reply's tokens (charged on hits too)."""
         self._add(
             calls=1,
@@ -73,7 +77,7 @@ class MethodUsage:
 class Accounting(Mapping):
     """Usage per method name, created on first access: ``acct["llm_judge"]``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._methods: dict[str, MethodUsage] = {}
         self._lock = threading.Lock()
 
@@ -81,7 +85,7 @@ class Accounting(Mapping):
         with self._lock:
             return self._methods.setdefault(method, MethodUsage())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(list(self._methods))
 
     def __len__(self) -> int:

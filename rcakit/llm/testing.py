@@ -17,8 +17,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
 
 from rcakit.llm.base import Message, Reply, check_messages, options
+
+Behaviour = tuple[str, Any]  # (kind, payload): the payload's type follows the kind (text, status code, seconds)
+_RESPOND: Behaviour = ("respond", None)
 
 
 def echo(messages: Sequence[Message]) -> str:
@@ -46,9 +50,9 @@ class FakeOllamaServer:
     """
 
     def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, models: Sequence[str] | None = None,
-                 latency: float = 0.0):
+                 latency: float = 0.0) -> None:
         self.latency = float(latency)
-        self.script: deque = deque()
+        self.script: deque[Behaviour] = deque()
         self.requests: list[dict] = []
         self.shown: list[str] = []
         self.models = None if models is None else {tagged(m) for m in models}
@@ -58,7 +62,7 @@ class FakeOllamaServer:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
-    def queue(self, *behaviours) -> None:
+    def queue(self, *behaviours: Behaviour) -> None:
         self.script.extend(behaviours)
 
     def close(self) -> None:
@@ -66,10 +70,10 @@ class FakeOllamaServer:
         self.server.shutdown()
         self.server.server_close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -87,7 +91,7 @@ class SilentServer:
     connections accepted.
     """
 
-    def __init__(self, lifetime: float = 30.0):
+    def __init__(self, lifetime: float = 30.0) -> None:
         self.connections = 0
         self._stop = threading.Event()
         self._until = time.monotonic() + lifetime
@@ -116,16 +120,18 @@ class SilentServer:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _handler(fake: FakeOllamaServer, respond):
+def _handler(
+    fake: FakeOllamaServer, respond: Callable[[Sequence[Message]], str]
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if self.path == "/api/show":
                 self._show(body["model"])
@@ -136,7 +142,7 @@ def _handler(fake: FakeOllamaServer, respond):
             fake.requests.append(body)
             if fake.latency:
                 time.sleep(fake.latency)
-            kind, payload = fake.script.popleft() if fake.script else ("respond", None)
+            kind, payload = fake.script.popleft() if fake.script else _RESPOND
             if kind == "hang":
                 fake.release.wait(payload)
                 return
@@ -173,7 +179,7 @@ def _handler(fake: FakeOllamaServer, respond):
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, *args):
+        def log_message(self, *args: object) -> None:
             pass
 
     return Handler
@@ -189,14 +195,22 @@ class ScriptedProvider:
     name = "scripted"
     context_window = None
 
-    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, model: str = "script"):
+    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, model: str = "script") -> None:
         self.respond, self.model = respond, model
         self.calls: list[dict] = []
 
-    def count_tokens(self, messages) -> int:
+    def count_tokens(self, messages: Sequence[Message]) -> int:
         return sum(len(m["content"].split()) for m in check_messages(messages))
 
-    def chat(self, messages, *, temperature=0.0, seed=0, max_tokens=256, json_schema=None) -> Reply:
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_tokens: int = 256,
+        json_schema: dict | None = None,
+    ) -> Reply:
         messages = check_messages(messages)
         self.calls.append({"messages": messages, **options(temperature, seed, max_tokens, json_schema)})
         text = self.respond(messages)

@@ -16,11 +16,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from rcakit import RcakitError
+from rcakit.llm import Accounting, CachedProvider, Provider
 from rcakit.llm.accounting import cost_table
 from rcakit.trajectories.llm_locators import (
     LLM_LOCATORS,
@@ -44,6 +47,9 @@ from rcakit.trajectories.strata import (
     stratify,
 )
 from rcakit.trajectories.synthetic import GeneratorConfig, generate_benchmark, planted_features
+
+if TYPE_CHECKING:
+    from rcakit.parallel import Progress, Runner
 
 
 def evaluate(locators: Iterable[Locator], trajectories: Sequence[Trajectory]) -> dict[str, pd.DataFrame]:
@@ -79,7 +85,7 @@ def tracing_margins(table: pd.DataFrame, tracer: str = "handoff_trace") -> dict:
     """How the tracing locator stands (LongRCA Table 4's two comparisons): its exact accuracy
     minus the best other locator's, and its role accuracy minus its exact accuracy."""
     others = table.drop(index=tracer)["exact"].max()
-    row = table.loc[tracer]
+    row = table.loc[tracer].to_dict()
     return {
         "handoff_trace_gain": float(row["exact"] - others),
         "handoff_trace_role_gap": float(row["role_acc"] - row["exact"]),
@@ -235,7 +241,7 @@ EXPLORE_KNOBS = (
 )
 
 
-def knob_sweep(locators: Sequence[Locator], base: GeneratorConfig, n: int, seed: int,
+def knob_sweep(locators: Sequence[Locator], base: GeneratorConfig, n: int, seed: int, *,
                knobs: Iterable[tuple[str, float]] = EXPLORE_KNOBS) -> pd.DataFrame:
     """Exact accuracy of every locator on ``n`` fresh trajectories per setting: ``base`` as it is
     ("chapter values"), then each ``(knob, value)`` changed alone. Each setting draws its
@@ -290,7 +296,10 @@ def cost_row(locator: LLMLocator, cases: pd.DataFrame, totals: Mapping | None = 
 
     ``totals`` is the locator's usage summed over its cases (:func:`evaluate_llm`); without it,
     the locator's chat's shared accounting."""
-    totals = locator.chat.accounting.totals() if totals is None else totals
+    if totals is None:
+        if not isinstance(locator.chat, CachedProvider):
+            raise RcakitError(f"cost_row: {locator.name}: without totals, the locator's chat must be a cached provider")
+        totals = locator.chat.accounting.totals()
     cost = cost_table({locator.name: totals}).loc[locator.name]
     return {
         **summarise(cases),
@@ -337,8 +346,18 @@ class LocatorCase:
                 "long": [h for h in LONG_INPUTS if trajectory.id in getattr(inputs, h)]}
 
 
-def evaluate_llm(provider, trajectories: Sequence[Trajectory], accounting, subset: str, seed: int = 0,
-                 prompt_tokens: int | None = None, max_questions: int | None = None, progress=None, runner=None):
+def evaluate_llm(
+    provider: Provider,
+    trajectories: Sequence[Trajectory],
+    accounting: Accounting,
+    subset: str,
+    *,
+    seed: int = 0,
+    prompt_tokens: int | None = None,
+    max_questions: int | None = None,
+    progress: Progress | None = None,
+    runner: Runner | None = None,
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
     """Run every LLM locator on ``trajectories`` through the response cache, charging
     ``accounting["<subset>.<method>"]``; return ``(per-case scores, cost rows)`` by method.
 
@@ -383,17 +402,17 @@ class LLMComparison:
     numbers: dict
 
 
-def compare_llm(provider, sets: Mapping[str, Sequence[Trajectory]], offline: Sequence[Locator], accounting,
-                max_cases: int, seed: int = 0, prompt_tokens: int | None = None,
-                max_questions: int | None = None, runner=None) -> LLMComparison:
+def compare_llm(provider: Provider, sets: Mapping[str, Sequence[Trajectory]], offline: Sequence[Locator],
+                accounting: Accounting, max_cases: int, *, seed: int = 0, prompt_tokens: int | None = None,
+                max_questions: int | None = None, runner: Runner | None = None) -> LLMComparison:
     """:func:`evaluate_llm` on :func:`llm_subset` (``max_cases``) of every set, with the offline
     locators on the same trajectories and the distribution of the steps each method predicted;
     ``runner`` (``rcakit.parallel.Runner``) says where the LLM locators' cases run."""
     cases, tables, spreads, numbers = {}, {}, {}, {}
     for name, trajectories in sets.items():
         picked = llm_subset(trajectories, max_cases, seed)
-        cases[name], rows = evaluate_llm(provider, picked, accounting, name, seed, prompt_tokens, max_questions,
-                                         runner=runner)
+        cases[name], rows = evaluate_llm(provider, picked, accounting, name, seed=seed, prompt_tokens=prompt_tokens,
+                                         max_questions=max_questions, runner=runner)
         offline_table = overall_table(evaluate(offline, picked))
         tables[name] = pd.concat([offline_table, pd.DataFrame.from_dict(rows, orient="index")])
         spreads[name] = step_distribution(cases[name])
@@ -497,11 +516,11 @@ def rcta_length_facts(length: pd.DataFrame) -> dict:
     """RCTA across the published length bins (percent), and its ``>400`` bin: hits, size, interval
     width in points, and whether that interval holds every other bin's estimate."""
     rcta = length.query("method == 'RCTA'").set_index("bin")
-    last = rcta.loc[">400"]
+    last, acc = rcta.loc[">400"].to_dict(), rcta["acc"].to_dict()
     return {
-        "rcta_length_le100": 100 * float(rcta.loc["<=100", "acc"]),
-        "rcta_length_101_200": 100 * float(rcta.loc["101-200", "acc"]),
-        "rcta_length_201_400": 100 * float(rcta.loc["201-400", "acc"]),
+        "rcta_length_le100": 100 * float(acc["<=100"]),
+        "rcta_length_101_200": 100 * float(acc["101-200"]),
+        "rcta_length_201_400": 100 * float(acc["201-400"]),
         "rcta_gt400_k": int(last["k"]),
         "rcta_gt400_n": int(last["n"]),
         "rcta_gt400_acc": float(last["acc"]),
@@ -515,7 +534,7 @@ def rcta_length_facts(length: pd.DataFrame) -> dict:
 # -- the Who&When section's records and prose numbers
 
 
-def who_and_when_denominators(subsets: Mapping[str, Sequence[Trajectory]], path) -> dict[str, int]:
+def who_and_when_denominators(subsets: Mapping[str, Sequence[Trajectory]], path: Path | None) -> dict[str, int]:
     """:func:`official_denominators`, complete when ``path`` is the registry's fetched copy of the
     logs (``rcakit data fetch who-and-when``, every file checked against its pinned sha256)."""
     from rcakit import data
@@ -566,8 +585,8 @@ class ReleaseRun:
     scored: ScoredSet | None = None
     numbers: dict = dataclasses.field(default_factory=dict)
 
-    def compare_llm(self, provider, offline: Sequence[Locator], accounting, max_cases: int,
-                    **options) -> LLMComparison | None:
+    def compare_llm(self, provider: Provider, offline: Sequence[Locator], accounting: Accounting, max_cases: int,
+                    **options: Any) -> LLMComparison | None:
         """:func:`compare_llm` on the scored records (set ``"LongRCA Bench"``); ``None`` without a
         provider or without records."""
         if not provider or self.scored is None:

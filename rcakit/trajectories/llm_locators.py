@@ -27,11 +27,12 @@ Used in the chapters: `longrca-strata`.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rcakit import RcakitError
-from rcakit.llm import Shape, ask_json, request_seed
+from rcakit.llm import Provider, Shape, ask_json, request_seed
 from rcakit.llm.prompts import Block, Budget, chat_messages
 from rcakit.trajectories.locators import Locator
 from rcakit.trajectories.schema import Prediction, Step, Trajectory
@@ -77,7 +78,7 @@ class LLMLocator(Locator):
 
     max_tokens = 32
 
-    def __init__(self, provider, seed: int = 0, prompt_tokens: int | None = None):
+    def __init__(self, provider: Provider, seed: int = 0, prompt_tokens: int | None = None) -> None:
         if not provider:
             raise RcakitError("provider: the LLM locators need a language model; none is set")
         self.chat, self.seed = provider, seed
@@ -95,7 +96,15 @@ class LLMLocator(Locator):
     def diagnose(self, trajectory: Trajectory, seed: int) -> Prediction:
         """The prediction for one trajectory, asked with ``seed``."""
 
-    def ask(self, trajectory: Trajectory, blocks, build, validate, seed: int, max_tokens: int | None = None):
+    def ask(
+        self,
+        trajectory: Trajectory,
+        blocks: Sequence[Block],
+        build: Callable[[list[str]], list],
+        validate: Callable[[Any], Any],
+        seed: int,
+        max_tokens: int | None = None,
+    ) -> Any:
         """Fit the prompt (recording a cut), then ``ask_json``; ``None`` is an abstention."""
         fitted = self.budget.fit(blocks, build)
         if fitted.cut:
@@ -103,7 +112,7 @@ class LLMLocator(Locator):
         return ask_json(self.chat, fitted.messages, validate, seed=seed, max_tokens=max_tokens or self.max_tokens)
 
 
-def roles_line(roles) -> str:
+def roles_line(roles: Sequence[str]) -> str:
     """The sentence that lists the roles a model may name."""
     return "Roles: " + ", ".join(roles) + "."
 
@@ -120,7 +129,7 @@ class AllAtOnceLocator(LLMLocator):
     def diagnose(self, trajectory: Trajectory, seed: int) -> Prediction:
         roles = trajectory.speakers
 
-        def build(parts):
+        def build(parts: list[str]) -> list[dict]:
             return user(
                 f"Run log:\n{parts[0]}\n\n{roles_line(roles)} Which role is responsible for the failure, and which "
                 'step index holds the decisive error? Reply {"role": ..., "step": ...}.'
@@ -144,14 +153,16 @@ class StepByStepLocator(LLMLocator):
     name = "step_by_step"
     ANSWER = Shape(error=("yes", "no"))
 
-    def __init__(self, provider, seed: int = 0, prompt_tokens: int | None = None, max_questions: int | None = None):
+    def __init__(
+        self, provider: Provider, seed: int = 0, prompt_tokens: int | None = None, max_questions: int | None = None
+    ) -> None:
         super().__init__(provider, seed, prompt_tokens)
         self.max_questions = max_questions
 
     def diagnose(self, trajectory: Trajectory, seed: int) -> Prediction:
         steps = trajectory.steps
 
-        def build(parts):
+        def build(parts: list[str]) -> list[dict]:
             task, history, current = parts
             return user(
                 f"Task:\n{task}\n\nLog so far:\n{history or '(nothing yet)'}\n\nCurrent step:\n{current}\n\n"
@@ -185,11 +196,13 @@ class BinarySearchLocator(LLMLocator):
     ANSWER = Shape(half=("first", "second"))
 
     def diagnose(self, trajectory: Trajectory, seed: int) -> Prediction:
-        steps, lo, hi = trajectory.steps, 0, len(trajectory) - 1
+        steps = trajectory.steps
+        lo: int = 0
+        hi: int = len(trajectory) - 1
         while lo < hi:
-            mid = (lo + hi) // 2
+            mid: int = (lo + hi) // 2
 
-            def build(parts, lo=lo, mid=mid, hi=hi):
+            def build(parts: list[str], lo: int = lo, mid: int = mid, hi: int = hi) -> list[dict]:
                 return user(
                     f"Task:\n{parts[0]}\n\nFirst half (steps {lo}-{mid}):\n{parts[1]}\n\n"
                     f"Second half (steps {mid + 1}-{hi}):\n{parts[2]}\n\n"

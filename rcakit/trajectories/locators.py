@@ -13,8 +13,9 @@ Used in the chapters: `longrca-strata`.
 from __future__ import annotations
 
 import zlib
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterable
+from typing import Protocol
 
 import numpy as np
 
@@ -22,8 +23,9 @@ from rcakit.trajectories.schema import Prediction, Step, Trajectory, normalise_r
 from rcakit.trajectories.signals import ERROR_SIGNAL, REPAIR_SIGNAL, evidence_tokens
 
 
-class Locator(ABC):
-    """The interface every locator implements (offline here, LLM-backed elsewhere)."""
+class Locator(Protocol):
+    """The interface every locator implements (offline here, LLM-backed elsewhere): a ``name`` and
+    :meth:`locate`. Locators here derive from it for :meth:`locate_all`; any object with the two conforms."""
 
     name: str = "locator"
 
@@ -44,7 +46,7 @@ class RandomLocator(Locator):
 
     name = "random"
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
     def locate(self, trajectory: Trajectory) -> Prediction:
@@ -62,9 +64,9 @@ def expected_random_accuracy(trajectories: Iterable[Trajectory], k: int = 0) -> 
     """
     step, role = [], []
     for t in trajectories:
-        T, r = len(t), t.label.step
+        T, r = len(t), t.truth.step
         step.append((min(T - 1, r + k) - max(0, r - k) + 1) / T)
-        role.append(1 / len(t.roles) if normalise_role(t.label.role) in t.roles else 0.0)
+        role.append(1 / len(t.roles) if normalise_role(t.truth.role) in t.roles else 0.0)
     return {"step": float(np.mean(step)), "role": float(np.mean(role))}
 
 
@@ -147,7 +149,9 @@ class HandoffTraceLocator(Locator):
 
     name = "handoff_trace"
 
-    def __init__(self, max_segment: int = 80, per_segment: int = 5, max_candidates: int = 80, repair_window: int = 3):
+    def __init__(
+        self, max_segment: int = 80, per_segment: int = 5, max_candidates: int = 80, repair_window: int = 3
+    ) -> None:
         self.max_segment, self.per_segment = max_segment, per_segment
         self.max_candidates, self.repair_window = max_candidates, repair_window
 
@@ -206,13 +210,13 @@ class HandoffTraceLocator(Locator):
             first, rule = traced
             if rule == "instruction":
                 handoff = self.nearest_handoff(trajectory, candidate)
+                assert handoff is not None  # trace names the rule "instruction" only after finding the handoff
                 return handoff, trajectory.steps[handoff].speaker
             return first, trajectory.steps[first].speaker
         handoff = self.nearest_handoff(trajectory, candidate)
-        addressed = handoff is not None and normalise_role(trajectory.steps[handoff].recipient) == normalise_role(
+        if handoff is not None and normalise_role(trajectory.steps[handoff].recipient) == normalise_role(
             candidate.speaker
-        )
-        if addressed:
+        ):
             return handoff, trajectory.steps[handoff].speaker
         return candidate.index, candidate.speaker
 

@@ -39,7 +39,7 @@ def valid_step(step: Any, length: int) -> int | None:
 def role_correct(role: Any, trajectory: Trajectory) -> bool:
     """LongRCA role accuracy for one case (never derived from the predicted step)."""
     predicted = normalise_role(role)
-    return bool(predicted) and predicted in trajectory.roles and predicted == normalise_role(trajectory.label.role)
+    return bool(predicted) and predicted in trajectory.roles and predicted == normalise_role(trajectory.truth.role)
 
 
 def score_cases(trajectories: Sequence[Trajectory], predictions: Sequence[Prediction]) -> pd.DataFrame:
@@ -122,6 +122,6 @@ def who_and_when_official(trajectories: Sequence[Trajectory], predictions: Seque
     """The official scorer's agent and step accuracy, each over all N logs."""
     n = len(trajectories)
     pairs = list(zip(trajectories, predictions, strict=True))
-    agent = sum(official_agent_hit(p.role, t.label.role) for t, p in pairs)
-    step = sum(official_step_hit(p.step, t.label.step) for t, p in pairs)
+    agent = sum(official_agent_hit(p.role, t.truth.role) for t, p in pairs)
+    step = sum(official_step_hit(p.step, t.truth.step) for t, p in pairs)
     return {"agent": agent / n, "step": step / n, "n": n}

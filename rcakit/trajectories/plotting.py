@@ -5,12 +5,18 @@ Used in the chapters: `longrca-strata`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
-def _panel(ax: plt.Axes, frame: pd.DataFrame, title: str) -> None:
+
+def _panel(ax: Axes, frame: pd.DataFrame, title: str) -> None:
     methods = list(dict.fromkeys(frame["method"]))
     bins = list(dict.fromkeys(frame["bin"]))
     width = 0.8 / len(methods)
@@ -27,7 +33,7 @@ def _panel(ax: plt.Axes, frame: pd.DataFrame, title: str) -> None:
     ax.set_xlabel("difficulty bin")
 
 
-def strata_figure(length: pd.DataFrame, distance: pd.DataFrame, suptitle: str | None = None) -> plt.Figure:
+def strata_figure(length: pd.DataFrame, distance: pd.DataFrame, suptitle: str | None = None) -> Figure:
     """Exact accuracy (%) per bin and method with 95% Wilson bars: (a) length, (b) root-to-end.
 
     Both frames are long: one row per ``method, bin`` with ``acc, lo, hi, n``.

@@ -12,9 +12,10 @@ Used in the chapters: `longrca-strata`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
-from rcakit.llm import Shape
+from rcakit.llm import Provider, Shape
 from rcakit.llm.prompts import Block, PromptTooLong, clip, largest, render
 from rcakit.trajectories.llm_locators import LLMLocator, roles_line, step_block, user
 from rcakit.trajectories.locators import HandoffTraceLocator
@@ -23,18 +24,20 @@ from rcakit.trajectories.signals import evidence_tokens
 
 TASK_CHARS = 160  # characters of the task repeated in every segment prompt
 PURPOSES = ("planning", "searching", "executing", "verifying", "reporting", "other")
+Summary = tuple[int, int, str, int | None]  # a segment's (start, stop, purpose, candidate)
+Trace = tuple[int | None, tuple[int, str] | None]  # a candidate's (nearest handoff, (introduction, rule))
 
 
 class StepChoice:
     """Validator (and schema) for ``{role, step}`` with the step one of ``allowed``."""
 
-    def __init__(self, roles: Sequence[str], allowed: Sequence[int]):
+    def __init__(self, roles: Sequence[str], allowed: Collection[int]) -> None:
         self.allowed = sorted(set(allowed))
         self.shape = Shape(role=tuple(roles), step=int)
         self.schema = self.shape.schema
         self.schema["properties"]["step"] = {"type": "integer", "enum": self.allowed}
 
-    def __call__(self, obj) -> dict:
+    def __call__(self, obj: Any) -> dict:
         answer = self.shape(obj)
         if answer["step"] not in self.allowed:
             raise ValueError(f"field 'step' must be one of the listed steps {self.allowed}; got {answer['step']}")
@@ -78,8 +81,8 @@ class RCTALocator(LLMLocator):
         "departing step; a corrected error is never the root; pick the earliest."
     )
 
-    def __init__(self, provider, seed: int = 0, prompt_tokens: int | None = None, max_segment: int = 80,
-                 step_chars: int = 200, max_candidates: int = 8, max_segments: int = 8):
+    def __init__(self, provider: Provider, seed: int = 0, prompt_tokens: int | None = None, *, max_segment: int = 80,
+                 step_chars: int = 200, max_candidates: int = 8, max_segments: int = 8) -> None:
         super().__init__(provider, seed, prompt_tokens)
         self.max_segment, self.step_chars, self.max_candidates = max_segment, step_chars, max_candidates
         self.max_segments = max_segments
@@ -100,7 +103,7 @@ class RCTALocator(LLMLocator):
             self.inputs.segmented.add(trajectory.id)
         return bounds
 
-    def _segment_fits(self, trajectory: Trajectory, start: int):
+    def _segment_fits(self, trajectory: Trajectory, start: int) -> Callable[[int], bool]:
         """Whether the segment ``start..stop-1``, clipped to ``step_chars``, fits the budget (as a function of stop)."""
 
         def fits(stop: int) -> bool:
@@ -111,8 +114,8 @@ class RCTALocator(LLMLocator):
         return fits
 
     @staticmethod
-    def _segment_build(trajectory: Trajectory, start: int, stop: int):
-        def build(parts):
+    def _segment_build(trajectory: Trajectory, start: int, stop: int) -> Callable[[list[str]], list[dict]]:
+        def build(parts: list[str]) -> list[dict]:
             return user(
                 f"Task: {clip(trajectory.steps[0].content, TASK_CHARS)}\n\n"
                 f"Segment (steps {start}-{stop - 1}):\n{parts[0]}\n\n"
@@ -121,9 +124,9 @@ class RCTALocator(LLMLocator):
             )
         return build
 
-    def summarise_segments(self, trajectory: Trajectory, seed: int) -> list[tuple[int, int, str, int | None]]:
+    def summarise_segments(self, trajectory: Trajectory, seed: int) -> list[Summary]:
         """Stage 1: ``(start, stop, purpose, candidate)`` per segment (``""``, ``None`` after an abstention)."""
-        out = []
+        out: list[Summary] = []
         for start, stop in self.segments(trajectory):
             block = step_block(trajectory.steps[start:stop])
             if block.clipped(self.step_chars):
@@ -135,13 +138,13 @@ class RCTALocator(LLMLocator):
             out.append((start, stop, purpose, candidate))
         return out
 
-    def recall(self, trajectory: Trajectory, summaries, tokens) -> list[int]:
+    def recall(self, trajectory: Trajectory, summaries: Sequence[Summary], tokens: list[set[str]]) -> list[int]:
         """Stage 2: segment candidates first, then rule-based ones; at most ``max_candidates``."""
         picked = [c for *_, c in summaries if c is not None]
         picked += [s.index for s in self.rules.candidates(trajectory, tokens)]
         return sorted(dict.fromkeys(picked[: self.max_candidates]))
 
-    def trace(self, trajectory: Trajectory, candidates, tokens) -> dict[int, tuple]:
+    def trace(self, trajectory: Trajectory, candidates: Sequence[int], tokens: list[set[str]]) -> dict[int, Trace]:
         """Stage 3: ``{candidate: (nearest handoff or None, (introduction, rule) or None)}``."""
         steps = trajectory.steps
         return {c: (self.rules.nearest_handoff(trajectory, steps[c]), self.rules.trace(trajectory, steps[c], tokens))
@@ -154,7 +157,9 @@ class RCTALocator(LLMLocator):
         traces = self.trace(trajectory, candidates, tokens)
         return self.attribute(trajectory, seed, summaries, traces)
 
-    def attribute(self, trajectory: Trajectory, seed: int, summaries, traces) -> Prediction:
+    def attribute(
+        self, trajectory: Trajectory, seed: int, summaries: Sequence[Summary], traces: Mapping[int, Trace]
+    ) -> Prediction:
         """Stage 4: the validated final ``{role, step}`` over the candidates and their traces.
 
         When the question with all candidates does not fit the budget, the
@@ -171,7 +176,9 @@ class RCTALocator(LLMLocator):
             return prediction
         raise PromptTooLong(f"prompt budget of {self.budget.limit} tokens: too small for RCTA's final question")
 
-    def _attribute(self, trajectory: Trajectory, seed: int, summaries, traces) -> Prediction:
+    def _attribute(
+        self, trajectory: Trajectory, seed: int, summaries: Sequence[Summary], traces: Mapping[int, Trace]
+    ) -> Prediction:
         steps, roles = trajectory.steps, trajectory.speakers
         outline = Block(tuple((f"steps {a}-{b - 1}", p or "(no answer)") for a, b, p, _ in summaries))
         notes = []
@@ -183,7 +190,7 @@ class RCTALocator(LLMLocator):
         allowed = set(traces) | set(linked) | {i[0] for _, i in traces.values() if i is not None}
         blocks = [step_block(steps[:1]), outline, Block(tuple(notes)), step_block([steps[h] for h in linked])]
 
-        def build(parts):
+        def build(parts: list[str]) -> list[dict]:
             return user(
                 f"Task:\n{parts[0]}\n\nOutline:\n{parts[1]}\n\nCandidates:\n{parts[2]}\n\n"
                 f"Handoff instructions:\n{parts[3] or '(none)'}\n\n{self.RULES}\n{roles_line(roles)} "

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from rcakit import RcakitError
+
 _HANDOFF = re.compile(r"\(\s*->\s*([^()]*?)\s*\)\s*$")
 _ANNOTATION = re.compile(r"\s*\([^()]*\)\s*$")
 
@@ -141,6 +143,13 @@ class Trajectory:
         return tuple(
             Handoff(s.index, s.speaker, s.recipient) for s in self.steps if s.recipient is not None
         )
+
+    @property
+    def truth(self) -> Label:
+        """The reference label, for the code that scores: an unlabelled trajectory cannot be scored."""
+        if self.label is None:
+            raise RcakitError(f"trajectory {self.id}: no reference label (role, step) to score against")
+        return self.label
 
     @property
     def root_to_end(self) -> int | None:

@@ -30,7 +30,7 @@ def _stratum(by: str) -> tuple:
     return STRATA[by]
 
 
-def bin_of(values: Sequence[int] | np.ndarray, by: str) -> pd.Categorical:
+def bin_of(values: Sequence[int] | np.ndarray | pd.Series, by: str) -> pd.Categorical:
     """The bin label of each length (``by="length"``) or root-to-end distance (``by="distance"``)."""
     _, edges, labels = _stratum(by)
     return pd.cut(np.asarray(values), bins=edges, labels=labels, right=True)
@@ -107,7 +107,7 @@ def separated_pairs(long: pd.DataFrame) -> pd.DataFrame:
         g = g.reset_index(drop=True)
         for i in range(len(g)):
             for j in range(i + 1, len(g)):
-                a, b = g.loc[i], g.loc[j]
+                a, b = g.loc[i].to_dict(), g.loc[j].to_dict()
                 if a["hi"] < b["lo"] or b["hi"] < a["lo"]:
                     rows.append({"method": method, "bin": a["bin"], "other bin": b["bin"],
                                  "acc": a["acc"], "other acc": b["acc"]})

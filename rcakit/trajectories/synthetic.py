@@ -87,7 +87,7 @@ class GeneratorConfig:
     group_chat_share: float = 0.3
     length_scale: float = 1.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         shares = ("handoff_share", "decoy_rate", "distractor_rate", "signal_clarity", "noise_rate", "group_chat_share")
         for name in shares:
             value = getattr(self, name)
@@ -124,7 +124,7 @@ class _Context:
 class _Builder:
     """Lays out one trajectory: a skeleton of step kinds, then their text."""
 
-    def __init__(self, rng: np.random.Generator, index: int, cfg: GeneratorConfig):
+    def __init__(self, rng: np.random.Generator, index: int, cfg: GeneratorConfig) -> None:
         self.rng, self.cfg, self.index = rng, cfg, index
         self.T, self.r = sample_shape(rng, cfg.length_scale)
         self.crew = _GROUP if rng.random() < cfg.group_chat_share else _PIPELINE
@@ -284,12 +284,12 @@ def planted_features(trajectories: list[Trajectory]) -> pd.DataFrame:
     rows = []
     for t in trajectories:
         quote = f"`{t.meta['artifact']}`"
-        after = t.steps[t.label.step + 1 :]
+        after = t.steps[t.truth.step + 1 :]
         traps = [t.meta.get(k) for k in ("decoy_step", "distractor_step")]
         rows.append({
             "id": t.id, "kind": t.meta["kind"], "length": len(t), "root_to_end": t.root_to_end,
             "quoted_symptom": any(quote in s.content and ERROR_SIGNAL.search(s.content) for s in after),
-            "trap_before_root": any(k is not None and k < t.label.step for k in traps),
+            "trap_before_root": any(k is not None and k < t.truth.step for k in traps),
         })
     return pd.DataFrame(rows)
 
@@ -297,7 +297,7 @@ def planted_features(trajectories: list[Trajectory]) -> pd.DataFrame:
 def shape_statistics(trajectories: list[Trajectory]) -> dict:
     """The §4.2 statistics of a labelled set, keyed like :data:`PUBLISHED_SHAPE`."""
     T = np.array([len(t) for t in trajectories])
-    r = np.array([t.label.step for t in trajectories])
+    r = np.array([t.truth.step for t in trajectories])
     d = T - 1 - r
     return {
         "length_median": float(np.median(T)), "length_p90": float(np.percentile(T, 90)),
