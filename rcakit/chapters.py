@@ -166,8 +166,7 @@ def check_declarations(chapter: Chapter) -> None:
             raise RcakitError(f"{where}: paths: {name!r}: {kind!r} must name a parameter and one of {PATH_KINDS}")
     for rule, needed in chapter.requires.items():
         name = str(rule).partition("=")[0].removesuffix("!")
-        if name not in chapter.parameters or not all(str(n).partition("=")[0] in chapter.parameters
-                                                     for n in needed):
+        if name not in chapter.parameters or not all(str(n).partition("=")[0] in chapter.parameters for n in needed):
             raise RcakitError(f"{where}: requires: {rule!r}: {needed!r} must name parameters")
 
 
@@ -272,11 +271,13 @@ def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
         for entry in needed:
             other, equals, value = str(entry).partition("=")
             if equals and str(params.get(other)) != value:
-                raise RcakitError(f"{chapter.id}: parameter {shown} needs {other!r} = {value!r}, "
-                                  f"got {params.get(other)!r}")
+                raise RcakitError(
+                    f"{chapter.id}: parameter {shown} needs {other!r} = {value!r}, got {params.get(other)!r}"
+                )
             if not equals and params.get(other) in UNSET:
-                raise RcakitError(f"{chapter.id}: parameter {shown} needs {other!r} "
-                                  f"to be set, got {params.get(other)!r}")
+                raise RcakitError(
+                    f"{chapter.id}: parameter {shown} needs {other!r} to be set, got {params.get(other)!r}"
+                )
     from rcakit.llm.spec import check_spec
     from rcakit.parallel import check_scheduler
 

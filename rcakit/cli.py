@@ -49,8 +49,10 @@ def _run(args: argparse.Namespace) -> None:
         hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
         print(f"LLM cache: +{hits} hits, +{misses} misses (model calls)", file=sys.stderr)
     print(out)
-    print("to see it as a page: rcakit build (keeps this rerun; rcakit book --defaults restores the defaults)",
-          file=sys.stderr)
+    print(
+        "to see it as a page: rcakit build (keeps this rerun; rcakit book --defaults restores the defaults)",
+        file=sys.stderr,
+    )
 
 
 def _llm_cache_totals() -> dict:
@@ -119,8 +121,14 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="chapters and their parameters").set_defaults(func=_list)
     run = sub.add_parser("run", help="rerun one chapter with new parameters")
     run.add_argument("chapter")
-    run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                     help="set a parameter; VALUE may start with '-' (-p q -1e-3)")
+    run.add_argument(
+        "-p",
+        "--param",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="set a parameter; VALUE may start with '-' (-p q -1e-3)",
+    )
     run.add_argument("--quick", action="store_true", help="start from the chapter's quick values")
     run.set_defaults(func=_run)
     book = sub.add_parser("book", help="run the chapters that are missing or stale, then build the HTML")
@@ -181,11 +189,17 @@ def main(argv: list[str] | None = None) -> int:
     except runner.ChapterFailed as err:
         return _fail(f"rcakit: {err}", 1)
     except KeyboardInterrupt:
-        return _fail("rcakit: interrupted; finished cases are kept in their stores and the last good "
-                     "notebooks and results are unchanged", 130)
+        return _fail(
+            "rcakit: interrupted; finished cases are kept in their stores and the last good "
+            "notebooks and results are unchanged",
+            130,
+        )
     except runner.Terminated:
-        return _fail("rcakit: terminated; finished cases are kept in their stores and the last good "
-                     "notebooks and results are unchanged", 143)
+        return _fail(
+            "rcakit: terminated; finished cases are kept in their stores and the last good "
+            "notebooks and results are unchanged",
+            143,
+        )
     except BrokenPipeError:  # `rcakit data list | head`: the reader left, which is no error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

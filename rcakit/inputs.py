@@ -66,8 +66,10 @@ def musique_world(value: Any, params: Mapping[str, Any]) -> None:
         return
     path = resolve_world(str(value))
     if path is None:
-        raise RcakitError(f"{WHERE}: the data set {value!r} is not fetched; run 'rcakit data fetch {value}' "
-                          "or pass -p world PATH to a MuSiQue JSONL file")
+        raise RcakitError(
+            f"{WHERE}: the data set {value!r} is not fetched; run 'rcakit data fetch {value}' "
+            "or pass -p world PATH to a MuSiQue JSONL file"
+        )
     problem = entry_problem(path)
     if problem is not None:  # a FIFO or a device would block the read
         raise RcakitError(f"{WHERE}: {path}: {problem}")

@@ -86,8 +86,7 @@ def writable_dir(path: str | os.PathLike, what: str) -> Path:
     except OSError as err:
         raise RcakitError(f"{what}: {existing} is not writable: {err.strerror or err}") from None
     if free.f_bavail * free.f_frsize < MIN_FREE_BYTES:
-        raise RcakitError(f"{what}: the file system of {existing} is full "
-                          f"(under {MIN_FREE_BYTES // 2**20} MiB free)")
+        raise RcakitError(f"{what}: the file system of {existing} is full (under {MIN_FREE_BYTES // 2**20} MiB free)")
     return path
 
 
@@ -105,7 +104,7 @@ def _nearest_existing(path: Path, what: str) -> Path:
 def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _mode_for(path: Path) -> int:

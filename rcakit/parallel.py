@@ -79,8 +79,10 @@ class CaseFailed(RcakitError):
 
     def __init__(self, key: str, error: str, attempts: int) -> None:
         self.key, self.error, self.attempts = key, error, attempts
-        super().__init__(f"case {key!r} failed after {attempts} attempt{'s' * (attempts > 1)}: {error}; "
-                         "the finished cases are saved, rerun to resume")
+        super().__init__(
+            f"case {key!r} failed after {attempts} attempt{'s' * (attempts > 1)}: {error}; "
+            "the finished cases are saved, rerun to resume"
+        )
 
 
 # --- the served-calls tally --------------------------------------------------------------------
@@ -210,8 +212,9 @@ def probe_scheduler(address: str, timeout: float = CONNECT_SECONDS) -> None:
     except ImportError:
         raise RcakitError("scheduler: Dask distributed is not installed; pip install 'rcakit[cluster]'") from None
     answer: list[str] = []
-    thread = threading.Thread(target=lambda: answer.append(_handshake(address, timeout)), daemon=True,
-                              name="rcakit-probe-scheduler")
+    thread = threading.Thread(
+        target=lambda: answer.append(_handshake(address, timeout)), daemon=True, name="rcakit-probe-scheduler"
+    )
     thread.start()
     thread.join(timeout)
     problem = answer[0] if answer else _silent(address, timeout)
@@ -220,8 +223,10 @@ def probe_scheduler(address: str, timeout: float = CONNECT_SECONDS) -> None:
 
 
 def _silent(address: str, timeout: float) -> str:
-    return (f"{address} accepted a connection but gave no Dask handshake within {timeout:g} s "
-            "(is it a Dask scheduler's address?)")
+    return (
+        f"{address} accepted a connection but gave no Dask handshake within {timeout:g} s "
+        "(is it a Dask scheduler's address?)"
+    )
 
 
 def _handshake(address: str, timeout: float) -> str:
@@ -414,12 +419,20 @@ def _on_cluster(items: Sequence, work: Callable, address: str, retries: int, sto
             scattered = client.scatter([work], broadcast=True, hash=False, timeout=WORKER_SECONDS)
             shipped.append(scattered[0])  # pyright: ignore[reportIndexIssue]
         except TimeoutError:
-            raise RcakitError(f"scheduler: no Dask worker at {address} took the sweep's work within "
-                              f"{WORKER_SECONDS} s (does the cluster have running workers?)") from None
+            raise RcakitError(
+                f"scheduler: no Dask worker at {address} took the sweep's work within "
+                f"{WORKER_SECONDS} s (does the cluster have running workers?)"
+            ) from None
 
     def submit(index: int, attempt: int) -> object:
-        future = client.submit(_attempts, shipped[-1], items[index][1], retries, pure=False,
-                               key=f"rcakit-case-{run}-{index}" + (f"-{attempt}" if attempt else ""))
+        future = client.submit(
+            _attempts,
+            shipped[-1],
+            items[index][1],
+            retries,
+            pure=False,
+            key=f"rcakit-case-{run}-{index}" + (f"-{attempt}" if attempt else ""),
+        )
         futures[future] = (index, attempt, len(shipped))
         return future
 
@@ -511,7 +524,14 @@ class Runner:
         on_result: Callable[[str, Any], None] | None = None,
     ) -> list:
         """:func:`run_cases` with these settings; returns the values in the order of ``items``."""
-        outcome = run_cases(items, work, workers=self.workers, scheduler=self.scheduler or None,
-                            retries=self.retries, progress=progress, on_result=on_result)
+        outcome = run_cases(
+            items,
+            work,
+            workers=self.workers,
+            scheduler=self.scheduler or None,
+            retries=self.retries,
+            progress=progress,
+            on_result=on_result,
+        )
         self.served.update(outcome.served)
         return outcome.values

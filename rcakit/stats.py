@@ -76,9 +76,7 @@ def bootstrap_ci(
     return (float(statistic(arr)), *percentile_interval(draws, level))
 
 
-def bootstrap_accuracy_ci(
-    correct: Sequence[bool], n_boot: int = 1000, seed: int = 42
-) -> tuple[float, float, float]:
+def bootstrap_accuracy_ci(correct: Sequence[bool], n_boot: int = 1000, seed: int = 42) -> tuple[float, float, float]:
     """Accuracy of a hit/miss list with the AgenticRAG-FP bootstrap CI.
 
     B resamples of size n with replacement; the sorted resampled accuracies are

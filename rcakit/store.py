@@ -99,8 +99,7 @@ class CaseStore:
     def _check_fingerprint(self, stored: dict) -> None:
         if self.fingerprint is not None and stored != self.fingerprint:
             raise RcakitError(
-                f"{self.path}: case store was written with other parameters; "
-                "delete it or choose another store path"
+                f"{self.path}: case store was written with other parameters; delete it or choose another store path"
             )
 
     def _append(self, row: dict) -> None:

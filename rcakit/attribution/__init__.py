@@ -1,7 +1,8 @@
 """One attribution interface over three testbeds with certified ground truth.
 
 - ``oracle``: the ``Attribution`` answer type, the ``FailedCase`` a method reads,
-  the counting replay oracle ``AttributionOracle`` and the shared ``ReplayMemo``;
+  the counting replay oracle ``AttributionOracle``, the shared ``ReplayMemo`` and
+  the ``Method`` protocol every method meets;
 - ``adapters``: the existing methods of CAR, GCJR and AgenticRAG-FP behind one
   signature ``method(case, oracle, budget=None)``, and loading (and checking)
   a user's method by import path;
@@ -24,7 +25,15 @@ from rcakit.attribution.experiments import (
     score_methods,
     summary,
 )
-from rcakit.attribution.oracle import Attribution, AttributionOracle, Cost, FailedCase, NotApplicable, ReplayMemo
+from rcakit.attribution.oracle import (
+    Attribution,
+    AttributionOracle,
+    Cost,
+    FailedCase,
+    Method,
+    NotApplicable,
+    ReplayMemo,
+)
 from rcakit.attribution.testbeds import FAULT_TYPES, TESTBEDS, TestbedCase, build_testbeds
 
 __all__ = [
@@ -35,6 +44,7 @@ __all__ = [
     "FAMILY_OF",
     "FAULT_TYPES",
     "FailedCase",
+    "Method",
     "NotApplicable",
     "ReplayMemo",
     "TESTBEDS",

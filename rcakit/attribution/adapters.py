@@ -103,6 +103,7 @@ def suf_regen(case: FailedCase, oracle: Oracle, budget: int | None = None) -> At
 
 def llm_judge(judge: Callable[[Trace, str], Diagnosis]) -> Method:
     """The LLM judge (an ``rcakit.rag.LLMJudge`` over a provider) as a method; it counts model tokens."""
+
     def method(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
         found = judge(_need_trace(case), case.case_id)
         oracle.charge(tokens=found.cost)
@@ -150,8 +151,9 @@ def shapley_exact_ranking(case: FailedCase, oracle: Oracle, budget: int | None =
     return Attribution("ranking", _ranking(case, phi))
 
 
-def shapley_monte_carlo(case: FailedCase, oracle: Oracle, budget: int | None = None, *, permutations: int = 4,
-                        seed: int = 0) -> Attribution:
+def shapley_monte_carlo(
+    case: FailedCase, oracle: Oracle, budget: int | None = None, *, permutations: int = 4, seed: int = 0
+) -> Attribution:
     """Antithetic permutation Shapley of the mean replay success under a budget of seed replays (CAR §4).
 
     Without a ``budget`` the method pays for ``permutations`` antithetic
@@ -166,8 +168,9 @@ def shapley_monte_carlo(case: FailedCase, oracle: Oracle, budget: int | None = N
     if budget < 2 * (n + 1) * oracle.r:
         return Attribution("ranking", tuple(players))
     value = functools.partial(_coalition_value, oracle, players)
-    estimate = shapley_permutation(value, n, n_permutations=10**6, seed=seed, budget=budget,
-                                   cost_per_evaluation=oracle.r)
+    estimate = shapley_permutation(
+        value, n, n_permutations=10**6, seed=seed, budget=budget, cost_per_evaluation=oracle.r
+    )
     return Attribution("ranking", _ranking(case, estimate.values))
 
 
@@ -175,8 +178,15 @@ def _coalition_value(oracle: Oracle, players: tuple, coalition: frozenset) -> fl
     return oracle.value(players[i] for i in coalition)
 
 
-def contrastive(case: FailedCase, oracle: Oracle, budget: int | None = None, *, k_samples: int = 60,
-                n_boot: int = 300, seed: int = 0) -> Attribution:
+def contrastive(
+    case: FailedCase,
+    oracle: Oracle,
+    budget: int | None = None,
+    *,
+    k_samples: int = 60,
+    n_boot: int = 300,
+    seed: int = 0,
+) -> Attribution:
     """CAR's contrastive resampling; the answer is the point-of-commitment locus (CAR §4)."""
     if oracle.scm is None:
         raise NotApplicable(f"{case.testbed}: contrastive resampling needs a stochastic policy (an SCM)")
@@ -199,11 +209,18 @@ BUILT_IN: dict[str, Method] = {
     "exhaustive": exhaustive,
 }
 FAMILY_OF = {
-    "coverage": "post-hoc reader", "rule_based": "post-hoc reader", "centrality": "post-hoc reader",
-    "propagation_aware": "single-intervention probe", "suf_regen": "single-intervention probe",
-    "singleton_replay": "single-intervention probe", "contrastive": "contrastive resampling",
-    "shapley_exact": "Shapley", "shapley_mc": "Shapley", "shapley_top2": "Shapley",
-    "gcjr": "repair-family search", "exhaustive": "repair-family search",
+    "coverage": "post-hoc reader",
+    "rule_based": "post-hoc reader",
+    "centrality": "post-hoc reader",
+    "propagation_aware": "single-intervention probe",
+    "suf_regen": "single-intervention probe",
+    "singleton_replay": "single-intervention probe",
+    "contrastive": "contrastive resampling",
+    "shapley_exact": "Shapley",
+    "shapley_mc": "Shapley",
+    "shapley_top2": "Shapley",
+    "gcjr": "repair-family search",
+    "exhaustive": "repair-family search",
 }
 
 
@@ -220,8 +237,10 @@ def load_method(spec: str) -> Method:
         return BUILT_IN[spec]
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise RcakitError(f"methods: {spec!r} is neither a built-in method ({', '.join(BUILT_IN)}) "
-                          "nor an import path 'package.module:callable'")
+        raise RcakitError(
+            f"methods: {spec!r} is neither a built-in method ({', '.join(BUILT_IN)}) "
+            "nor an import path 'package.module:callable'"
+        )
     try:
         target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as err:
@@ -252,8 +271,9 @@ def is_built_in(method: Method) -> bool:
     return (getattr(base, "__module__", None) or "").startswith("rcakit.")
 
 
-def load_methods(specs: str, shapley_permutations: int = 4, contrastive_samples: int = 60,
-                 seed: int = 0) -> dict[str, Method]:
+def load_methods(
+    specs: str, shapley_permutations: int = 4, contrastive_samples: int = 60, seed: int = 0
+) -> dict[str, Method]:
     """``"builtin,name,package.module:callable,..."`` -> ``{name: method}``.
 
     ``builtin`` stands for every built-in method; an import path is named by
@@ -264,8 +284,10 @@ def load_methods(specs: str, shapley_permutations: int = 4, contrastive_samples:
     if not names:
         raise RcakitError("methods: the list is empty")
     names = list(dict.fromkeys(n for s in names for n in (BUILT_IN if s == "builtin" else [s])))
-    options = {"shapley_mc": {"permutations": shapley_permutations, "seed": seed},
-               "contrastive": {"k_samples": contrastive_samples, "seed": seed}}
+    options = {
+        "shapley_mc": {"permutations": shapley_permutations, "seed": seed},
+        "contrastive": {"k_samples": contrastive_samples, "seed": seed},
+    }
     out = {}
     for spec in names:
         method = load_method(spec)

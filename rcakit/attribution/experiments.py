@@ -34,7 +34,7 @@ def correct(attribution: Attribution, truth: frozenset) -> bool:
     if attribution.kind == "family":
         return frozenset(map(frozenset, attribution.answer)) == truth
     union = frozenset().union(*truth)
-    return frozenset(list(attribution.answer)[:len(union)]) == union
+    return frozenset(list(attribution.answer)[: len(union)]) == union
 
 
 def family_text(family: Iterable[Iterable[object]]) -> str:
@@ -62,8 +62,15 @@ def check_method_timeout(value: float, param: str = "method_timeout") -> float:
     return float(value)
 
 
-def run_method(method: Method, case: TestbedCase, memo: ReplayMemo, budget: int | None = None, *,
-               name: str | None = None, method_timeout: float = METHOD_TIMEOUT) -> Attribution | None:
+def run_method(
+    method: Method,
+    case: TestbedCase,
+    memo: ReplayMemo,
+    budget: int | None = None,
+    *,
+    name: str | None = None,
+    method_timeout: float = METHOD_TIMEOUT,
+) -> Attribution | None:
     """One method on one case with a fresh oracle: its attribution with the oracle's cost, or None.
 
     A built-in method is called as it is. A user's method (one whose code is
@@ -107,8 +114,9 @@ def _within(method: Method, args: tuple, seconds: float, what: str) -> Attributi
     thread.start()
     thread.join(seconds)
     if not done:
-        raise RcakitError(f"{what}: stopped after {seconds:g} s (method_timeout); "
-                          "raise method_timeout or make the method faster")
+        raise RcakitError(
+            f"{what}: stopped after {seconds:g} s (method_timeout); raise method_timeout or make the method faster"
+        )
     ok, value = done[0]
     if ok:
         return value
@@ -117,10 +125,15 @@ def _within(method: Method, args: tuple, seconds: float, what: str) -> Attributi
     raise RcakitError(f"{what} failed: {one_line(value)}") from value
 
 
-def score_methods(testbeds: Mapping[str, list[TestbedCase]], methods: Mapping[str, Method],
-                  budget: int | None = None, memo: ReplayMemo | None = None, *,
-                  progress: Callable[[Iterable], Iterable] | None = None,
-                  method_timeout: float = METHOD_TIMEOUT) -> pd.DataFrame:
+def score_methods(
+    testbeds: Mapping[str, list[TestbedCase]],
+    methods: Mapping[str, Method],
+    budget: int | None = None,
+    memo: ReplayMemo | None = None,
+    *,
+    progress: Callable[[Iterable], Iterable] | None = None,
+    method_timeout: float = METHOD_TIMEOUT,
+) -> pd.DataFrame:
     """One row per (testbed, case, method) that applies: kind, correct, replays, tokens, memo hits.
 
     A user's method gets ``method_timeout`` seconds per case (:func:`run_method`).
@@ -134,20 +147,35 @@ def score_methods(testbeds: Mapping[str, list[TestbedCase]], methods: Mapping[st
             found = run_method(method, case, memo, budget, name=name, method_timeout=method_timeout)
             if found is None:
                 continue
-            rows.append({"testbed": bed, "fault_type": case.fault_type, "case_id": case.case.case_id,
-                         "method": name, "kind": found.kind, "answer": answer_text(found),
-                         "truth": family_text(case.truth), "correct": correct(found, case.truth),
-                         "replays": found.cost.replays, "tokens": found.cost.tokens,
-                         "memo_hits": found.cost.memo_hits})
+            rows.append(
+                {
+                    "testbed": bed,
+                    "fault_type": case.fault_type,
+                    "case_id": case.case.case_id,
+                    "method": name,
+                    "kind": found.kind,
+                    "answer": answer_text(found),
+                    "truth": family_text(case.truth),
+                    "correct": correct(found, case.truth),
+                    "replays": found.cost.replays,
+                    "tokens": found.cost.tokens,
+                    "memo_hits": found.cost.memo_hits,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def summary(scores: pd.DataFrame) -> pd.DataFrame:
     """Per testbed, fault type and method: n, accuracy, Wilson 95% interval, mean replays, tokens, memo hits."""
     grouped = scores.groupby(["testbed", "fault_type", "method"], sort=False)
-    table = grouped.agg(kind=("kind", "first"), n=("correct", "size"), hits=("correct", "sum"),
-                        mean_cost=("replays", "mean"), mean_tokens=("tokens", "mean"),
-                        mean_memo_hits=("memo_hits", "mean")).reset_index()
+    table = grouped.agg(
+        kind=("kind", "first"),
+        n=("correct", "size"),
+        hits=("correct", "sum"),
+        mean_cost=("replays", "mean"),
+        mean_tokens=("tokens", "mean"),
+        mean_memo_hits=("memo_hits", "mean"),
+    ).reset_index()
     cis = [stats.wilson_ci(int(h), int(n)) for h, n in zip(table["hits"], table["n"], strict=True)]
     table["accuracy"] = table["hits"] / table["n"]
     table["ci_lo"], table["ci_hi"] = [c[0] for c in cis], [c[1] for c in cis]
@@ -159,9 +187,13 @@ def results_tree(table: pd.DataFrame) -> dict:
     tree: dict = {}
     for row in table.to_dict(orient="records"):
         tree.setdefault(row["testbed"], {}).setdefault(row["fault_type"], {})[row["method"]] = {
-            "n": int(row["n"]), "accuracy": float(row["accuracy"]), "ci": [float(row["ci_lo"]), float(row["ci_hi"])],
-            "mean_cost": float(row["mean_cost"]), "mean_tokens": float(row["mean_tokens"]),
-            "mean_memo_hits": float(row["mean_memo_hits"])}
+            "n": int(row["n"]),
+            "accuracy": float(row["accuracy"]),
+            "ci": [float(row["ci_lo"]), float(row["ci_hi"])],
+            "mean_cost": float(row["mean_cost"]),
+            "mean_tokens": float(row["mean_tokens"]),
+            "mean_memo_hits": float(row["mean_memo_hits"]),
+        }
     return tree
 
 
@@ -203,19 +235,39 @@ def families_table(methods: Iterable[str]) -> pd.DataFrame:
         "Shapley": "replay of arbitrary coalitions; a value to share (no joint/alternative distinction)",
         "repair-family search": "replay of sets with clean counterparts; GCJR also a dependency graph",
     }
-    expresses = {"coverage": "point", "rule_based": "point", "centrality": "point", "propagation_aware": "point",
-                 "suf_regen": "point", "singleton_replay": "family (singletons)", "contrastive": "point",
-                 "shapley_exact": "ranking", "shapley_mc": "ranking", "shapley_top2": "family (one pair)",
-                 "gcjr": "family", "exhaustive": "family"}
-    rows = [{"method": m, "family": FAMILY_OF.get(m, "user method"), "expresses": expresses.get(m, "any"),
-             "assumes": assumes.get(FAMILY_OF.get(m, ""), "what its author states")} for m in methods]
+    expresses = {
+        "coverage": "point",
+        "rule_based": "point",
+        "centrality": "point",
+        "propagation_aware": "point",
+        "suf_regen": "point",
+        "singleton_replay": "family (singletons)",
+        "contrastive": "point",
+        "shapley_exact": "ranking",
+        "shapley_mc": "ranking",
+        "shapley_top2": "family (one pair)",
+        "gcjr": "family",
+        "exhaustive": "family",
+    }
+    rows = [
+        {
+            "method": m,
+            "family": FAMILY_OF.get(m, "user method"),
+            "expresses": expresses.get(m, "any"),
+            "assumes": assumes.get(FAMILY_OF.get(m, ""), "what its author states"),
+        }
+        for m in methods
+    ]
     return pd.DataFrame(rows).set_index("method")
 
 
 def memo_figures(memo: ReplayMemo, scores: pd.DataFrame) -> dict:
     """Seed replays charged to the methods, those the memo answered, and those actually computed."""
-    return {"charged": int(scores["replays"].sum()), "memo_hits": int(scores["memo_hits"].sum()),
-            "computed": int(memo.computed)}
+    return {
+        "charged": int(scores["replays"].sum()),
+        "memo_hits": int(scores["memo_hits"].sum()),
+        "computed": int(memo.computed),
+    }
 
 
 def _share(mask: pd.Series) -> float:
@@ -245,6 +297,7 @@ def findings(scores: pd.DataFrame) -> dict:
     - ``exhaustive_support_double``: exhaustive search on the support agent's
       two injections, replayed with finitely many rollouts.
     """
+
     def rows(method: str, testbed: str | None = None, fault_types: Sequence[str] | None = None) -> pd.DataFrame:
         part = scores[scores["method"] == method]
         if testbed is not None:
@@ -258,8 +311,10 @@ def findings(scores: pd.DataFrame) -> dict:
     top2, exact = rows("shapley_top2", fault_types=either), rows("shapley_exact", fault_types=either)
     pair = top2["answer"] == top2["truth"].str.replace("} | {", ", ", regex=False)
     contrast = scores[(scores["method"] == "contrastive") & (scores["testbed"] == "support_agent")]
-    locus = {t: part["answer"].value_counts(normalize=True).sort_index().to_dict()
-             for t, part in contrast.groupby("fault_type", sort=False)}
+    locus = {
+        t: part["answer"].value_counts(normalize=True).sort_index().to_dict()
+        for t, part in contrast.groupby("fault_type", sort=False)
+    }
     return {
         "gcjr_equals_singleton_rag": _share(g["answer"] == s["answer"].reindex(g.index)),
         "gcjr_joint_rag": _share(rows("gcjr", "rag_hops", ["double_joint"])["correct"]),
@@ -286,8 +341,12 @@ def _accuracy(scores: pd.DataFrame, method: str, testbed: str, fault_type: str |
 def results_numbers(table: pd.DataFrame, scores: pd.DataFrame, memo: ReplayMemo) -> dict:
     """What the chapter records: the per-cell tree, the findings, the memo's figures and the case counts."""
     counts = scores.drop_duplicates(["testbed", "case_id"]).groupby(["testbed", "fault_type"]).size()
-    return {**results_tree(table), "findings": findings(scores), "memo": memo_figures(memo, scores),
-            "cases": {bed: part.droplevel(0).to_dict() for bed, part in counts.groupby(level=0)}}
+    return {
+        **results_tree(table),
+        "findings": findings(scores),
+        "memo": memo_figures(memo, scores),
+        "cases": {bed: part.droplevel(0).to_dict() for bed, part in counts.groupby(level=0)},
+    }
 
 
 def main_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -110,8 +110,16 @@ class AttributionOracle(SharedSeedOracle):
 
     __slots__ = ("_replay_one", "_table", "memo", "__tokens", "__memo_hits", "agent", "scm")
 
-    def __init__(self, case: Case, replay_one: ReplayOne, *, r: int = 3, theta: ThetaLike = THETA,
-                 memo: ReplayMemo | None = None, table: Callable[[int], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        case: Case,
+        replay_one: ReplayOne,
+        *,
+        r: int = 3,
+        theta: ThetaLike = THETA,
+        memo: ReplayMemo | None = None,
+        table: Callable[[int], np.ndarray] | None = None,
+    ) -> None:
         super().__init__(case, r, theta)
         self._replay_one, self._table = replay_one, table
         self.memo = memo if memo is not None else ReplayMemo()

@@ -37,8 +37,18 @@ FAMILY_HUES = {  # one colour map per family; its methods get distinct shades of
 OTHER = "Oranges"
 MARKER_SIZE = 60  # points squared
 # where a label may go, in points from its markers: right, left, above, below, then further out
-_NUDGES = [(7, 0, "left"), (-7, 0, "right"), (0, 10, "center"), (0, -10, "center"), (7, 10, "left"),
-           (7, -10, "left"), (-7, 10, "right"), (-7, -10, "right"), (0, 20, "center"), (0, -20, "center")]
+_NUDGES = [
+    (7, 0, "left"),
+    (-7, 0, "right"),
+    (0, 10, "center"),
+    (0, -10, "center"),
+    (7, 10, "left"),
+    (7, -10, "left"),
+    (-7, 10, "right"),
+    (-7, -10, "right"),
+    (0, 20, "center"),
+    (0, -20, "center"),
+]
 
 
 def frontier_figure(points: pd.DataFrame, ax: Axes | None = None) -> Figure | SubFigure:
@@ -62,8 +72,16 @@ def frontier_figure(points: pd.DataFrame, ax: Axes | None = None) -> Figure | Su
         cost, accuracy = cast(tuple[float, float], key)  # pandas-stubs types a two-column group key as Hashable
         factors = [SPREAD ** (i - (len(group) - 1) / 2) for i in range(len(group))]
         for factor, name in zip(factors, group.index, strict=True):
-            ax.scatter(cost * factor, accuracy, marker=MARKERS[position[name] % len(MARKERS)], s=MARKER_SIZE,
-                       color=colour[name], edgecolor="black", linewidth=0.5, zorder=3)
+            ax.scatter(
+                cost * factor,
+                accuracy,
+                marker=MARKERS[position[name] % len(MARKERS)],
+                s=MARKER_SIZE,
+                color=colour[name],
+                edgecolor="black",
+                linewidth=0.5,
+                zorder=3,
+            )
             markers.append((cost * factor, accuracy))
         labels.append((", ".join(group.index), cost * factors[-1], cost * factors[0], accuracy))
     front = cost_frontier(shown)
@@ -75,8 +93,19 @@ def frontier_figure(points: pd.DataFrame, ax: Axes | None = None) -> Figure | Su
     ax.set_ylabel("mean accuracy over fault types")
     _place_labels(ax, labels, markers)
     present = [*[f for f in FAMILY_HUES if f in set(family)], *sorted(set(family) - set(FAMILY_HUES))]
-    handles = [Line2D([], [], marker="o", linestyle="", color=plt.get_cmap(FAMILY_HUES.get(f, OTHER))(0.7),
-                      markeredgecolor="black", markeredgewidth=0.5, label=f) for f in present]
+    handles = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=plt.get_cmap(FAMILY_HUES.get(f, OTHER))(0.7),
+            markeredgecolor="black",
+            markeredgewidth=0.5,
+            label=f,
+        )
+        for f in present
+    ]
     handles.append(Line2D([], [], color="grey", linestyle="--", label="cost frontier"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return ax.figure
@@ -93,15 +122,13 @@ def shades(family: pd.Series) -> pd.Series:
     return pd.Series(colours).reindex(family.index)
 
 
-def _place_labels(ax: Axes, labels: list[tuple[str, float, float, float]],
-                  markers: list[tuple[float, float]]) -> None:
+def _place_labels(ax: Axes, labels: list[tuple[str, float, float, float]], markers: list[tuple[float, float]]) -> None:
     """Each ``(text, right x, left x, y)`` beside its markers, at the first place (``_NUDGES``) that covers
     no marker (at ``markers``) and no label placed before; right of the markers when every place is taken."""
     # an Agg canvas (the book's backend) has get_renderer; FigureCanvasBase does not declare it
     renderer = ax.figure.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]
     half = MARKER_SIZE**0.5 / 2 * ax.figure.dpi / 72  # a marker's half width, in pixels
-    taken = [Bbox.from_extents(x - half, y - half, x + half, y + half)
-             for x, y in ax.transData.transform(markers)]
+    taken = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in ax.transData.transform(markers)]
     for text, right, left, y in sorted(labels, key=lambda item: (-item[3], item[1])):
         for nudge in _NUDGES:
             label = _label(ax, text, right, left, y, *nudge)
@@ -115,10 +142,17 @@ def _place_labels(ax: Axes, labels: list[tuple[str, float, float, float]],
         taken.append(extent)
 
 
-def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, dy: float,
-           ha: str) -> Annotation:
+def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, dy: float, ha: str) -> Annotation:
     """``text`` offset by ``(dx, dy)`` points from the right edge, the left edge or the middle of its markers."""
     anchor = right if dx > 0 else left if dx < 0 else (right * left) ** 0.5
-    return ax.annotate(text, (anchor, y), xytext=(dx, dy), textcoords="offset points", va="center", ha=ha,
-                       fontsize=7, zorder=2.5,
-                       bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    return ax.annotate(
+        text,
+        (anchor, y),
+        xytext=(dx, dy),
+        textcoords="offset points",
+        va="center",
+        ha=ha,
+        fontsize=7,
+        zorder=2.5,
+        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+    )

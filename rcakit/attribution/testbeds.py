@@ -93,6 +93,7 @@ def certified_family(players: Iterable[Hashable], succeeds: Callable[[frozenset]
 
 # --- RAG hops ---------------------------------------------------------------------------------------
 
+
 def hop_name(h: int) -> str:
     """The player name of hop ``h`` (1-based)."""
     return f"hop{h}"
@@ -108,7 +109,7 @@ def _apply(lab: Lab, trace: Trace, hop: int, kind: str) -> Trace | None:
     made = corrupt_content(lab.agent, trace, hop, [q.answer for q in lab.world.questions], rng)
     if made is None:
         return None
-    prefix = trace.hops[:hop - 1] + (made[1],)
+    prefix = trace.hops[: hop - 1] + (made[1],)
     return lab.agent.resume_from(trace.question, prefix, hop + 1)
 
 
@@ -125,7 +126,7 @@ def rag_replay(lab: Lab, qid: str, faults: tuple, repaired: frozenset) -> Trace 
 
 def _suffix_words(trace: Trace, start: int) -> int:
     """Words the agent spends re-executing from hop ``start`` (the replay's token cost)."""
-    return sum(h.word_cost for h in trace.hops[start - 1:]) + trace.extra_words
+    return sum(h.word_cost for h in trace.hops[start - 1 :]) + trace.extra_words
 
 
 def _rag_case(lab: Lab, qid: str, faults: tuple, depth: int) -> TestbedCase | None:
@@ -204,14 +205,21 @@ def _rag_candidates(lab: Lab, depth: int, kinds: tuple) -> dict[str, list[tuple]
     """Every (question, faults) placement, by how many faults it has."""
     qids = [qid for qid, t in lab.clean.items() if eligible(t, depth)]
     singles = [(qid, ((h, k),)) for qid in qids for h in range(1, depth + 1) for k in kinds]
-    pairs = [(qid, ((h1, k1), (h2, k2))) for qid in qids
-             for h1, h2 in itertools.combinations(range(1, depth + 1), 2)
-             for k1 in kinds if k1 != "early_termination" for k2 in kinds if k2 != CONTENT]
+    pairs = [
+        (qid, ((h1, k1), (h2, k2)))
+        for qid in qids
+        for h1, h2 in itertools.combinations(range(1, depth + 1), 2)
+        for k1 in kinds
+        if k1 != "early_termination"
+        for k2 in kinds
+        if k2 != CONTENT
+    ]
     return {"single": singles, "double": pairs}
 
 
-def rag_testbed(seed: int, cases_per_type: int, n_entities: int = 600, n_questions: int = 40, *,
-                hops: int = 3, max_tries: int = 400) -> list[TestbedCase]:
+def rag_testbed(
+    seed: int, cases_per_type: int, n_entities: int = 600, n_questions: int = 40, *, hops: int = 3, max_tries: int = 400
+) -> list[TestbedCase]:
     """Up to ``cases_per_type`` certified RAG cases of each type, placements tried in a seeded order.
 
     The single faults use the six structural interventions and content
@@ -236,6 +244,7 @@ def rag_testbed(seed: int, cases_per_type: int, n_entities: int = 600, n_questio
 
 # --- Controlled-DAG -----------------------------------------------------------------------------------
 
+
 def method_view(case: Case) -> Case:
     """The case as a method sees it: the planted family emptied and the fault marks cleared."""
     g = case.graph.copy()
@@ -255,15 +264,24 @@ def dag_testbed(seed: int, cases_per_type: int, r: int = 3, noise: float = 0.0) 
             def replay_one(s: frozenset, j: int) -> tuple[bool, int]:
                 return replay(case, s, j, noise), 0
 
-            return Oracle(view, replay_one, r=r, memo=memo,
-                          table=lambda rr: ReplayOracle(case, rr, noise=noise).replay_every_subset())
+            return Oracle(
+                view,
+                replay_one,
+                r=r,
+                memo=memo,
+                table=lambda rr: ReplayOracle(case, rr, noise=noise).replay_every_subset(),
+            )
 
-        out.append(TestbedCase(FailedCase(case.case_id, "controlled_dag", view.candidates, view), case.kind,
-                               case.family, oracle))
+        out.append(
+            TestbedCase(
+                FailedCase(case.case_id, "controlled_dag", view.candidates, view), case.kind, case.family, oracle
+            )
+        )
     return out
 
 
 # --- Support agent ------------------------------------------------------------------------------------
+
 
 def _noted_ticket(context: tuple, action: object) -> dict:
     """The ticket as the first step reads it in the double variant: the injected note appended."""
@@ -294,8 +312,11 @@ def repair_do(scm: SCM, steps: frozenset) -> Do:
     changed = [k for k in steps if clean_observation(observed[k].observation) != observed[k].observation]
     if not changed:
         return Do(hold=frozenset(range(scm.n_steps)))
-    return Do(hold=frozenset(range(min(changed))), actions={k: observed[k].action for k in steps},
-              observations={k: clean_observation(observed[k].observation) for k in steps})
+    return Do(
+        hold=frozenset(range(min(changed))),
+        actions={k: observed[k].action for k in steps},
+        observations={k: clean_observation(observed[k].observation) for k in steps},
+    )
 
 
 def _injected_at(variant: str) -> Callable[[tuple], bool]:
@@ -323,8 +344,9 @@ def support_testbed(seed: int, cases_per_type: int, rollouts: int = 30) -> list[
     for variant in FAULT_TYPES["support_agent"]:
         for i in range(cases_per_type):
             scm = support_scm(variant)
-            run = record_failing_run(scm, int(np.random.default_rng([seed, 4, i]).integers(2**31)), 200,
-                                     accept=_injected_at(variant))
+            run = record_failing_run(
+                scm, int(np.random.default_rng([seed, 4, i]).integers(2**31)), 200, accept=_injected_at(variant)
+            )
             if run is None:
                 raise RcakitError(f"support_testbed: no failing run with the injection(s) for case {i}")
             out.append(_support_case(scm, variant, i, seed, rollouts))
@@ -357,9 +379,17 @@ def _support_case(scm: SCM, variant: str, i: int, seed: int, rollouts: int) -> T
     return TestbedCase(FailedCase(case_id, "support_agent", tuple(players), dag), variant, truth, oracle)
 
 
-def build_testbeds(seed: int, rag_cases: int, dag_cases: int, support_cases: int, r: int = 3,
-                   noise: float = 0.0, rollouts: int = 30, n_entities: int = 600,
-                   n_questions: int = 40) -> dict[str, list[TestbedCase]]:
+def build_testbeds(
+    seed: int,
+    rag_cases: int,
+    dag_cases: int,
+    support_cases: int,
+    r: int = 3,
+    noise: float = 0.0,
+    rollouts: int = 30,
+    n_entities: int = 600,
+    n_questions: int = 40,
+) -> dict[str, list[TestbedCase]]:
     """The three testbeds, each from ``seed``."""
     return {
         "rag_hops": rag_testbed(seed, rag_cases, n_entities, n_questions),

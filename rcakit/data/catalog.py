@@ -26,8 +26,19 @@ from rcakit.paths import project_root, resolve
 
 DATA_DIR_ENV = "RCAKIT_DATA_DIR"
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
-_FIELDS = ("title", "description", "source", "revision", "base_url", "root", "reader",
-           "licence", "licence_note", "bibkey", "citation")
+_FIELDS = (
+    "title",
+    "description",
+    "source",
+    "revision",
+    "base_url",
+    "root",
+    "reader",
+    "licence",
+    "licence_note",
+    "bibkey",
+    "citation",
+)
 
 
 @dataclass(frozen=True)
@@ -150,8 +161,9 @@ def _entry(path: str, name: Any, spec: Any) -> DataSet:
         listing = spec.get("listing")
         listing = Listing(**{**listing, "extra": tuple(listing.get("extra", ()))}) if listing else None
         fields = {k: str(spec[k]) for k in _FIELDS}
-        expect = tuple((str(p), formats.parse(f"{where}: expect: {p}", e))
-                       for p, e in (spec.get("expect") or {}).items())
+        expect = tuple(
+            (str(p), formats.parse(f"{where}: expect: {p}", e)) for p, e in (spec.get("expect") or {}).items()
+        )
     except KeyError as err:
         raise RcakitError(f"{where}: missing field {err.args[0]!r}") from None
     except ValueError as err:
@@ -184,8 +196,10 @@ def _check_entry(where: str, ds: DataSet) -> None:
         unpinned += [*ds.listing.extra, f"{ds.listing.prefix}0{ds.listing.suffix}"]
     missing = [p for p in unpinned if ds.expectation(p) is None]
     if missing:
-        raise RcakitError(f"{where}: {missing[0]!r} is recorded at first fetch and needs an 'expect' entry "
-                          "(its size range and format)")
+        raise RcakitError(
+            f"{where}: {missing[0]!r} is recorded at first fetch and needs an 'expect' entry "
+            "(its size range and format)"
+        )
 
 
 def get(name: str) -> DataSet:
@@ -225,9 +239,14 @@ def read_lock(ds: DataSet) -> dict | None:
     anew = f"remove it and {folder(ds)} to fetch {ds.name} anew"
     try:
         lock = json.loads(path.read_text(encoding="utf-8"))
-        if not (isinstance(lock["files"], dict) and isinstance(lock["listing"], list)
-                and all(isinstance(f, dict) and isinstance(f["sha256"], str) and type(f["size"]) is int
-                        for f in lock["files"].values())):
+        if not (
+            isinstance(lock["files"], dict)
+            and isinstance(lock["listing"], list)
+            and all(
+                isinstance(f, dict) and isinstance(f["sha256"], str) and type(f["size"]) is int
+                for f in lock["files"].values()
+            )
+        ):
             raise TypeError
         revision = lock["revision"]
     except FileNotFoundError:
@@ -244,8 +263,11 @@ def read_lock(ds: DataSet) -> dict | None:
             raise RcakitError(f"{path}: names {name!r}, not a path inside {folder(ds)} ({why}); {anew}")
     for name, entry in lock["files"].items():
         expected = ds.expectation(name)
-        why = (f"{formats.size_words(entry['size'])}, but the registry gives no size range for it"
-               if expected is None else expected.size_problem(entry["size"]))
+        why = (
+            f"{formats.size_words(entry['size'])}, but the registry gives no size range for it"
+            if expected is None
+            else expected.size_problem(entry["size"])
+        )
         if why:
             raise RcakitError(f"{path}: records {name} as {why}; {anew}")
     return lock
@@ -294,8 +316,10 @@ def locate(value: str, param: str) -> Path | None:
         return local_path(value) if is_fetched(value) else None
     path = resolve(value)
     if not os.path.lexists(path):
-        raise RcakitError(f"parameter {param!r}: {value!r} is neither a data set ({', '.join(registry())}) "
-                          f"nor an existing path ({path} does not exist)")
+        raise RcakitError(
+            f"parameter {param!r}: {value!r} is neither a data set ({', '.join(registry())}) "
+            f"nor an existing path ({path} does not exist)"
+        )
     if not path.exists():
         raise RcakitError(f"parameter {param!r}: {path} is a dangling symbolic link")
     return path
@@ -304,9 +328,11 @@ def locate(value: str, param: str) -> Path | None:
 def fetch_hint(name: str, param: str) -> str:
     """One line telling the user how to get data set ``name`` for parameter ``param``."""
     ds = get(name)
-    return (f"{ds.title} ({ds.licence}) is not fetched, so this section is skipped. Run "
-            f"'rcakit data fetch {name}' and rerun the chapter, or pass -p {param} PATH "
-            f"(see 'rcakit data list').")
+    return (
+        f"{ds.title} ({ds.licence}) is not fetched, so this section is skipped. Run "
+        f"'rcakit data fetch {name}' and rerun the chapter, or pass -p {param} PATH "
+        f"(see 'rcakit data list')."
+    )
 
 
 def size_text(ds: DataSet) -> str:

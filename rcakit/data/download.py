@@ -151,8 +151,10 @@ def _plan(ds: DataSet, lock: dict | None) -> list[FileEntry]:
     for entry in plan:
         inside(ds, entry.path, f"{ds.name}: {entry.path}")
         if not entry.sha256 and ds.expectation(entry.path) is None:
-            raise RcakitError(f"{ds.name}: {entry.path}: the registry gives no size range or format to check "
-                              "at first fetch; nothing was fetched")
+            raise RcakitError(
+                f"{ds.name}: {entry.path}: the registry gives no size range or format to check "
+                "at first fetch; nothing was fetched"
+            )
     return plan
 
 
@@ -165,9 +167,13 @@ def _pooch(ds: DataSet, path: Path, entries: list[FileEntry]) -> Any:
     import pooch
 
     base = _base_url(ds)
-    return pooch.create(path=path, base_url=base, registry={e.path: e.sha256 for e in entries},
-                        urls={e.path: base + urllib.parse.quote(e.path) for e in entries},
-                        retry_if_failed=RETRIES)
+    return pooch.create(
+        path=path,
+        base_url=base,
+        registry={e.path: e.sha256 for e in entries},
+        urls={e.path: base + urllib.parse.quote(e.path) for e in entries},
+        retry_if_failed=RETRIES,
+    )
 
 
 def _fetch_known(ds: DataSet, store: Any, entry: FileEntry, bar: Any, lock: Path | None) -> None:
@@ -180,8 +186,9 @@ def _fetch_known(ds: DataSet, store: Any, entry: FileEntry, bar: Any, lock: Path
     try:
         _download(ds, store, entry, _Downloader(bar, entry.size), lock)
     except _Refused as err:
-        raise RcakitError(f"{ds.name}: {entry.path}: the bytes from {store.get_url(entry.path)} are {err}; "
-                          "nothing was kept") from None
+        raise RcakitError(
+            f"{ds.name}: {entry.path}: the bytes from {store.get_url(entry.path)} are {err}; nothing was kept"
+        ) from None
 
 
 def _fetch_new(ds: DataSet, store: Any, staging: Path, entry: FileEntry, bar: Any) -> dict:
@@ -191,8 +198,10 @@ def _fetch_new(ds: DataSet, store: Any, staging: Path, entry: FileEntry, bar: An
     try:
         _download(ds, store, entry, _Downloader(bar, expected.high, expected), None)
     except _Refused as err:
-        raise RefusedAtFirstFetch(f"{ds.name}: {entry.path}: refused at first fetch ({err}); nothing from "
-                                  f"{store.get_url(entry.path)} was kept or recorded") from None
+        raise RefusedAtFirstFetch(
+            f"{ds.name}: {entry.path}: refused at first fetch ({err}); nothing from "
+            f"{store.get_url(entry.path)} was kept or recorded"
+        ) from None
     return _digest(staging / entry.path)
 
 
@@ -213,8 +222,7 @@ def _download(ds: DataSet, store: Any, entry: FileEntry, downloader: _Downloader
         if "hash" not in str(err):
             raise
         against = f"the sha256 recorded at the first fetch in {lock}" if lock else "the registry's sha256"
-        raise RcakitError(f"{where}: the bytes from {url} do not match {against}; "
-                          f"nothing was kept") from None
+        raise RcakitError(f"{where}: the bytes from {url} do not match {against}; nothing was kept") from None
     except OSError as err:
         full = err.errno in (errno.ENOSPC, errno.EDQUOT)
         what = "the file system is full" if full else (err.strerror or str(err))
@@ -298,10 +306,17 @@ class _Downloader:
 
     def _check_declared(self, response: Any) -> None:
         declared = response.headers.get("Content-Length")
-        if (self.limit is not None and declared and declared.isdigit() and not response.headers.get(
-                "Content-Encoding") and int(declared) > self.limit):
-            raise _Refused(f"{size_words(int(declared))} by its Content-Length, more than the "
-                           f"{size_words(self.limit)} the registry allows")
+        if (
+            self.limit is not None
+            and declared
+            and declared.isdigit()
+            and not response.headers.get("Content-Encoding")
+            and int(declared) > self.limit
+        ):
+            raise _Refused(
+                f"{size_words(int(declared))} by its Content-Length, more than the "
+                f"{size_words(self.limit)} the registry allows"
+            )
 
 
 def _write(fh: Any, chunk: bytes) -> None:
@@ -334,13 +349,16 @@ def _hub_listing(ds: DataSet) -> list[str]:
     for name in names:
         why = path_problem(name)
         if why:
-            raise RcakitError(f"{where}: {url} lists {name!r}, which is not a path inside the data set's "
-                              f"folder ({why}); nothing was fetched")
-    chosen = sorted((n for n in names if n.startswith(listing.prefix) and n.endswith(listing.suffix)),
-                    key=_natural_key)
+            raise RcakitError(
+                f"{where}: {url} lists {name!r}, which is not a path inside the data set's "
+                f"folder ({why}); nothing was fetched"
+            )
+    chosen = sorted((n for n in names if n.startswith(listing.prefix) and n.endswith(listing.suffix)), key=_natural_key)
     if len(chosen) != listing.count:
-        raise RcakitError(f"{where}: the Hub lists {len(chosen)} '{listing.suffix}' files under "
-                          f"{listing.prefix} at revision {ds.revision}; the registry expects {listing.count}")
+        raise RcakitError(
+            f"{where}: the Hub lists {len(chosen)} '{listing.suffix}' files under "
+            f"{listing.prefix} at revision {ds.revision}; the registry expects {listing.count}"
+        )
     missing = [n for n in listing.extra if n not in names]
     if missing:
         raise RcakitError(f"{where}: {', '.join(missing)} not at revision {ds.revision}")
@@ -359,8 +377,7 @@ def _read_capped(url: str, where: str) -> bytes:
             for chunk in response.iter_content(CHUNK):
                 body += chunk
                 if len(body) > LISTING_LIMIT:
-                    raise RcakitError(f"{where}: {url} sent more than {size_words(LISTING_LIMIT)}, "
-                                      "not a Hub file list")
+                    raise RcakitError(f"{where}: {url} sent more than {size_words(LISTING_LIMIT)}, not a Hub file list")
     except requests.exceptions.RequestException as err:
         raise RcakitError(f"{where}: cannot reach {urllib.parse.urlsplit(url).netloc}: {_reason(err)}") from None
     return bytes(body)
@@ -376,8 +393,10 @@ def _check_space(ds: DataSet, plan: list[FileEntry]) -> None:
     need = sum(e.size or 0 for e in plan if not (base / e.path).is_file())
     free = _free_bytes(data_home())
     if need and need + MIN_FREE_BYTES > free:
-        raise RcakitError(f"{ds.name}: needs {mb(need)} in {data_home()}, but its file system has "
-                          f"{mb(free)} free (set ${DATA_DIR_ENV} to another folder)")
+        raise RcakitError(
+            f"{ds.name}: needs {mb(need)} in {data_home()}, but its file system has "
+            f"{mb(free)} free (set ${DATA_DIR_ENV} to another folder)"
+        )
 
 
 def _free_bytes(path: Path) -> int:
@@ -413,8 +432,16 @@ def _progress_bar(ds: DataSet, plan: list[FileEntry], show: bool) -> Iterator[An
     sizes = [e.size for e in plan if not (e.sha256 and (base / e.path).is_file())]  # what will be downloaded
     known = [s for s in sizes if s is not None]
     total = sum(known) if len(known) == len(sizes) else None
-    with tqdm(total=total, desc=ds.name, unit="B", unit_scale=True, unit_divisor=1024,
-              file=sys.stderr, disable=not show, leave=False) as bar:
+    with tqdm(
+        total=total,
+        desc=ds.name,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        file=sys.stderr,
+        disable=not show,
+        leave=False,
+    ) as bar:
         yield bar
 
 
@@ -452,8 +479,9 @@ def verify(name: str) -> list[FileCheck]:
         entries = list(ds.files)
     else:
         assert lock is not None  # refused above
-        entries = [FileEntry(p, recorded.get(p, {}).get("sha256"), recorded.get(p, {}).get("size"))
-                   for p in lock["listing"]]
+        entries = [
+            FileEntry(p, recorded.get(p, {}).get("sha256"), recorded.get(p, {}).get("size")) for p in lock["listing"]
+        ]
     base = folder(ds)
     if not any((base / e.path).is_file() for e in entries):
         raise unfetched

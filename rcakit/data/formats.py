@@ -114,8 +114,7 @@ def _text(path: Path) -> str | None:
     return "an HTML page" if looks_like_html(path) else None
 
 
-CHECKS: dict[str, Callable[[Path], str | None]] = {"json": _json, "jsonl": _jsonl, "parquet": _parquet,
-                                                   "text": _text}
+CHECKS: dict[str, Callable[[Path], str | None]] = {"json": _json, "jsonl": _jsonl, "parquet": _parquet, "text": _text}
 FORMATS = tuple(CHECKS)
 
 
@@ -124,8 +123,9 @@ def parse(where: str, raw: object) -> Expectation:
     if not isinstance(raw, dict) or set(raw) - {"bytes", "format"}:
         raise ValueError(f"{where}: expected {{bytes: [low, high], format: {'|'.join(FORMATS)}}}")
     span = raw.get("bytes")
-    if not (isinstance(span, list) and len(span) == 2 and all(type(n) is int for n in span)
-            and 0 <= span[0] <= span[1]):
+    if not (
+        isinstance(span, list) and len(span) == 2 and all(type(n) is int for n in span) and 0 <= span[0] <= span[1]
+    ):
         raise ValueError(f"{where}: 'bytes' must be [low, high], two whole numbers with 0 <= low <= high")
     fmt = raw.get("format")
     if fmt is not None and fmt not in CHECKS:

@@ -122,8 +122,10 @@ class ResponseCache:
             if isinstance(reply.text, str) and all(type(t) is int and t >= 0 for t in tokens):
                 return reply
             why = "a field of the wrong type"
-        raise RcakitError(f"{self.path}: a corrupt row in the LLM cache ({why}); clear the cache with "
-                          f"'rm {shlex.quote(str(self.path))}*' (the next run asks the model again)")
+        raise RcakitError(
+            f"{self.path}: a corrupt row in the LLM cache ({why}); clear the cache with "
+            f"'rm {shlex.quote(str(self.path))}*' (the next run asks the model again)"
+        )
 
     def put(self, request: str, reply: Reply) -> None:
         """Store ``reply``; a row already there (a concurrent writer's) is kept."""

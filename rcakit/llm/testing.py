@@ -49,8 +49,12 @@ class FakeOllamaServer:
     its own thread, like an Ollama server with ``OLLAMA_NUM_PARALLEL`` slots.
     """
 
-    def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, models: Sequence[str] | None = None,
-                 latency: float = 0.0) -> None:
+    def __init__(
+        self,
+        respond: Callable[[Sequence[Message]], str] = echo,
+        models: Sequence[str] | None = None,
+        latency: float = 0.0,
+    ) -> None:
         self.latency = float(latency)
         self.script: deque[Behaviour] = deque()
         self.requests: list[dict] = []
@@ -127,9 +131,7 @@ class SilentServer:
         self.close()
 
 
-def _handler(
-    fake: FakeOllamaServer, respond: Callable[[Sequence[Message]], str]
-) -> type[BaseHTTPRequestHandler]:
+def _handler(fake: FakeOllamaServer, respond: Callable[[Sequence[Message]], str]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -150,26 +152,32 @@ def _handler(
                 self._send(payload, {"error": "model exploded\nsecond line"})
                 return
             content = payload if kind == "reply" else respond(body["messages"])
-            self._send(200, {
-                "model": body["model"],
-                "created_at": "2026-01-01T00:00:00Z",
-                "message": {"role": "assistant", "content": content},
-                "done": True,
-                "done_reason": "stop",
-                "prompt_eval_count": sum(len(m["content"]) for m in body["messages"]),
-                "eval_count": len(content),
-            })
+            self._send(
+                200,
+                {
+                    "model": body["model"],
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "message": {"role": "assistant", "content": content},
+                    "done": True,
+                    "done_reason": "stop",
+                    "prompt_eval_count": sum(len(m["content"]) for m in body["messages"]),
+                    "eval_count": len(content),
+                },
+            )
 
         def _show(self, model: str) -> None:
             fake.shown.append(model)
             if fake.models is not None and tagged(model) not in fake.models:
                 self._send(404, {"error": f"model '{model}' not found"})
                 return
-            self._send(200, {
-                "modelfile": f"FROM {model}",
-                "details": {"format": "gguf", "family": "fake"},
-                "model_info": {"general.architecture": "fake"},
-            })
+            self._send(
+                200,
+                {
+                    "modelfile": f"FROM {model}",
+                    "details": {"format": "gguf", "family": "fake"},
+                    "model_info": {"general.architecture": "fake"},
+                },
+            )
 
         def _send(self, status: int, obj: dict) -> None:
             data = json.dumps(obj).encode()

@@ -182,8 +182,9 @@ def score_real_logs(locators: Sequence[Locator], trajectories: Sequence[Trajecto
     return ScoredSet(list(trajectories), cases, table, numbers)
 
 
-def score_subsets(locators: Sequence[Locator], subsets: Mapping[str, Sequence[Trajectory]],
-                  official_n: Mapping[str, int]) -> dict[str, ScoredSet]:
+def score_subsets(
+    locators: Sequence[Locator], subsets: Mapping[str, Sequence[Trajectory]], official_n: Mapping[str, int]
+) -> dict[str, ScoredSet]:
     """:func:`score_real_logs` for every Who&When subset."""
     return {s: score_real_logs(locators, ts, official_n[s]) for s, ts in subsets.items()}
 
@@ -241,8 +242,14 @@ EXPLORE_KNOBS = (
 )
 
 
-def knob_sweep(locators: Sequence[Locator], base: GeneratorConfig, n: int, seed: int, *,
-               knobs: Iterable[tuple[str, float]] = EXPLORE_KNOBS) -> pd.DataFrame:
+def knob_sweep(
+    locators: Sequence[Locator],
+    base: GeneratorConfig,
+    n: int,
+    seed: int,
+    *,
+    knobs: Iterable[tuple[str, float]] = EXPLORE_KNOBS,
+) -> pd.DataFrame:
     """Exact accuracy of every locator on ``n`` fresh trajectories per setting: ``base`` as it is
     ("chapter values"), then each ``(knob, value)`` changed alone. Each setting draws its
     benchmark with ``seed``, so settings differ only by the knob."""
@@ -271,8 +278,9 @@ def llm_subset(trajectories: Sequence[Trajectory], n: int, seed: int) -> list[Tr
     return [trajectories[i] for i in sorted(rng.choice(len(trajectories), size=n, replace=False))]
 
 
-def build_llm_locators(providers: Mapping, seed: int = 0, prompt_tokens: int | None = None,
-                       max_questions: int | None = None) -> list[LLMLocator]:
+def build_llm_locators(
+    providers: Mapping, seed: int = 0, prompt_tokens: int | None = None, max_questions: int | None = None
+) -> list[LLMLocator]:
     """One locator per name in :data:`~rcakit.trajectories.llm_locators.LLM_LOCATORS`;
     ``providers[name]`` is each one's (cached) provider.
 
@@ -342,8 +350,11 @@ class LocatorCase:
         with case_usage() as scope:
             prediction = self.locator.locate(trajectory)
         inputs = self.locator.inputs
-        return {"prediction": prediction, "usage": scope.totals(self.locator.chat),
-                "long": [h for h in LONG_INPUTS if trajectory.id in getattr(inputs, h)]}
+        return {
+            "prediction": prediction,
+            "usage": scope.totals(self.locator.chat),
+            "long": [h for h in LONG_INPUTS if trajectory.id in getattr(inputs, h)],
+        }
 
 
 def evaluate_llm(
@@ -402,17 +413,34 @@ class LLMComparison:
     numbers: dict
 
 
-def compare_llm(provider: Provider, sets: Mapping[str, Sequence[Trajectory]], offline: Sequence[Locator],
-                accounting: Accounting, max_cases: int, *, seed: int = 0, prompt_tokens: int | None = None,
-                max_questions: int | None = None, runner: Runner | None = None) -> LLMComparison:
+def compare_llm(
+    provider: Provider,
+    sets: Mapping[str, Sequence[Trajectory]],
+    offline: Sequence[Locator],
+    accounting: Accounting,
+    max_cases: int,
+    *,
+    seed: int = 0,
+    prompt_tokens: int | None = None,
+    max_questions: int | None = None,
+    runner: Runner | None = None,
+) -> LLMComparison:
     """:func:`evaluate_llm` on :func:`llm_subset` (``max_cases``) of every set, with the offline
     locators on the same trajectories and the distribution of the steps each method predicted;
     ``runner`` (``rcakit.parallel.Runner``) says where the LLM locators' cases run."""
     cases, tables, spreads, numbers = {}, {}, {}, {}
     for name, trajectories in sets.items():
         picked = llm_subset(trajectories, max_cases, seed)
-        cases[name], rows = evaluate_llm(provider, picked, accounting, name, seed=seed, prompt_tokens=prompt_tokens,
-                                         max_questions=max_questions, runner=runner)
+        cases[name], rows = evaluate_llm(
+            provider,
+            picked,
+            accounting,
+            name,
+            seed=seed,
+            prompt_tokens=prompt_tokens,
+            max_questions=max_questions,
+            runner=runner,
+        )
         offline_table = overall_table(evaluate(offline, picked))
         tables[name] = pd.concat([offline_table, pd.DataFrame.from_dict(rows, orient="index")])
         spreads[name] = step_distribution(cases[name])
@@ -453,8 +481,11 @@ def who_and_when_facts(scored: Mapping[str, ScoredSet]) -> dict:
     if "Hand-Crafted" not in scored:
         return facts
     spread = bin_spread(strata_numbers(scored["Hand-Crafted"].cases))
-    facts |= {"hand_bin_min": spread["bin_min"], "hand_bin_max": spread["bin_max"],
-              "hand_min_width": 100 * spread["min_width"]}
+    facts |= {
+        "hand_bin_min": spread["bin_min"],
+        "hand_bin_max": spread["bin_max"],
+        "hand_min_width": 100 * spread["min_width"],
+    }
     hand = scored["Hand-Crafted"].cases["terminal"]
     return facts | {
         "hand_near_end": 100 * float((hand["root_to_end"] <= 10).mean()),
@@ -490,11 +521,13 @@ def published_figure6(table4: Mapping, table7: Mapping, table8: Mapping) -> Publ
     with their 95% Wilson intervals, and checked against Table 4 (LongRCA §6.3, Appendix C)."""
     length = published_strata(table7["accuracy"], table7["counts"], STRATA["length"][2])
     distance = published_strata(table8["accuracy"], table8["counts"], STRATA["distance"][2])
-    totals = pd.DataFrame({
-        "length bins": published_total(length),
-        "distance bins": published_total(distance),
-        "Table 4 exact": pd.DataFrame(table4).T["exact"] / 100,
-    })
+    totals = pd.DataFrame(
+        {
+            "length bins": published_total(length),
+            "distance bins": published_total(distance),
+            "Table 4 exact": pd.DataFrame(table4).T["exact"] / 100,
+        }
+    )
     numbers = {
         "length_bins": nested_bins(length),
         "distance_bins": nested_bins(distance),
@@ -508,8 +541,13 @@ def separated_strata(published: PublishedStrata) -> pd.DataFrame:
     bins, one table with a ``stratum`` column (LongRCA §6.3)."""
     from rcakit.trajectories.strata import separated_pairs
 
-    return pd.concat([separated_pairs(published.length).assign(stratum="length"),
-                      separated_pairs(published.distance).assign(stratum="distance")], ignore_index=True)
+    return pd.concat(
+        [
+            separated_pairs(published.length).assign(stratum="length"),
+            separated_pairs(published.distance).assign(stratum="distance"),
+        ],
+        ignore_index=True,
+    )
 
 
 def rcta_length_facts(length: pd.DataFrame) -> dict:
@@ -563,8 +601,10 @@ def printed_facts(printed: Mapping[str, Mapping[str, float]]) -> dict:
 
 def synthetic_facts(syn: ScoredSet) -> dict:
     """The tracing locator's lead and role gap on the synthetic benchmark (points)."""
-    return {"syn_gain": 100 * syn.numbers["handoff_trace_gain"],
-            "syn_role_gap": 100 * syn.numbers["handoff_trace_role_gap"]}
+    return {
+        "syn_gain": 100 * syn.numbers["handoff_trace_gain"],
+        "syn_role_gap": 100 * syn.numbers["handoff_trace_role_gap"],
+    }
 
 
 # -- the public LongRCA Bench release
@@ -585,14 +625,16 @@ class ReleaseRun:
     scored: ScoredSet | None = None
     numbers: dict = dataclasses.field(default_factory=dict)
 
-    def compare_llm(self, provider: Provider, offline: Sequence[Locator], accounting: Accounting, max_cases: int,
-                    **options: Any) -> LLMComparison | None:
+    def compare_llm(
+        self, provider: Provider, offline: Sequence[Locator], accounting: Accounting, max_cases: int, **options: Any
+    ) -> LLMComparison | None:
         """:func:`compare_llm` on the scored records (set ``"LongRCA Bench"``); ``None`` without a
         provider or without records."""
         if not provider or self.scored is None:
             return None
-        return compare_llm(provider, {"LongRCA Bench": self.scored.trajectories}, offline, accounting, max_cases,
-                           **options)
+        return compare_llm(
+            provider, {"LongRCA Bench": self.scored.trajectories}, offline, accounting, max_cases, **options
+        )
 
 
 def longrca_release(value: str, locators: Sequence[Locator], paper: Mapping, param: str = "longrca") -> ReleaseRun:
@@ -609,8 +651,10 @@ def longrca_release(value: str, locators: Sequence[Locator], paper: Mapping, par
     from rcakit.trajectories.release import differences, paper_source, release_checks, release_folder, release_shape
 
     if value == "none":
-        return ReleaseRun(f"LongRCA Bench: not run ({param} = none; 'rcakit data fetch longrca-bench', "
-                          f"then -p {param} longrca-bench, or -p {param} PATH to a record file or folder).")
+        return ReleaseRun(
+            f"LongRCA Bench: not run ({param} = none; 'rcakit data fetch longrca-bench', "
+            f"then -p {param} longrca-bench, or -p {param} PATH to a record file or folder)."
+        )
     path = data.locate(value, param)
     if path is None:
         return ReleaseRun(data.fetch_hint(value, param))
@@ -620,12 +664,20 @@ def longrca_release(value: str, locators: Sequence[Locator], paper: Mapping, par
         raise RcakitError(f"parameter {param!r}: {value} holds no labelled LongRCA record")
     checks = release_checks(release_shape(loaded.trajectories), paper)
     differ = differences(checks)
-    verdict = (f"differs from the paper's description on {len(differ)} of {len(checks)} checks"
-               if differ else f"matches the paper's description on all {len(checks)} checks")
+    verdict = (
+        f"differs from the paper's description on {len(differ)} of {len(checks)} checks"
+        if differ
+        else f"matches the paper's description on all {len(checks)} checks"
+    )
     unlabelled = len(loaded.trajectories) - len(labelled)
     lines = [loaded.report(path, shown_as=value), f"{value}: {verdict}"]
     lines += [f"{value}: {unlabelled} unlabelled records are checked but not scored"] if unlabelled else []
     scored = score_synthetic(locators, labelled)
-    numbers = {**scored.numbers, "n": len(labelled), "rejected": len(loaded.errors), "differs": differ,
-               "checks": checks.to_dict(orient="index")}
+    numbers = {
+        **scored.numbers,
+        "n": len(labelled),
+        "rejected": len(loaded.errors),
+        "differs": differ,
+        "checks": checks.to_dict(orient="index"),
+    }
     return ReleaseRun("\n".join(lines), checks, scored, numbers)

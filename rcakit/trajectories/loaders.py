@@ -73,8 +73,10 @@ class LoadResult:
             warn(f"{file}: {n} record{'' if n == 1 else 's'} rejected")
         total = len(self.errors) + len(self.trajectories)
         files = len(self.rejected) or 1
-        warn(f"{where}: {len(self.errors)} of {total} records rejected in {files} file{'' if files == 1 else 's'}; "
-             f"'rcakit validate {where}' prints why")
+        warn(
+            f"{where}: {len(self.errors)} of {total} records rejected in {files} file{'' if files == 1 else 's'}; "
+            f"'rcakit validate {where}' prints why"
+        )
 
     def by_source(self, sources: Sequence[str]) -> dict[str, list[Trajectory]]:
         """The trajectories of each of ``sources`` (a Who&When subset, say), in their order."""
@@ -101,8 +103,13 @@ class LoadResult:
 # ---------------------------------------------------------------- raw reading
 
 MAX_FILE_BYTES = 1 << 30  # a record file larger than 1 GiB is refused, not read
-_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
-          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def _short(value: Any, limit: int = 40) -> str:

@@ -254,4 +254,3 @@ OFFLINE_LOCATORS = ("random", "terminal", "first_error_signal", "handoff_trace")
 def offline_locators(seed: int = 0) -> list[Locator]:
     """One instance of every offline locator, in :data:`OFFLINE_LOCATORS` order."""
     return [RandomLocator(seed), TerminalLocator(), FirstErrorSignalLocator(), HandoffTraceLocator()]
-

@@ -81,8 +81,17 @@ class RCTALocator(LLMLocator):
         "departing step; a corrected error is never the root; pick the earliest."
     )
 
-    def __init__(self, provider: Provider, seed: int = 0, prompt_tokens: int | None = None, *, max_segment: int = 80,
-                 step_chars: int = 200, max_candidates: int = 8, max_segments: int = 8) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        seed: int = 0,
+        prompt_tokens: int | None = None,
+        *,
+        max_segment: int = 80,
+        step_chars: int = 200,
+        max_candidates: int = 8,
+        max_segments: int = 8,
+    ) -> None:
         super().__init__(provider, seed, prompt_tokens)
         self.max_segment, self.step_chars, self.max_candidates = max_segment, step_chars, max_candidates
         self.max_segments = max_segments
@@ -122,6 +131,7 @@ class RCTALocator(LLMLocator):
                 f"What is this segment's purpose ({', '.join(PURPOSES)}), and which of its steps most likely holds "
                 'an error? Reply {"purpose": ..., "candidate": step index}.'
             )
+
         return build
 
     def summarise_segments(self, trajectory: Trajectory, seed: int) -> list[Summary]:
@@ -147,8 +157,10 @@ class RCTALocator(LLMLocator):
     def trace(self, trajectory: Trajectory, candidates: Sequence[int], tokens: list[set[str]]) -> dict[int, Trace]:
         """Stage 3: ``{candidate: (nearest handoff or None, (introduction, rule) or None)}``."""
         steps = trajectory.steps
-        return {c: (self.rules.nearest_handoff(trajectory, steps[c]), self.rules.trace(trajectory, steps[c], tokens))
-                for c in candidates}
+        return {
+            c: (self.rules.nearest_handoff(trajectory, steps[c]), self.rules.trace(trajectory, steps[c], tokens))
+            for c in candidates
+        }
 
     def diagnose(self, trajectory: Trajectory, seed: int) -> Prediction:
         tokens = evidence_tokens(trajectory)

@@ -45,10 +45,16 @@ _SOURCE_KEYS = (  # normalised id prefix -> the source as Table 6 names it (long
 )
 
 
-_LABELS = {"trajectories": "trajectories", "total_steps": "total steps", "mean_length": "mean length",
-           "median_length": "median length", "max_length": "maximum length",
-           "median_root_to_end": "median root-to-end", "p90_root_to_end": "P90 root-to-end",
-           "max_root_to_end": "maximum root-to-end"}
+_LABELS = {
+    "trajectories": "trajectories",
+    "total_steps": "total steps",
+    "mean_length": "mean length",
+    "median_length": "median length",
+    "max_length": "maximum length",
+    "median_root_to_end": "median root-to-end",
+    "p90_root_to_end": "P90 root-to-end",
+    "max_root_to_end": "maximum root-to-end",
+}
 
 
 def release_folder(path: str | Path) -> Path:
@@ -77,8 +83,14 @@ def release_shape(trajectories: Sequence[Trajectory]) -> pd.DataFrame:
 
     An unlabelled record has no root, so its distance is missing.
     """
-    rows = [{"source": paper_source(t), "length": len(t.steps),
-             "root_to_end": len(t.steps) - 1 - t.label.step if t.label else np.nan} for t in trajectories]
+    rows = [
+        {
+            "source": paper_source(t),
+            "length": len(t.steps),
+            "root_to_end": len(t.steps) - 1 - t.label.step if t.label else np.nan,
+        }
+        for t in trajectories
+    ]
     return pd.DataFrame(rows, columns=["source", "length", "root_to_end"])
 
 

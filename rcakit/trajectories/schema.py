@@ -140,9 +140,7 @@ class Trajectory:
     @cached_property
     def handoffs(self) -> tuple[Handoff, ...]:
         """Every ``X (-> Y)`` step, in order."""
-        return tuple(
-            Handoff(s.index, s.speaker, s.recipient) for s in self.steps if s.recipient is not None
-        )
+        return tuple(Handoff(s.index, s.speaker, s.recipient) for s in self.steps if s.recipient is not None)
 
     @property
     def truth(self) -> Label:

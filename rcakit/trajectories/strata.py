@@ -109,6 +109,13 @@ def separated_pairs(long: pd.DataFrame) -> pd.DataFrame:
             for j in range(i + 1, len(g)):
                 a, b = g.loc[i].to_dict(), g.loc[j].to_dict()
                 if a["hi"] < b["lo"] or b["hi"] < a["lo"]:
-                    rows.append({"method": method, "bin": a["bin"], "other bin": b["bin"],
-                                 "acc": a["acc"], "other acc": b["acc"]})
+                    rows.append(
+                        {
+                            "method": method,
+                            "bin": a["bin"],
+                            "other bin": b["bin"],
+                            "acc": a["acc"],
+                            "other acc": b["acc"],
+                        }
+                    )
     return pd.DataFrame(rows, columns=["method", "bin", "other bin", "acc", "other acc"])

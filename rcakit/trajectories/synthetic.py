@@ -60,16 +60,35 @@ ROOT_FRACTION_BETA = (0.5, 0.5)
 MIN_ROOT = 2  # step 0 is the task, step 1 the first handoff
 
 PUBLISHED_SHAPE = {  # LongRCA §4.2 and Tables 7-8
-    "length_median": 145, "length_p90": 268, "length_max": 728, "length_mean": 156.3,
-    "root_step_median": 55, "root_step_p90": 179,
-    "root_to_end_median": 48, "root_to_end_p90": 183,
-    "share_root_to_end_gt50": 0.490, "share_root_to_end_gt100": 0.284, "share_root_to_end_gt200": 0.077,
+    "length_median": 145,
+    "length_p90": 268,
+    "length_max": 728,
+    "length_mean": 156.3,
+    "root_step_median": 55,
+    "root_step_p90": 179,
+    "root_to_end_median": 48,
+    "root_to_end_p90": 183,
+    "share_root_to_end_gt50": 0.490,
+    "share_root_to_end_gt100": 0.284,
+    "share_root_to_end_gt200": 0.077,
 }
 
 _VERBS = ("collect", "filter", "rank", "book", "patch", "parse", "merge", "price", "verify", "summarise")
 _NOUNS = ("flights", "hotels", "records", "tests", "orders", "pages", "files", "routes", "tickets", "rows")
-_ARTIFACTS = ("is_sequence", "fare_total", "sort_key", "page_id", "date_from", "cache_dir",
-              "retry_limit", "city_code", "user_id", "price_cap", "api_v2", "tmp_path")
+_ARTIFACTS = (
+    "is_sequence",
+    "fare_total",
+    "sort_key",
+    "page_id",
+    "date_from",
+    "cache_dir",
+    "retry_limit",
+    "city_code",
+    "user_id",
+    "price_cap",
+    "api_v2",
+    "tmp_path",
+)
 _PIPELINE = {"planner": "Planner", "executors": ("Executor",), "verifier": "Verifier"}
 _GROUP = {"planner": "Orchestrator", "executors": ("WebSurfer", "Coder", "FileSurfer"), "verifier": "Critic"}
 
@@ -249,8 +268,13 @@ class _Builder:
             "noise": lambda: "Error: request timed out; retrying.",
             "retry_ok": lambda: "Retry succeeded.",
         }[kind]()
-        name = {"task": "User", "obs": "Tool", "verify": f"{c.verifier} (-> {self.crew['planner']})",
-                "decoy_fail": c.verifier, "final": c.verifier}.get(kind, c.executor)
+        name = {
+            "task": "User",
+            "obs": "Tool",
+            "verify": f"{c.verifier} (-> {self.crew['planner']})",
+            "decoy_fail": c.verifier,
+            "final": c.verifier,
+        }.get(kind, c.executor)
         return name, text
 
 
@@ -286,11 +310,16 @@ def planted_features(trajectories: list[Trajectory]) -> pd.DataFrame:
         quote = f"`{t.meta['artifact']}`"
         after = t.steps[t.truth.step + 1 :]
         traps = [t.meta.get(k) for k in ("decoy_step", "distractor_step")]
-        rows.append({
-            "id": t.id, "kind": t.meta["kind"], "length": len(t), "root_to_end": t.root_to_end,
-            "quoted_symptom": any(quote in s.content and ERROR_SIGNAL.search(s.content) for s in after),
-            "trap_before_root": any(k is not None and k < t.truth.step for k in traps),
-        })
+        rows.append(
+            {
+                "id": t.id,
+                "kind": t.meta["kind"],
+                "length": len(t),
+                "root_to_end": t.root_to_end,
+                "quoted_symptom": any(quote in s.content and ERROR_SIGNAL.search(s.content) for s in after),
+                "trap_before_root": any(k is not None and k < t.truth.step for k in traps),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -300,11 +329,16 @@ def shape_statistics(trajectories: list[Trajectory]) -> dict:
     r = np.array([t.truth.step for t in trajectories])
     d = T - 1 - r
     return {
-        "length_median": float(np.median(T)), "length_p90": float(np.percentile(T, 90)),
-        "length_max": int(T.max()), "length_mean": float(T.mean()),
-        "root_step_median": float(np.median(r)), "root_step_p90": float(np.percentile(r, 90)),
-        "root_to_end_median": float(np.median(d)), "root_to_end_p90": float(np.percentile(d, 90)),
-        "share_root_to_end_gt50": float(np.mean(d > 50)), "share_root_to_end_gt100": float(np.mean(d > 100)),
+        "length_median": float(np.median(T)),
+        "length_p90": float(np.percentile(T, 90)),
+        "length_max": int(T.max()),
+        "length_mean": float(T.mean()),
+        "root_step_median": float(np.median(r)),
+        "root_step_p90": float(np.percentile(r, 90)),
+        "root_to_end_median": float(np.median(d)),
+        "root_to_end_p90": float(np.percentile(d, 90)),
+        "share_root_to_end_gt50": float(np.mean(d > 50)),
+        "share_root_to_end_gt100": float(np.mean(d > 100)),
         "share_root_to_end_gt200": float(np.mean(d > 200)),
     }
 
@@ -312,6 +346,4 @@ def shape_statistics(trajectories: list[Trajectory]) -> dict:
 def calibration_table(trajectories: list[Trajectory]) -> pd.DataFrame:
     """Published shape statistics beside those of ``trajectories``."""
     measured = shape_statistics(trajectories)
-    return pd.DataFrame(
-        {"published": PUBLISHED_SHAPE, "synthetic": {k: measured[k] for k in PUBLISHED_SHAPE}}
-    )
+    return pd.DataFrame({"published": PUBLISHED_SHAPE, "synthetic": {k: measured[k] for k in PUBLISHED_SHAPE}})
