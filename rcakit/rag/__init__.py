@@ -10,7 +10,7 @@ sweeps, case stores), ``metrics`` (exact-hop accuracy and the tables),
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
-from rcakit.rag.agent import Agent, AgentSettings, Hop, LLMReader, Reader, RuleReader, Trace
+from rcakit.rag.agent import ActingReader, Agent, AgentSettings, Hop, LLMReader, Reader, RuleReader, Trace
 from rcakit.rag.diagnosers import Diagnosis, LLMJudge
 from rcakit.rag.experiments import ArmRun, run_arm
 from rcakit.rag.interventions import CONTENT, STRUCTURAL, Corruption, corrupt_content, inject
@@ -21,6 +21,7 @@ from rcakit.rag.text import answer_correct, classify_outcome, normalise
 from rcakit.rag.world import World, build_world
 
 __all__ = [
+    "ActingReader",
     "Agent",
     "AgentSettings",
     "ArmRun",

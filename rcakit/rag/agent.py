@@ -39,12 +39,12 @@ from __future__ import annotations
 import random
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from rcakit import RcakitError
-from rcakit.llm.base import request_seed
+from rcakit.llm.base import Provider, request_seed
 from rcakit.llm.prompts import clip, is_clipped
 from rcakit.rag.retrieval import Corpora
 from rcakit.rag.text import answer_correct
@@ -141,6 +141,17 @@ class Reader(Protocol):
     def mentions(self, sentence: str) -> list[str]: ...
 
 
+@runtime_checkable
+class ActingReader(Reader, Protocol):
+    """A reader whose read splits in two, as the replay of a recorded run needs (CAR §3): ``act`` gives the
+    read's action with no side effect, ``apply`` turns it into what ``read`` returns (``read`` is
+    ``apply(key, act(...))``). The rule and LLM readers are both."""
+
+    def act(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> tuple[str, str]: ...
+
+    def apply(self, key: str, action: tuple[str, str]) -> str | None: ...
+
+
 def rule_reformulation(relation: Relation, subject: str) -> str:
     """The rule agent's second query: the subject plus the relation's question words."""
     return f"{subject} {REFORMULATION_WORDS[relation.name]}"
@@ -158,7 +169,7 @@ class RuleReader:
     ``heed_warnings`` (0: the warning is ignored; 1: always heeded).
     """
 
-    def __init__(self, world: World, noise: float, seed: int, heed_warnings: float = 0.5):
+    def __init__(self, world: World, noise: float, seed: int, heed_warnings: float = 0.5) -> None:
         if not 0.0 <= noise <= 1.0:
             raise RcakitError(f"reading_noise: expected a probability in [0, 1], got {noise}")
         if not 0.0 <= heed_warnings <= 1.0:
@@ -191,14 +202,14 @@ class RuleReader:
         typed = [m for m in self.mentions(sentence) if m != subject and self.types[m] == relation.object_type]
         return typed[0] if typed else None
 
-    def _statements(self, docs: Sequence[Paragraph], relation: Relation):
+    def _statements(self, docs: Sequence[Paragraph], relation: Relation) -> Iterator[tuple[Paragraph, str]]:
         cue = re.compile(relation.cue, re.IGNORECASE)
         for doc in docs:
             for sentence in _SENTENCE.split(doc.text):
                 if cue.search(sentence):
                     yield doc, sentence
 
-    def act(self, docs, relation, subject, key) -> tuple[str, str]:
+    def act(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> tuple[str, str]:
         """The read's action, without side effects: ``("answer", name)`` or ``("none", "")`` (a miss)."""
         if random.Random(f"{self.seed}:{key}").random() < self.noise:
             return NO_ACTION
@@ -207,17 +218,17 @@ class RuleReader:
                 return "answer", obj
         return NO_ACTION
 
-    def apply(self, key, action: tuple[str, str]) -> str | None:
+    def apply(self, key: str, action: tuple[str, str]) -> str | None:
         """What ``read`` returns for ``action``: the answer, or ``None``."""
         return action[1] if action[0] == "answer" else None
 
-    def read(self, docs, relation, subject, key):
+    def read(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> str | None:
         return self.apply(key, self.act(docs, relation, subject, key))
 
-    def reformulate(self, relation, subject, key):
+    def reformulate(self, relation: Relation, subject: str, key: str) -> str:
         return rule_reformulation(relation, subject)
 
-    def guess(self, docs, relation, subject):
+    def guess(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> str | None:
         for _, sentence in self._statements(docs, relation):
             if obj := self._object(sentence, relation, subject):
                 return obj
@@ -243,7 +254,7 @@ ACTION_SCHEMA = {
 }
 
 
-def parse_action(obj) -> tuple[str, str]:
+def parse_action(obj: Any) -> tuple[str, str]:
     """Validate a reader reply: ``("answer", name)`` or ``("search", query)``; ``ValueError`` says what is wrong."""
     if not isinstance(obj, dict) or obj.get("action") not in ACTIONS:
         raise ValueError('expected {"action": "answer" or "search", ...}')
@@ -282,7 +293,9 @@ class LLMReader:
     per-thread state.
     """
 
-    def __init__(self, chat, fallback: RuleReader, seed: int, max_doc_chars: int = 600, max_tokens: int = 48):
+    def __init__(
+        self, chat: Provider, fallback: RuleReader, seed: int, max_doc_chars: int = 600, max_tokens: int = 48
+    ) -> None:
         if not chat:
             raise RcakitError("agent: llm needs a provider (set provider, e.g. llamacpp:smollm2)")
         self.chat, self.fallback, self.seed = chat, fallback, seed
@@ -325,7 +338,7 @@ class LLMReader:
             lines.append("(no documents were retrieved)")
         return [{"role": "system", "content": READER_SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
 
-    def act(self, docs, relation, subject, key) -> tuple[str, str]:
+    def act(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> tuple[str, str]:
         """The model's action for this read: ``("answer", name)``, ``("search", query)`` or
         ``("none", "")`` (an abstention); no state changes (the replay check calls it alone)."""
         from rcakit.llm import ask_json
@@ -339,7 +352,7 @@ class LLMReader:
         )
         return NO_ACTION if action is None else action
 
-    def apply(self, key, action: tuple[str, str]) -> str | None:
+    def apply(self, key: str, action: tuple[str, str]) -> str | None:
         """What ``read`` returns for ``action``; a search query waits for ``reformulate``."""
         self._searches.pop(key, None)  # a search query is only ever the reformulation of the read just made
         kind, text = action
@@ -347,13 +360,13 @@ class LLMReader:
             self._searches[key] = text
         return text if kind == "answer" else None
 
-    def read(self, docs, relation, subject, key):
+    def read(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> str | None:
         return self.apply(key, self.act(docs, relation, subject, key))
 
-    def reformulate(self, relation, subject, key):
+    def reformulate(self, relation: Relation, subject: str, key: str) -> str:
         return self._searches.pop(key, None) or rule_reformulation(relation, subject)
 
-    def guess(self, docs, relation, subject):
+    def guess(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> str | None:
         return self.fallback.guess(docs, relation, subject)
 
 
@@ -376,7 +389,7 @@ class AgentSettings:
     spare_hops: int = 0
     reformulate: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.top_k < 1:
             raise RcakitError(f"top_k: expected >= 1, got {self.top_k}")
         if self.spare_hops < 0:
@@ -390,7 +403,7 @@ class AgentSettings:
 class Agent:
     """Hop-by-hop agent: ``run``, ``resume_from`` a changed prefix, ``force_answer`` from evidence."""
 
-    def __init__(self, world: World, corpora: Corpora, reader: Reader, settings: AgentSettings | None = None):
+    def __init__(self, world: World, corpora: Corpora, reader: Reader, settings: AgentSettings | None = None) -> None:
         self.world, self.corpora, self.reader = world, corpora, reader
         self.settings = settings or AgentSettings()
 
@@ -410,7 +423,9 @@ class Agent:
         """The hop's sub-query: the relation's phrase for ``subject``."""
         return self.world.relations[relation].phrase.format(subject)
 
-    def _read(self, docs, rel: Relation, subject: str, key: str, guess: bool = True) -> tuple[str | None, str]:
+    def _read(
+        self, docs: Sequence[Paragraph], rel: Relation, subject: str, key: str, guess: bool = True
+    ) -> tuple[str | None, str]:
         """One read and, after a miss, a guess: (entity, mode); a heeded warning abstains without a guess."""
         if self.reader.heeds(docs, key):
             return None, "abstained"

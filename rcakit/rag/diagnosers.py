@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
-from rcakit.llm.base import request_seed
+from rcakit.llm.accounting import MethodUsage
+from rcakit.llm.base import Provider, request_seed
 from rcakit.llm.prompts import Block, Budget, chat_messages, render
 from rcakit.rag.agent import Agent, Hop, Trace, tokens_read
 from rcakit.rag.text import answer_correct, jaccard, normalise, token_recall, tokens
+from rcakit.rag.world import Paragraph
 
 BRANCHES = ("flip", "continue", "fallback", "none")
 UNGROUNDED = 0.05  # the rule-based diagnoser's answer-grounding threshold
@@ -54,7 +57,7 @@ class Diagnosis:
 NO_HOP = Diagnosis("answer", 0, 0)
 
 
-def _joined(docs) -> str:
+def _joined(docs: Iterable[Paragraph]) -> str:
     return " ".join(d.text for d in docs)
 
 
@@ -72,7 +75,7 @@ def constant_hop1(trace: Trace) -> Diagnosis:
     return Diagnosis("retrieval", 1)
 
 
-def states_fact(docs, subject: str, obj: str) -> bool:
+def states_fact(docs: Iterable[Paragraph], subject: str, obj: str) -> bool:
     """Whether a paragraph titled ``subject`` among ``docs`` names ``obj``."""
     pattern = re.compile(r"(?<![\w])" + re.escape(obj) + r"(?![\w])")
     return any(d.title == subject and pattern.search(d.text) for d in docs)
@@ -92,7 +95,7 @@ def oracle_gold_hop(trace: Trace) -> Diagnosis:
     return NO_HOP
 
 
-def visible_stage(trace) -> str:
+def visible_stage(trace: Trace) -> str:
     """The authors' post-hoc stage rule, first match wins, from the final trace alone (§5).
 
     No document retrieved at all -> retrieval; no tool call (no hop issued a
@@ -111,7 +114,7 @@ def visible_stage(trace) -> str:
     return "none" if answer_correct(answer, trace.gold) else "answer"
 
 
-def rule_based(trace) -> Diagnosis:
+def rule_based(trace: Trace) -> Diagnosis:
     """The authors' rule-based diagnoser: ``visible_stage``; the retrieval stage gets the earliest
     hop with no documents (else hop 1), every other stage hop 0.
 
@@ -281,7 +284,9 @@ class LLMJudge:
     ``cost`` is the tokens the diagnosis spent.
     """
 
-    def __init__(self, chat, seed: int, max_doc_chars: int = 600, max_tokens: int = 32, hops: str = "any"):
+    def __init__(
+        self, chat: Provider, seed: int, max_doc_chars: int = 600, max_tokens: int = 32, hops: str = "any"
+    ) -> None:
         if hops not in JUDGE_HOPS:
             raise RcakitError(f"judge_hops: expected one of {', '.join(JUDGE_HOPS)}, got {hops!r}")
         self.chat, self.seed, self.max_doc_chars, self.max_tokens = chat, seed, max_doc_chars, max_tokens
@@ -297,8 +302,9 @@ class LLMJudge:
         self._lock = threading.Lock()
 
     @property
-    def usage(self):
-        """The chat's usage (``None`` for a chat without accounting)."""
+    def usage(self) -> MethodUsage | None:
+        """The chat's usage (``None`` for a chat without accounting); inside ``rcakit.llm.cache.case_usage``
+        a cached chat hands out a charger of its usage and the scope's, which reads as its usage."""
         return getattr(self.chat, "accounting", None)
 
     def _fitted(self, trace: Trace) -> tuple[list[dict], int]:

@@ -294,7 +294,7 @@ PROTOCOL_ROWS = (
 )
 
 
-def _setting_text(value) -> str:
+def _setting_text(value: object) -> str:
     return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
@@ -185,7 +186,9 @@ def _drift(agent: Agent, subject: str, rng: random.Random) -> str:
     return rng.choice(sharing or same)
 
 
-def _stale(agent: Agent, target: Hop, relation: str, true_object: str | None, rng: random.Random):
+def _stale(
+    agent: Agent, target: Hop, relation: str, true_object: str | None, rng: random.Random
+) -> tuple[Paragraph, ...]:
     old = _false_object(agent, relation, true_object, rng)
     year = rng.randint(1950, 1995)
     own = [d for d in target.docs if d.title == target.subject]
@@ -227,7 +230,7 @@ def _span_re(span: str) -> re.Pattern:
     return re.compile(r"(?<![\w])" + re.escape(span) + r"(?![\w])", re.IGNORECASE)
 
 
-def span_present(span: str, docs) -> bool:
+def span_present(span: str, docs: Iterable[Paragraph]) -> bool:
     """Whether ``span`` occurs as a whole word in a title or text of ``docs``."""
     pattern = _span_re(span)
     return any(pattern.search(d.title) or pattern.search(d.text) for d in docs)

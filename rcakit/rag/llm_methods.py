@@ -16,16 +16,17 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import pandas as pd
 
 from rcakit import RcakitError
-from rcakit.llm import Accounting, cached, provider_from_spec
+from rcakit.llm import Accounting, Provider, cached, provider_from_spec
 from rcakit.llm.accounting import COST
 from rcakit.llm.cache import case_usage
-from rcakit.parallel import Runner
+from rcakit.parallel import Progress, Runner
 from rcakit.progress import track
 from rcakit.rag.diagnosers import LLMJudge
 from rcakit.rag.metrics import attribution, predictions
@@ -41,7 +42,7 @@ class Models:
     """The chat the LLM reader uses (``None`` for the rule agent), the judge (``None`` without a model), their costs."""
 
     accounting: Accounting
-    reader_chat: object | None
+    reader_chat: Provider | None
     judge: LLMJudge | None
 
 
@@ -94,7 +95,7 @@ class JudgeCase:
 
 
 def judge_cases(
-    lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress=track, runner: Runner | None = None
+    lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress: Progress | None = track, runner: Runner | None = None
 ) -> tuple[pd.DataFrame, dict]:
     """``sample`` with the judge's ``[stage, hop, cost, branch]`` added to each case's diagnoses (branch ``none``),
     and the judge's usage summed over the cases (in the driver, so a cluster's calls count too).
@@ -114,7 +115,7 @@ def judge_cases(
     return pd.DataFrame(rows, columns=sample.columns), usage
 
 
-def merge_judge(result: dict, judged: pd.DataFrame, depths) -> dict:
+def merge_judge(result: dict, judged: pd.DataFrame, depths: Sequence[int]) -> dict:
     """Add the judge's cells to ``attribution``'s ``result``; return the attribution of the judged cases alone.
 
     The judge's cells cover only its sample, so ``result["llm_judged_n"]``
@@ -129,7 +130,7 @@ def merge_judge(result: dict, judged: pd.DataFrame, depths) -> dict:
     return same
 
 
-def same_case_table(same: dict, depths) -> pd.DataFrame:
+def same_case_table(same: dict, depths: Sequence[int]) -> pd.DataFrame:
     """Exact-hop accuracy of every diagnoser on the judged cases, with their n."""
     rows = {
         name: {f"hop {d}": cells[str(d)]["point"] if str(d) in cells else float("nan") for d in depths}
@@ -139,7 +140,7 @@ def same_case_table(same: dict, depths) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
-def hop_counts(judged: pd.DataFrame, depths) -> pd.DataFrame:
+def hop_counts(judged: pd.DataFrame, depths: Iterable[int]) -> pd.DataFrame:
     """How many judged cases at each injected depth the judge assigned to each hop (0 = abstained or no hop)."""
     preds = predictions(judged)
     preds = preds[preds["diagnoser"] == JUDGE]
@@ -167,7 +168,7 @@ def verdict_summary(judged: pd.DataFrame) -> dict:
     }
 
 
-def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths) -> dict:
+def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths: Iterable[int]) -> dict:
     """The judge's results entry: verdict summary, hop counts, documents cut, same-case accuracy."""
     return {
         **verdict_summary(judged),

@@ -62,7 +62,7 @@ def predictions(cases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
 
 
-def _ci(hits) -> dict:
+def _ci(hits: Iterable[bool]) -> dict:
     point, lo, hi = bootstrap_accuracy_ci(list(hits), n_boot=1000, seed=42)
     return {"point": point, "lo": lo, "hi": hi}
 
@@ -200,7 +200,7 @@ def failed_share(cases: pd.DataFrame, column: str, depths: Iterable[int]) -> dic
     return out
 
 
-def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers=TRACE_READERS) -> dict:
+def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers: Iterable[str] = TRACE_READERS) -> dict:
     """Per depth: failed cases, those whose injected hop is absent from the trace (an early termination's
     hop was never run), and those that none of ``readers`` names.
     """
@@ -272,7 +272,7 @@ def outcome_shares(cases: pd.DataFrame, by: str = "depth") -> pd.DataFrame:
     return table
 
 
-def prediction_histogram(preds: pd.DataFrame, diagnoser: str, depths) -> pd.DataFrame:
+def prediction_histogram(preds: pd.DataFrame, diagnoser: str, depths: Iterable[int]) -> pd.DataFrame:
     """Share of failed cases at each injected depth that ``diagnoser`` assigns to each hop."""
     sub = preds[preds["diagnoser"] == diagnoser]
     return pd.crosstab(sub["depth"], sub["pred_hop"], normalize="index").reindex(index=list(depths))
@@ -322,8 +322,12 @@ def probe_on_kinds(by_kind: pd.DataFrame, depths: Iterable[int]) -> dict:
     """
     out = {"et_continue": {}, "et_failed": {}, "drift_flip_hits": {}}
 
-    def cell(kind, d, columns):
-        return int(by_kind[columns].loc[(kind, d)].sum()) if (kind, d) in by_kind.index else 0
+    def cell(kind: str, d: int, columns: list[str]) -> int:
+        if (kind, d) not in by_kind.index:
+            return 0
+        row = by_kind[columns].loc[(kind, d)]
+        assert isinstance(row, pd.Series)  # a full (intervention, depth) key names one row of the grouped frame
+        return int(row.sum())
 
     for d in depths:
         out["et_continue"][str(d)] = cell("early_termination", d, ["continue hits"])

@@ -194,7 +194,7 @@ def _names(text: str, name: str) -> bool:
 class _Builder:
     """Accumulates the pooled corpus, the entities and their facts while questions are added."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.corpus: list[Paragraph] = []
         self.seen: dict[tuple[str, str], int] = {}
         self.types: dict[str, str] = {}

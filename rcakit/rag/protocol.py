@@ -17,23 +17,26 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 
 from __future__ import annotations
 
+import os
 import random
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from rcakit import RcakitError
-from rcakit.llm.accounting import COST
+from rcakit.llm.accounting import COST, MethodUsage
+from rcakit.llm.base import Provider
 from rcakit.llm.cache import case_usage
 from rcakit.parallel import Runner
 from rcakit.progress import track
 from rcakit.rag import diagnosers as dg
-from rcakit.rag.agent import Agent, AgentSettings, LLMReader, RuleReader, Trace
+from rcakit.rag.agent import Agent, AgentSettings, Hop, LLMReader, RuleReader, Trace
 from rcakit.rag.interventions import (
     CONTENT,
     STAGE,
     STRUCTURAL,
+    Corruption,
     check_style,
     corrupt_content,
     inject,
@@ -125,7 +128,7 @@ def build_lab(
     reading_noise: float = 0.2,
     distractor_rate: float = 0.3,
     spare_hops: int = 0,
-    reader_chat=None,
+    reader_chat: Provider | None = None,
     world: str = SYNTHETIC,
     runner: Runner | None = None,
     corpus: str = "question",
@@ -187,7 +190,7 @@ def protocol_record(lab: Lab) -> dict:
     }
 
 
-def _musique(world: str, n_questions: int, hops: int, reader_chat) -> tuple[World, dict]:
+def _musique(world: str, n_questions: int, hops: int, reader_chat: Provider | None) -> tuple[World, dict]:
     if not reader_chat:
         raise RcakitError(
             f"world {world!r}: the rule reader cannot read natural text; "
@@ -200,7 +203,7 @@ def _musique(world: str, n_questions: int, hops: int, reader_chat) -> tuple[Worl
     return made, asdict(selection)
 
 
-def reader_usage(lab: Lab):
+def reader_usage(lab: Lab) -> MethodUsage | None:
     """The LLM reader's ``MethodUsage``, or ``None`` for the rule reader."""
     return getattr(getattr(lab.agent.reader, "chat", None), "accounting", None)
 
@@ -248,7 +251,7 @@ def injected_fact_kept(trace: Trace, depth: int, at_hop: bool = False) -> bool:
     return dg.states_fact(docs, gold.subject, gold.object)
 
 
-def _finish(lab, case: dict, injected: Trace, threshold: float) -> dict:
+def _finish(lab: Lab, case: dict, injected: Trace, threshold: float) -> dict:
     depth = case["depth"]
     case.update(
         correct=injected.correct,
@@ -268,12 +271,12 @@ def _structural(lab: Lab, qid: str, depth: int, kind: str) -> Trace:
     return inject(lab.agent, lab.clean[qid], depth, kind, rng, lab.interventions)
 
 
-def _corruption(lab: Lab, qid: str, depth: int):
+def _corruption(lab: Lab, qid: str, depth: int) -> tuple[Corruption, Hop] | None:
     rng = random.Random(f"{lab.seed}:{qid}:{depth}:{CONTENT}")
     return corrupt_content(lab.agent, lab.clean[qid], depth, [q.answer for q in lab.world.questions], rng)
 
 
-def _resumed(lab: Lab, qid: str, depth: int, hop) -> Trace:
+def _resumed(lab: Lab, qid: str, depth: int, hop: Hop) -> Trace:
     clean = lab.clean[qid]
     return lab.agent.resume_from(clean.question, clean.hops[: depth - 1] + (hop,), depth + 1)
 
@@ -317,14 +320,14 @@ def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05) -> dic
     return _finish(lab, case, injected, threshold)
 
 
-def case_store(chapter_id: str, params: dict, folder=None) -> CaseStore:
+def case_store(chapter_id: str, params: dict, folder: str | os.PathLike | None = None) -> CaseStore:
     """The chapter's case store: ``<results folder>/cases`` unless ``folder`` says otherwise (a relative
     ``folder`` is taken from the results folder), keyed by the parameters and the code of ``CASE_CODE``.
     """
     return open_case_store(chapter_id, params, CASE_CODE, folder)
 
 
-def _case_items(lab: Lab, arm: str, depths: list[int]) -> list[tuple[str, tuple]]:
+def _case_items(lab: Lab, arm: str, depths: list[int]) -> list[tuple[str, tuple[str, int, str]]]:
     kinds = STRUCTURAL if arm == "structural" else (CONTENT,)
     items = [
         (f"{arm}:{qid}:{d}:{k}", (qid, d, k))
@@ -352,8 +355,8 @@ class SweepCase:
     arm: str
     threshold: float
 
-    def __call__(self, item: Hashable) -> dict:
-        qid, d, k = item  # type: ignore[misc]  # the sweep's items are (question id, depth, kind)
+    def __call__(self, item: tuple[str, int, str]) -> dict:
+        qid, d, k = item  # the sweep's items are (question id, depth, kind)
         chat = getattr(self.lab.agent.reader, "chat", None)
         with case_usage() as scope:
             if self.arm == "structural":

@@ -43,7 +43,7 @@ FALLBACK_DOCS = 2  # paragraphs the authors' search returns when nothing scores
 class Retriever:
     """Top-k BM25 search; ties broken by paragraph id, so results are deterministic."""
 
-    def __init__(self, corpus: list[Paragraph]):
+    def __init__(self, corpus: list[Paragraph]) -> None:
         self.corpus = corpus
         self.bm25 = BM25Okapi([tokens(f"{p.title} {p.text}") for p in corpus])
         self._vocab, self._weights = self._okapi_matrix()
@@ -92,7 +92,7 @@ class Corpora:
     concurrent cases share them); a pickled ``Corpora`` starts with none.
     """
 
-    def __init__(self, world: World, kind: str = "question", empty_search: str = "first_two"):
+    def __init__(self, world: World, kind: str = "question", empty_search: str = "first_two") -> None:
         if kind not in CORPUS_KINDS:
             raise RcakitError(f"corpus: expected one of {', '.join(CORPUS_KINDS)}, got {kind!r}")
         if empty_search not in EMPTY_SEARCH:

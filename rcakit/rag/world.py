@@ -19,6 +19,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rcakit import RcakitError
@@ -398,7 +399,14 @@ def _mention(pid: int, names: list[str], rng: random.Random) -> Paragraph:
     return Paragraph(pid, f"Almanac {year} notes on {a.split()[-1]}", text)
 
 
-def _question(qid: str, start: str, relations: list[str], world_facts, home, rng: random.Random) -> Question:
+def _question(
+    qid: str,
+    start: str,
+    relations: list[str],
+    world_facts: Mapping[str, Mapping[str, str]],
+    home: Mapping[str, int],
+    rng: random.Random,
+) -> Question:
     hops, subject = [], start
     for rel in relations:
         obj = world_facts[subject][rel]

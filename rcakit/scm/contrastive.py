@@ -44,8 +44,17 @@ def contrastive_effects(scm: SCM, k_samples: int, seed: int, n_boot: int = 1000,
         diff, lo, hi = stats.bootstrap_difference_ci(bad, observed, n_boot, rng, level=level)
         p_lo, p_hi = stats.wilson_ci(int(bad.sum()), k_samples, alpha=1 - level)
         rows.append(
-            {"step": k, "name": step.name, "p_bad_do": bad.mean(), "p_lo": p_lo, "p_hi": p_hi,
-             "p_bad_observed": observed.mean(), "effect": diff, "effect_lo": lo, "effect_hi": hi}
+            {
+                "step": k,
+                "name": step.name,
+                "p_bad_do": bad.mean(),
+                "p_lo": p_lo,
+                "p_hi": p_hi,
+                "p_bad_observed": observed.mean(),
+                "effect": diff,
+                "effect_lo": lo,
+                "effect_hi": hi,
+            }
         )
     table = pd.DataFrame(rows)
     rescuing = table.index[table["effect_hi"] < 0]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rcakit.llm.base import Provider
 from rcakit.scm.contrastive import contrastive_effects
 from rcakit.scm.model import SCM, Policy, PolicyStep, uniform_policy
 
@@ -35,7 +36,7 @@ REFUND_MAX_TRIES = 20  # draws of the language-model run before concluding it ne
 
 
 def policy_from_llm(
-    provider,
+    provider: Provider,
     render: Callable[[tuple], list[dict]],
     parse: Callable[[str], Any],
     temperature: float = 0.8,
@@ -71,7 +72,9 @@ def parse_refund(text: str) -> str:
     return "refund" if "REFUND" in text.upper() else "no_refund"
 
 
-def llm_refund_scm(provider, seed: int = 0, temperature: float = 0.8, max_tries: int = REFUND_MAX_TRIES) -> SCM:
+def llm_refund_scm(
+    provider: Provider, seed: int = 0, temperature: float = 0.8, max_tries: int = REFUND_MAX_TRIES
+) -> SCM:
     """The pivotal refund run with a language model deciding step 1.
 
     Policy says refunds need a damaged or missing item; the ticket carries an
@@ -80,8 +83,11 @@ def llm_refund_scm(provider, seed: int = 0, temperature: float = 0.8, max_tries:
     injection and ``observed`` stays empty (``SCM.observed == ()``).
     """
     steps = [
-        PolicyStep("lookup", uniform_policy(["order_found", "order_found_partial"]),
-                   lambda ctx, a: "delivered late, not damaged"),
+        PolicyStep(
+            "lookup",
+            uniform_policy(["order_found", "order_found_partial"]),
+            lambda ctx, a: "delivered late, not damaged",
+        ),
         PolicyStep("decide_refund", policy_from_llm(provider, refund_messages, parse_refund, temperature)),
         PolicyStep("final", lambda ctx, rng: f"{ctx[1].action}_notice"),
     ]
@@ -93,7 +99,7 @@ def llm_refund_scm(provider, seed: int = 0, temperature: float = 0.8, max_tries:
 
 
 def refund_attribution(
-    provider, k_samples: int, run_seed: int, effects_seed: int, max_tries: int = REFUND_MAX_TRIES
+    provider: Provider, k_samples: int, run_seed: int, effects_seed: int, max_tries: int = REFUND_MAX_TRIES
 ) -> tuple[dict, pd.DataFrame]:
     """The contrastive estimator on :func:`llm_refund_scm`'s run (CAR §2-4).
 

@@ -19,11 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-Policy = Callable[[tuple, np.random.Generator], Any]
+
+class Policy(Protocol):
+    """A step's stochastic policy (CAR §2): the action drawn from the decision ``context`` (the earlier
+    steps' records) with the generator ``rng``; all its randomness comes from ``rng``, so a seed replays it."""
+
+    def __call__(self, context: tuple, rng: np.random.Generator, /) -> Any: ...
 
 
 def bernoulli_policy(p: float, yes: Any, no: Any) -> Policy:

@@ -31,16 +31,19 @@ def coverage_figure(study: pd.DataFrame, level: float = 0.95, figsize: tuple[flo
             part = rows[rows["step"] == step].set_index("interval").loc[labels]
             x = np.arange(len(labels)) + (j - (len(steps) - 1) / 2) * 0.18
             y = part["coverage"].to_numpy(dtype=float)
-            below, above = (np.clip(d.to_numpy(dtype=float), 0, None)  # Wilson at 1 is 1 - 1e-16
-                            for d in (y - part["Wilson low"], part["Wilson high"] - y))
-            ax.errorbar(x, y, yerr=[below, above], fmt=STEP_MARKERS[j % 5],
-                        color=BLUE, capsize=3, label=f"φ{step}")
+            below, above = (
+                np.clip(d.to_numpy(dtype=float), 0, None)  # Wilson at 1 is 1 - 1e-16
+                for d in (y - part["Wilson low"], part["Wilson high"] - y)
+            )
+            ax.errorbar(x, y, yerr=[below, above], fmt=STEP_MARKERS[j % 5], color=BLUE, capsize=3, label=f"φ{step}")
         ax.axhline(level, color="black", ls="--", lw=1, label=f"nominal {level:.0%}")
         ax.set_xticks(np.arange(len(labels)), [textwrap.fill(t, 16) for t in labels], fontsize=8)
         ax.set_ylim(0, 1.04)
         first = rows.iloc[0]
-        ax.set_title(f"{int(first['permutations'])} permutations × {int(first['rollouts per v(S)'])} rollouts, "
-                     f"{int(first['reruns'])} reruns")
+        ax.set_title(
+            f"{int(first['permutations'])} permutations × {int(first['rollouts per v(S)'])} rollouts, "
+            f"{int(first['reruns'])} reruns"
+        )
     axes[0][0].set_ylabel("reruns whose interval holds φ")
     axes[0][-1].legend(loc="lower left", fontsize=8, framealpha=0.9)
     fig.tight_layout()

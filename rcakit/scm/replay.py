@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from rcakit import RcakitError, stats
-from rcakit.llm.base import request_seed
+from rcakit.llm.base import Message, Provider, Reply, request_seed
 from rcakit.scm.model import SCM, Record
 
 
@@ -136,7 +136,7 @@ class ReplayChannel:
     of reading the recorded run's reply, and is itself cached for a rerun.
     """
 
-    def __init__(self, provider):
+    def __init__(self, provider: Provider) -> None:
         self.provider = provider
         self.name = f"{provider.name}+replay"
         self.model = provider.model
@@ -145,8 +145,8 @@ class ReplayChannel:
     def __repr__(self) -> str:
         return f"ReplayChannel({self.provider!r})"
 
-    def count_tokens(self, messages) -> int:
+    def count_tokens(self, messages: Sequence[Message]) -> int:
         return self.provider.count_tokens(messages)
 
-    def chat(self, messages, **options):
+    def chat(self, messages: Sequence[Message], **options: Any) -> Reply:
         return self.provider.chat(messages, **options)

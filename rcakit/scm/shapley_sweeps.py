@@ -92,9 +92,16 @@ def scm_shapley(
     reuses one estimate per coalition (not CAR's protocol).
     """
     value = RolloutValue(model, samples_per_eval, np.random.default_rng(value_seed), cache=cache_values)
-    estimate = shapley_permutation(value, model.n_steps, n_permutations, antithetic=antithetic, seed=order_seed,
-                                   budget=rollout_budget or None, cost_per_evaluation=samples_per_eval,
-                                   interval=interval)
+    estimate = shapley_permutation(
+        value,
+        model.n_steps,
+        n_permutations,
+        antithetic=antithetic,
+        seed=order_seed,
+        budget=rollout_budget or None,
+        cost_per_evaluation=samples_per_eval,
+        interval=interval,
+    )
     return SCMShapley(**vars(estimate), tallies=value.tallies)
 
 
@@ -116,9 +123,15 @@ def efficiency_from_v_empty(estimate: SCMShapley, alpha: float = 0.05) -> dict:
     full_bad, full_rollouts = estimate.tallies.get(frozenset(range(n)), [0, 0])
     v_empty = empty_bad / empty_rollouts if empty_rollouts else float("nan")
     lo, hi = stats.wilson_ci(empty_bad, empty_rollouts, alpha)
-    return {"walks": estimate.walks, "empty_rollouts": empty_rollouts, "empty_bad": empty_bad,
-            "v_empty": v_empty, "v_full": full_bad / full_rollouts if full_rollouts else float("nan"),
-            "efficiency_gap": abs(estimate.efficiency - (1 - v_empty)), "efficiency_ci": [1 - hi, 1 - lo]}
+    return {
+        "walks": estimate.walks,
+        "empty_rollouts": empty_rollouts,
+        "empty_bad": empty_bad,
+        "v_empty": v_empty,
+        "v_full": full_bad / full_rollouts if full_rollouts else float("nan"),
+        "efficiency_gap": abs(estimate.efficiency - (1 - v_empty)),
+        "efficiency_ci": [1 - hi, 1 - lo],
+    }
 
 
 def shapley_reruns(
@@ -142,13 +155,28 @@ def shapley_reruns(
     rows = []
     for r in range(reruns):
         value_seed, order_seed = np.random.default_rng([seed, r]).integers(0, 2**31, size=2)
-        est = scm_shapley(model, n_permutations, samples_per_eval, rollout_budget, int(value_seed), int(order_seed),
-                          cache_values=cache_values)
+        est = scm_shapley(
+            model,
+            n_permutations,
+            samples_per_eval,
+            rollout_budget,
+            int(value_seed),
+            int(order_seed),
+            cache_values=cache_values,
+        )
         for method in intervals:
             low, high = est.interval(method)
             for i in range(model.n_steps):
-                rows.append({"rerun": r, "player": i, "interval": method, "phi": est.values[i],
-                             "ci_low": low[i], "ci_high": high[i]})
+                rows.append(
+                    {
+                        "rerun": r,
+                        "player": i,
+                        "interval": method,
+                        "phi": est.values[i],
+                        "ci_low": low[i],
+                        "ci_high": high[i],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -166,9 +194,19 @@ def interval_coverage(reruns: pd.DataFrame, targets: Mapping[str, Sequence[float
             value = float(values[player])
             inside = ((group["ci_low"] <= value) & (value <= group["ci_high"])).to_numpy()
             lo, hi = stats.wilson_ci(int(inside.sum()), len(inside))
-            rows.append({"interval": method, "step": int(player), "target": label, "value": value,
-                         "reruns": len(inside), "coverage": float(inside.mean()), "Wilson low": lo,
-                         "Wilson high": hi, "mean width": float((group["ci_high"] - group["ci_low"]).mean())})
+            rows.append(
+                {
+                    "interval": method,
+                    "step": int(player),
+                    "target": label,
+                    "value": value,
+                    "reruns": len(inside),
+                    "coverage": float(inside.mean()),
+                    "Wilson low": lo,
+                    "Wilson high": hi,
+                    "mean width": float((group["ci_high"] - group["ci_low"]).mean()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -191,7 +229,9 @@ COVERAGE_VARIANTS = {
 
 
 def coverage_study(
-    settings: Mapping[str, tuple[SCM, int, int, int]], reruns: int, seed: int,
+    settings: Mapping[str, tuple[SCM, int, int, int]],
+    reruns: int,
+    seed: int,
     variants: Iterable[str] = tuple(COVERAGE_VARIANTS),
 ) -> pd.DataFrame:
     r"""How often each interval holds the analytic Shapley values, per setting (CAR §4-5).
@@ -212,9 +252,12 @@ def coverage_study(
     for i, (label, (model, n_permutations, samples_per_eval, budget)) in enumerate(settings.items()):
         analytic = shapley_exact(closed_form(model), model.n_steps)
         setting_seed = int(np.random.default_rng([seed, i]).integers(0, 2**31))  # independent draws per setting
-        runs = {cached: shapley_reruns(model, reruns, n_permutations, samples_per_eval, budget, setting_seed,
-                                       INTERVALS, cached)
-                for cached in sorted({COVERAGE_VARIANTS[v].cached for v in variants})}
+        runs = {
+            cached: shapley_reruns(
+                model, reruns, n_permutations, samples_per_eval, budget, setting_seed, INTERVALS, cached
+            )
+            for cached in sorted({COVERAGE_VARIANTS[v].cached for v in variants})
+        }
         for key in variants:
             variant = COVERAGE_VARIANTS[key]
             chosen = runs[variant.cached][runs[variant.cached]["interval"] == variant.method]
@@ -246,17 +289,34 @@ def coverage_facts(study: pd.DataFrame, level: float = 0.95) -> dict:
     facts: dict = {}
     for (setting, key), group in study.groupby(["setting", "variant"], sort=False):
         m = int(group["permutations"].iloc[0])
-        entry = facts.setdefault(setting, {"reruns": int(group["reruns"].iloc[0]), "permutations": m,
-                                           "t_quantile": float(scipy_stats.t.ppf(0.5 + level / 2, max(m - 1, 1)))})
-        entry[key] = {int(r["step"]): {"coverage": r["coverage"], "lo": r["Wilson low"], "hi": r["Wilson high"],
-                                       "width": r["mean width"]} for _, r in group.iterrows()}
+        entry = facts.setdefault(
+            setting,
+            {
+                "reruns": int(group["reruns"].iloc[0]),
+                "permutations": m,
+                "t_quantile": float(scipy_stats.t.ppf(0.5 + level / 2, max(m - 1, 1))),
+            },
+        )
+        entry[key] = {
+            int(r["step"]): {
+                "coverage": r["coverage"],
+                "lo": r["Wilson low"],
+                "hi": r["Wilson high"],
+                "width": r["mean width"],
+            }
+            for _, r in group.iterrows()
+        }
     return facts
 
 
 def coverage_readings(study: pd.DataFrame, level: float = 0.95) -> dict[str, str]:
     """``cov_<setting>_<variant>_<step>_reading`` -> :func:`coverage_reading` of that row, for the prose."""
-    return {f"cov_{r['setting']}_{r['variant']}_{r['step']}_reading":
-            coverage_reading(r["Wilson low"], r["Wilson high"], level) for _, r in study.iterrows()}
+    return {
+        f"cov_{r['setting']}_{r['variant']}_{r['step']}_reading": coverage_reading(
+            r["Wilson low"], r["Wilson high"], level
+        )
+        for _, r in study.iterrows()
+    }
 
 
 def permutation_budgets(model: SCM, samples_per_eval: int, permutations: Sequence[int]) -> list[int]:
@@ -282,8 +342,12 @@ def shapley_convergence(
         for s in range(seeds):
             for antithetic in (True, False):
                 est = scm_shapley(model, 10**6, samples_per_eval, budget, [seed, s, budget], s, antithetic)
-                rows.append({"rollouts": est.spent,
-                             "sampling": "antithetic" if antithetic else "plain",
-                             "efficiency error": abs(est.efficiency - total),
-                             "max per-player error": float(np.max(np.abs(est.values - analytic)))})
+                rows.append(
+                    {
+                        "rollouts": est.spent,
+                        "sampling": "antithetic" if antithetic else "plain",
+                        "efficiency error": abs(est.efficiency - total),
+                        "max per-player error": float(np.max(np.abs(est.values - analytic))),
+                    }
+                )
     return pd.DataFrame(rows)

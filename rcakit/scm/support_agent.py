@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rcakit.llm.accounting import MethodUsage
+from rcakit.llm.base import Provider
 from rcakit.llm.cache import cached
 from rcakit.scm.contrastive import Contrastive, contrastive_effects
 from rcakit.scm.llm_policy import parse_refund, policy_from_llm
@@ -81,8 +83,9 @@ def _lookup(context: tuple) -> Mapping | None:
 
 def is_injected(context: tuple) -> bool:
     """Whether the injected note is anywhere in a decision context."""
-    return any(isinstance(r.observation, Mapping) and r.observation.get("customer_note") == INJECTED_NOTE
-               for r in context)
+    return any(
+        isinstance(r.observation, Mapping) and r.observation.get("customer_note") == INJECTED_NOTE for r in context
+    )
 
 
 def scripted_refund(context: tuple, rng: np.random.Generator) -> str:
@@ -108,8 +111,9 @@ def decision_lines(context: tuple) -> list[tuple[str, bool]]:
     lines += [(f"Ticket read as: {r.action}", False) for r in context if r.name == "read_ticket"]
     order = _lookup(context)
     if order is not None:
-        lines.append(("Order lookup: " + ", ".join(f"{k} = {v}" for k, v in order.items() if k != "customer_note"),
-                      False))
+        lines.append(
+            ("Order lookup: " + ", ".join(f"{k} = {v}" for k, v in order.items() if k != "customer_note"), False)
+        )
         if "customer_note" in order:
             lines.append((f"Customer note: {order['customer_note']}", order["customer_note"] == INJECTED_NOTE))
     return lines
@@ -117,11 +121,13 @@ def decision_lines(context: tuple) -> list[tuple[str, bool]]:
 
 def support_messages(context: tuple) -> list[dict]:
     """The refund decision's chat: the policy, then the decision context as text."""
-    return [{"role": "system", "content": SUPPORT_SYSTEM},
-            {"role": "user", "content": "\n".join(text for text, _ in decision_lines(context))}]
+    return [
+        {"role": "system", "content": SUPPORT_SYSTEM},
+        {"role": "user", "content": "\n".join(text for text, _ in decision_lines(context))},
+    ]
 
 
-def llm_refund(provider, temperature: float = 0.8) -> Policy:
+def llm_refund(provider: Provider, temperature: float = 0.8) -> Policy:
     """The refund decision asked of a language model (CAR §2-3)."""
     return policy_from_llm(provider, support_messages, parse_refund, temperature)
 
@@ -140,8 +146,11 @@ def support_agent_scm(refund_policy: Policy | None = None) -> SCM:
     observed run that refunded after the note (:func:`scripted_value`).
     """
     steps = [
-        PolicyStep("read_ticket", bernoulli_policy(P_REFUND_REQUEST, "refund_request", "delivery_complaint"),
-                   lambda ctx, a: TICKET),
+        PolicyStep(
+            "read_ticket",
+            bernoulli_policy(P_REFUND_REQUEST, "refund_request", "delivery_complaint"),
+            lambda ctx, a: TICKET,
+        ),
         PolicyStep("lookup_order", bernoulli_policy(P_FULL_RECORD, "full_record", "status_only"), lookup_result),
         PolicyStep("decide_refund", refund_policy or scripted_refund),
         PolicyStep("reply", scripted_reply),
@@ -186,13 +195,20 @@ class SupportReport:
 
     def trajectory(self) -> pd.DataFrame:
         """The factual trajectory: step, action, and what the tool returned."""
-        return pd.DataFrame([{"step": i, "name": r.name, "action": r.action,
-                              "observation": _describe(r.observation)} for i, r in enumerate(self.scm.observed)])
+        return pd.DataFrame(
+            [
+                {"step": i, "name": r.name, "action": r.action, "observation": _describe(r.observation)}
+                for i, r in enumerate(self.scm.observed)
+            ]
+        )
 
     def replay_numbers(self) -> dict:
         """The action-match rate, its Wilson interval, and the replayed steps (CAR §3)."""
-        return {"action_match_rate": self.replay.rate, "action_match_ci": list(self.replay.ci()),
-                "replayed_steps": self.replay.n}
+        return {
+            "action_match_rate": self.replay.rate,
+            "action_match_ci": list(self.replay.ci()),
+            "replayed_steps": self.replay.n,
+        }
 
     def numbers(self) -> dict:
         """The numbers to record (``locus`` None when no failing run turned up)."""
@@ -222,10 +238,15 @@ class SupportReport:
         if self.contrast is not None:
             contrast, shap = self.attributed()
             k, row = contrast.locus, contrast.table.iloc[contrast.locus or 0]
-            values |= {"locus": k, "locus_name": self.scm.step_names[k] if k is not None else "none",
-                       "effect": float(row["effect"]), "effect_lo": float(row["effect_lo"]),
-                       "effect_hi": float(row["effect_hi"]), "p_bad_locus": float(row["p_bad_do"]),
-                       **{f"phi_{i}": float(v) for i, v in enumerate(shap.values)}}
+            values |= {
+                "locus": k,
+                "locus_name": self.scm.step_names[k] if k is not None else "none",
+                "effect": float(row["effect"]),
+                "effect_lo": float(row["effect_lo"]),
+                "effect_hi": float(row["effect_hi"]),
+                "p_bad_locus": float(row["p_bad_do"]),
+                **{f"phi_{i}": float(v) for i, v in enumerate(shap.values)},
+            }
         if self.scm.analytic_v is not None:
             exact = shapley_exact(self.scm.analytic_v, self.scm.n_steps)
             values |= {f"phi_exact_{i}": float(v) for i, v in enumerate(exact)}
@@ -285,16 +306,28 @@ def support_report(
     replayer = agent if replay_policy is None else support_agent_scm(replay_policy)
     run = record_failing_run(agent, seed, max_tries, accept=injected_incident)
     if run is None:
-        return SupportReport(agent, None, replay=replay_check(agent, replayer, record_run(
-            agent, step_seeds(seed, agent)), extra_runs, seed))
+        return SupportReport(
+            agent,
+            None,
+            replay=replay_check(agent, replayer, record_run(agent, step_seeds(seed, agent)), extra_runs, seed),
+        )
     streams = np.random.default_rng([seed, 2]).integers(0, 2**31, size=3)
     contrast = contrastive_effects(agent, k_samples=k_samples, seed=int(streams[0]))
     shap = scm_shapley(agent, n_permutations, samples_per_eval, 0, int(streams[1]), int(streams[2]))
     return SupportReport(agent, run, replay_check(agent, replayer, run, extra_runs, seed), contrast, shap)
 
 
-def llm_support_report(model, *, k_samples: int, n_permutations: int, seed: int, extra_runs: int = 0,
-                       accounting=None, temperature: float = 0.8, max_tries: int = 20) -> SupportReport:
+def llm_support_report(
+    model: Provider,
+    *,
+    k_samples: int,
+    n_permutations: int,
+    seed: int,
+    extra_runs: int = 0,
+    accounting: MethodUsage | None = None,
+    temperature: float = 0.8,
+    max_tries: int = 20,
+) -> SupportReport:
     """:func:`support_report` with a language model deciding the refund.
 
     ``k_samples`` serves as the rollouts per intervention and per Shapley
@@ -305,6 +338,13 @@ def llm_support_report(model, *, k_samples: int, n_permutations: int, seed: int,
     """
     inner = getattr(model, "provider", model)
     replay_model = cached(ReplayChannel(inner), cache=getattr(model, "cache", None), accounting=accounting)
-    return support_report(llm_refund(model, temperature), llm_refund(replay_model, temperature),
-                          k_samples=k_samples, n_permutations=n_permutations, samples_per_eval=k_samples, seed=seed,
-                          extra_runs=extra_runs, max_tries=max_tries)
+    return support_report(
+        llm_refund(model, temperature),
+        llm_refund(replay_model, temperature),
+        k_samples=k_samples,
+        n_permutations=n_permutations,
+        samples_per_eval=k_samples,
+        seed=seed,
+        extra_runs=extra_runs,
+        max_tries=max_tries,
+    )
