@@ -44,8 +44,13 @@ def main() -> None:
             shutil.copy(project_root() / "book" / name, book / name)
         if (project_root() / "book" / "_static").is_dir():
             shutil.copytree(project_root() / "book" / "_static", book / "_static")
-        env = {**os.environ, "RCAKIT_BOOK_DIR": str(book), "RCAKIT_RESULTS_DIR": str(Path(tmp) / "results"),
-               "RCAKIT_DATA_DIR": str(Path(tmp) / "data"), "RCAKIT_PROGRESS": "0"}
+        env = {
+            **os.environ,
+            "RCAKIT_BOOK_DIR": str(book),
+            "RCAKIT_RESULTS_DIR": str(Path(tmp) / "results"),
+            "RCAKIT_DATA_DIR": str(Path(tmp) / "data"),
+            "RCAKIT_PROGRESS": "0",
+        }
         cold, _ = timed(["book", *values], env)
         warm, log = timed(["book", *values], env)
         sphinx, _ = timed(["build"], env)

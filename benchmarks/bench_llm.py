@@ -30,9 +30,11 @@ def bench_fake_ollama(folder: str) -> None:
         warm = cached(provider, ResponseCache(folder))
         t_cold = timed(lambda: [cold.chat(p) for p in prompts])
         t_warm = timed(lambda: [warm.chat(p) for p in prompts])
-        print(f"fake ollama over HTTP, {N} calls: cold {1e3 * t_cold / N:.2f} ms/call "
-              f"(misses {cold.cache.misses}), warm {1e3 * t_warm / N:.2f} ms/call "
-              f"(hits {warm.cache.hits}, server requests {len(server.requests)})")
+        print(
+            f"fake ollama over HTTP, {N} calls: cold {1e3 * t_cold / N:.2f} ms/call "
+            f"(misses {cold.cache.misses}), warm {1e3 * t_warm / N:.2f} ms/call "
+            f"(hits {warm.cache.hits}, server requests {len(server.requests)})"
+        )
 
 
 def bench_probe_and_timeout() -> None:
@@ -64,21 +66,34 @@ def bench_smollm2(folder: str) -> None:
     chat = cached(model, ResponseCache(folder), accounting=acct["tiny_chat"])
     start = time.perf_counter()
     reply = chat.chat([{"role": "user", "content": "Name one colour."}], max_tokens=16)
-    print(f"smollm2 tiny chat: {time.perf_counter() - start:.2f} s, {reply.input_tokens} in / "
-          f"{reply.output_tokens} out tokens, reply {reply.text.strip()!r}")
-    repeats = sorted(timed(lambda: model.chat([{"role": "user", "content": "Name one colour."}], max_tokens=16))
-                     for _ in range(5))
-    print(f"smollm2 tiny chat, 5 more uncached calls: median {repeats[2]:.2f} s (min {repeats[0]:.2f}, "
-          f"max {repeats[-1]:.2f})")
+    print(
+        f"smollm2 tiny chat: {time.perf_counter() - start:.2f} s, {reply.input_tokens} in / "
+        f"{reply.output_tokens} out tokens, reply {reply.text.strip()!r}"
+    )
+    repeats = sorted(
+        timed(lambda: model.chat([{"role": "user", "content": "Name one colour."}], max_tokens=16)) for _ in range(5)
+    )
+    print(
+        f"smollm2 tiny chat, 5 more uncached calls: median {repeats[2]:.2f} s (min {repeats[0]:.2f}, "
+        f"max {repeats[-1]:.2f})"
+    )
     judge = cached(model, ResponseCache(folder), accounting=acct["json_judge"])
-    question = [{"role": "user", "content": "A three-hop search answered wrongly. Which hop failed? "
-                 "Reply as JSON with stage (retrieval, reasoning or answer) and hop (1-3)."}]
+    question = [
+        {
+            "role": "user",
+            "content": "A three-hop search answered wrongly. Which hop failed? "
+            "Reply as JSON with stage (retrieval, reasoning or answer) and hop (1-3).",
+        }
+    ]
     start = time.perf_counter()
-    verdict = ask_json(judge, question, Shape(stage=("retrieval", "reasoning", "answer"), hop=range(1, 4)),
-                       max_tokens=40)
+    verdict = ask_json(
+        judge, question, Shape(stage=("retrieval", "reasoning", "answer"), hop=range(1, 4)), max_tokens=40
+    )
     usage = acct["json_judge"]
-    print(f"smollm2 JSON judge: {time.perf_counter() - start:.2f} s, {usage.calls} calls, "
-          f"{usage.input_tokens} in / {usage.output_tokens} out tokens, verdict {verdict}")
+    print(
+        f"smollm2 JSON judge: {time.perf_counter() - start:.2f} s, {usage.calls} calls, "
+        f"{usage.input_tokens} in / {usage.output_tokens} out tokens, verdict {verdict}"
+    )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,9 @@ def main() -> None:
     parser.add_argument("--max-questions", type=int, default=4)
     parser.add_argument("--n-trajectories", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sets", nargs="*", default=None,
-                        help="Hand-Crafted Algorithm-Generated synthetic (default: all)")
+    parser.add_argument(
+        "--sets", nargs="*", default=None, help="Hand-Crafted Algorithm-Generated synthetic (default: all)"
+    )
     args = parser.parse_args()
     os.environ["RCAKIT_LLM_CACHE"] = tempfile.mkdtemp(prefix="bench-llm-")
     model = provider_from_spec(args.provider)
@@ -45,10 +46,20 @@ def main() -> None:
             continue
         picked = evaluation.llm_subset(trajectories, args.cases, args.seed)
         start = time.perf_counter()
-        cases, cost = evaluation.evaluate_llm(model, picked, usage, name, seed=args.seed,
-                                              prompt_tokens=args.prompt_tokens, max_questions=args.max_questions)
-        print(f"{name}: {len(picked)} trajectories, lengths {[len(t) for t in picked]}, "
-              f"{time.perf_counter() - start:.1f} s for all four methods", flush=True)
+        cases, cost = evaluation.evaluate_llm(
+            model,
+            picked,
+            usage,
+            name,
+            seed=args.seed,
+            prompt_tokens=args.prompt_tokens,
+            max_questions=args.max_questions,
+        )
+        print(
+            f"{name}: {len(picked)} trajectories, lengths {[len(t) for t in picked]}, "
+            f"{time.perf_counter() - start:.1f} s for all four methods",
+            flush=True,
+        )
         spreads[name] = evaluation.step_distribution(cases)
         rows[name] = pd.DataFrame.from_dict(cost, orient="index")
     pd.set_option("display.width", 250)

@@ -73,8 +73,13 @@ def timed_run(folder: Path, name: str, params: dict, **setting) -> tuple[float, 
 
 def main(n_questions: int | None = None) -> None:
     params = chapter_params(n_questions)
-    world = build_world(params["seed"], n_entities=params["n_entities"], n_questions=params["n_questions"],
-                        hops=params["hops"], distractor_rate=params["distractor_rate"])
+    world = build_world(
+        params["seed"],
+        n_entities=params["n_entities"],
+        n_questions=params["n_questions"],
+        hops=params["hops"],
+        distractor_rate=params["distractor_rate"],
+    )
     rows = []
     with FakeOllamaServer(fake_model(world), latency=LATENCY) as server, tempfile.TemporaryDirectory() as tmp:
         os.environ["OLLAMA_HOST"] = server.url  # read by every process that builds a provider
@@ -87,17 +92,26 @@ def main(n_questions: int | None = None) -> None:
         except ImportError:
             print("LocalCluster: skipped (Dask distributed is not installed)")
         else:
-            with LocalCluster(n_workers=2, threads_per_worker=4, processes=True, dashboard_address=":0",
-                              silence_logs=40) as cluster:
-                rows.append(("LocalCluster 2 processes x 4 threads",
-                             *timed_run(folder, "dask", params, scheduler=cluster.scheduler_address)))
+            with LocalCluster(
+                n_workers=2, threads_per_worker=4, processes=True, dashboard_address=":0", silence_logs=40
+            ) as cluster:
+                rows.append(
+                    (
+                        "LocalCluster 2 processes x 4 threads",
+                        *timed_run(folder, "dask", params, scheduler=cluster.scheduler_address),
+                    )
+                )
     serial_seconds, serial_bytes, cases, calls = rows[0][1:]
-    print(f"coverage-collapse quick, agent=llm, {params['n_questions']} questions: {cases} cases, "
-          f"{calls} model calls per sweep, {LATENCY * 1e3:.0f} ms per call")
+    print(
+        f"coverage-collapse quick, agent=llm, {params['n_questions']} questions: {cases} cases, "
+        f"{calls} model calls per sweep, {LATENCY * 1e3:.0f} ms per call"
+    )
     print(f"{'setting':<38} {'seconds':>8} {'cases/s':>8} {'speedup':>8}  identical")
     for name, seconds, data, n, _calls in rows:
-        print(f"{name:<38} {seconds:8.2f} {n / seconds:8.2f} {serial_seconds / seconds:7.2f}x  "
-              f"{'yes' if data == serial_bytes else 'NO'}")
+        print(
+            f"{name:<38} {seconds:8.2f} {n / seconds:8.2f} {serial_seconds / seconds:7.2f}x  "
+            f"{'yes' if data == serial_bytes else 'NO'}"
+        )
 
 
 if __name__ == "__main__":

@@ -28,10 +28,12 @@ def method_costs() -> list[tuple[str, float, float]]:
     cases = repair.controlled_dag_benchmark()
     gcjr_frame = repair.evaluate_method(cases, repair.gcjr, schedules=(0,))
     budgets = dict(zip(gcjr_frame["case_id"], gcjr_frame["replays"], strict=True))
-    methods = {"gcjr": repair.gcjr, "exhaustive": repair.exhaustive,
-               **{f"gcjr/{n}": functools.partial(repair.gcjr, config=c)
-                  for n, c in repair.ABLATIONS.items() if n != "gcjr"},
-               **repair.baseline_methods(budgets, seed=0)}
+    methods = {
+        "gcjr": repair.gcjr,
+        "exhaustive": repair.exhaustive,
+        **{f"gcjr/{n}": functools.partial(repair.gcjr, config=c) for n, c in repair.ABLATIONS.items() if n != "gcjr"},
+        **repair.baseline_methods(budgets, seed=0),
+    }
     rows = []
     for name, method in methods.items():
         fresh = repair.controlled_dag_benchmark()  # empty replay caches, so every method pays its own way

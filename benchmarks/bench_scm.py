@@ -28,7 +28,13 @@ from rcakit import scm
 from rcakit.shapley import shapley_exact, shapley_permutation
 
 COVERAGE_SETTINGS = (  # (q, permutations, rollouts per v(S)); CAR's setting first
-    (0.3, 80, 12), (0.3, 20, 12), (0.3, 10, 12), (0.3, 5, 12), (0.3, 3, 12), (0.3, 2, 12), (0.1, 20, 4),
+    (0.3, 80, 12),
+    (0.3, 20, 12),
+    (0.3, 10, 12),
+    (0.3, 5, 12),
+    (0.3, 3, 12),
+    (0.3, 2, 12),
+    (0.1, 20, 4),
     (0.7, 10, 2),
 )
 
@@ -66,8 +72,10 @@ def coverage_table(reruns: int, seed: int) -> pd.DataFrame:
     """Coverage of the analytic Shapley values, one row per setting and interval, one column per step."""
     settings = {f"q={q} M={m} x{k}": (scm.interaction_scm(q=q, seed=seed), m, k, 0) for q, m, k in COVERAGE_SETTINGS}
     study = scm.coverage_study(settings, reruns, seed)
-    study["cell"] = [f"{c:.3f} [{lo:.3f}, {hi:.3f}]" for c, lo, hi in
-                     zip(study["coverage"], study["Wilson low"], study["Wilson high"], strict=True)]
+    study["cell"] = [
+        f"{c:.3f} [{lo:.3f}, {hi:.3f}]"
+        for c, lo, hi in zip(study["coverage"], study["Wilson low"], study["Wilson high"], strict=True)
+    ]
     rows = list(dict.fromkeys(zip(study["setting"], study["interval"], strict=True)))  # settings, then variants
     table = study.set_index(["setting", "interval", "step"])["cell"].unstack("step")
     return table.reindex(pd.MultiIndex.from_tuples(rows, names=["setting", "interval"]))
@@ -83,17 +91,23 @@ def main() -> None:
         start = time.perf_counter()
         table = coverage_table(args.reruns, args.seed)
         with pd.option_context("display.width", 200, "display.max_colwidth", None, "display.max_rows", None):
-            print(f"coverage of the analytic phi over {args.reruns} reruns per setting "
-                  f"(share [95% Wilson interval]; nominal 0.95):")
+            print(
+                f"coverage of the analytic phi over {args.reruns} reruns per setting "
+                f"(share [95% Wilson interval]; nominal 0.95):"
+            )
             print(table.to_string())
         print(f"({time.perf_counter() - start:.0f} s)")
         return
     per_coalition, t_exact = exact_overhead()
-    print(f"shapley_exact n=14: {1 << 14} coalitions in {t_exact * 1e3:.1f} ms; "
-          f"overhead {per_coalition:.2f} µs per coalition (target <= 10)")
+    print(
+        f"shapley_exact n=14: {1 << 14} coalitions in {t_exact * 1e3:.1f} ms; "
+        f"overhead {per_coalition:.2f} µs per coalition (target <= 10)"
+    )
     per_eval, t_perm = permutation_overhead()
-    print(f"shapley_permutation n=14, 400 antithetic permutations: {400 * 2 * 15} evaluations in "
-          f"{t_perm * 1e3:.1f} ms; overhead {per_eval:.2f} µs per evaluation (target <= 10)")
+    print(
+        f"shapley_permutation n=14, 400 antithetic permutations: {400 * 2 * 15} evaluations in "
+        f"{t_perm * 1e3:.1f} ms; overhead {per_eval:.2f} µs per evaluation (target <= 10)"
+    )
 
 
 if __name__ == "__main__":

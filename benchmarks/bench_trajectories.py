@@ -28,8 +28,10 @@ def bench_loader(path) -> None:
         best = min(best, time.perf_counter() - start)
     logs = len(result.trajectories) + len(result.errors)
     steps = sum(len(t) for t in result.trajectories)
-    print(f"loader: {logs} Who&When logs ({steps} steps) in {best:.3f} s "
-          f"= {logs / best:.0f} logs/s, {steps / best:.0f} steps/s (best of 3)")
+    print(
+        f"loader: {logs} Who&When logs ({steps} steps) in {best:.3f} s "
+        f"= {logs / best:.0f} logs/s, {steps / best:.0f} steps/s (best of 3)"
+    )
 
 
 def bench_locators(seed: int = 0) -> None:

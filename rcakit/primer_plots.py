@@ -35,22 +35,50 @@ BARS = (BLUE, GREEN)  # the columns of a bar chart, in order
 Position = tuple[float, float]
 
 
-def draw_graph(ax: Axes, edges: Iterable[tuple[str, str]], pos: Mapping[str, Position],
-               colours: Mapping[str, str], *, fontsize: float = 10) -> dict[str, Text]:
+def draw_graph(
+    ax: Axes,
+    edges: Iterable[tuple[str, str]],
+    pos: Mapping[str, Position],
+    colours: Mapping[str, str],
+    *,
+    fontsize: float = 10,
+) -> dict[str, Text]:
     """Nodes as coloured boxes at ``pos``, arrows between their borders; returns the boxes by node.
 
     The axes' limits are set from the positions with a margin, and the boxes
     are never clipped, so the whole graph is drawn whatever the figure size.
     """
     boxes = {
-        node: ax.text(x, y, node, ha="center", va="center", color="white", fontsize=fontsize, zorder=3,
-                      bbox={"boxstyle": "round,pad=0.5", "facecolor": colours[node], "edgecolor": "none"})
+        node: ax.text(
+            x,
+            y,
+            node,
+            ha="center",
+            va="center",
+            color="white",
+            fontsize=fontsize,
+            zorder=3,
+            bbox={"boxstyle": "round,pad=0.5", "facecolor": colours[node], "edgecolor": "none"},
+        )
         for node, (x, y) in pos.items()
     }
     for tail, head in edges:
-        ax.annotate("", xy=(0.5, 0.5), xycoords=boxes[head], xytext=(0.5, 0.5), textcoords=boxes[tail],
-                    arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1, "shrinkA": 2, "shrinkB": 2,
-                                "patchA": boxes[tail].get_bbox_patch(), "patchB": boxes[head].get_bbox_patch()})
+        ax.annotate(
+            "",
+            xy=(0.5, 0.5),
+            xycoords=boxes[head],
+            xytext=(0.5, 0.5),
+            textcoords=boxes[tail],
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": "black",
+                "lw": 1,
+                "shrinkA": 2,
+                "shrinkB": 2,
+                "patchA": boxes[tail].get_bbox_patch(),
+                "patchB": boxes[head].get_bbox_patch(),
+            },
+        )
     xs, ys = zip(*pos.values(), strict=True)
     ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
     ax.set_ylim(min(ys) - 0.5, max(ys) + 0.5)
@@ -58,8 +86,9 @@ def draw_graph(ax: Axes, edges: Iterable[tuple[str, str]], pos: Mapping[str, Pos
     return boxes
 
 
-def run_graph_figure(edges: Iterable[tuple[str, str]], pos: Mapping[str, Position], faulty: Iterable[str],
-                     outcome: str = "Y") -> Figure:
+def run_graph_figure(
+    edges: Iterable[tuple[str, str]], pos: Mapping[str, Position], faulty: Iterable[str], outcome: str = "Y"
+) -> Figure:
     """A run as a structural causal model (CAR §2): ``faulty`` steps vermilion, ``outcome`` grey, the rest blue."""
     faulty = set(faulty)
     colours = {n: FAULT if n in faulty else OUTCOME if n == outcome else SOUND for n in pos}
@@ -80,12 +109,27 @@ def _outline(ax: Axes, boxes: Iterable[Text]) -> None:
     extent = Bbox.union([_box_extent(box) for box in boxes])
     (x0, y0), (x1, y1) = ax.transData.inverted().transform(extent.get_points())
     pad = 0.07
-    ax.add_patch(FancyBboxPatch((x0 - pad, y0 - pad), x1 - x0 + 2 * pad, y1 - y0 + 2 * pad,
-                                boxstyle="round,pad=0.03", fill=False, edgecolor=REPAIR, lw=2, ls="--", zorder=4))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x0 - pad, y0 - pad),
+            x1 - x0 + 2 * pad,
+            y1 - y0 + 2 * pad,
+            boxstyle="round,pad=0.03",
+            fill=False,
+            edgecolor=REPAIR,
+            lw=2,
+            ls="--",
+            zorder=4,
+        )
+    )
 
 
-def repair_family_figure(cases: Mapping[str, Case], families: Mapping[str, Iterable[frozenset]],
-                         pos: Mapping[str, Position], rules: Mapping[str, str]) -> Figure:
+def repair_family_figure(
+    cases: Mapping[str, Case],
+    families: Mapping[str, Iterable[frozenset]],
+    pos: Mapping[str, Position],
+    rules: Mapping[str, str],
+) -> Figure:
     """One panel per case: its DAG with each set of its minimal repair family outlined (GCJR §Methodology).
 
     Faulty events are vermilion, the failure sink grey, the other events blue.
@@ -116,9 +160,15 @@ def _centre(patch: Patch) -> float:
     return patch.get_x() + patch.get_width() / 2
 
 
-def bars_with_reference(bars: pd.DataFrame, reference: pd.Series, *, ylabel: str,
-                        reference_label: str = "closed form", interval: tuple[str, float, float] | None = None,
-                        line: tuple[float, str] | None = None) -> Figure:
+def bars_with_reference(
+    bars: pd.DataFrame,
+    reference: pd.Series,
+    *,
+    ylabel: str,
+    reference_label: str = "closed form",
+    interval: tuple[str, float, float] | None = None,
+    line: tuple[float, str] | None = None,
+) -> Figure:
     """One bar per row and column of ``bars`` (blue, then green), ``reference`` as black crosses.
 
     The crosses sit over the first column's bars. ``interval`` is ``(row, lo, hi)``,
@@ -128,8 +178,15 @@ def bars_with_reference(bars: pd.DataFrame, reference: pd.Series, *, ylabel: str
     fig, ax = plt.subplots(figsize=(6.4, 2.8))
     bars.plot.bar(ax=ax, rot=0, color=list(BARS[: bars.shape[1]]), legend=False)
     first = {row: _centre(patch) for row, patch in zip(bars.index, ax.patches, strict=False)}
-    ax.scatter([first[row] for row in reference.index], reference, marker="x", s=80, color=REFERENCE, zorder=3,
-               label=reference_label)
+    ax.scatter(
+        [first[row] for row in reference.index],
+        reference,
+        marker="x",
+        s=80,
+        color=REFERENCE,
+        zorder=3,
+        label=reference_label,
+    )
     if interval is not None:
         row, lo, hi = interval
         value = bars.iloc[:, 0][row]
@@ -152,8 +209,16 @@ def effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) ->
         ax.axvspan(locus - 0.4, locus + 0.4, color=ORANGE, alpha=0.2)
     effect = table["effect"]  # a percentile interval may, rarely, miss its own estimate: widen it to hold it
     lo, hi = table["effect_lo"].clip(upper=effect), table["effect_hi"].clip(lower=effect)
-    ci_errorbar(ax, table["name"].tolist(), effect.tolist(), lo.tolist(), hi.tolist(), reference=closed.tolist(),
-                reference_label="closed form", label="replayed")
+    ci_errorbar(
+        ax,
+        table["name"].tolist(),
+        effect.tolist(),
+        lo.tolist(),
+        hi.tolist(),
+        reference=closed.tolist(),
+        reference_label="closed form",
+        label="replayed",
+    )
     ax.set_ylabel("effect on P(bad)")
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
     return fig

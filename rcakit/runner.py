@@ -182,6 +182,7 @@ def select_cells(nb: Any, chapter: chapters.Chapter, params: Mapping[str, Any]) 
     only when it is absent. So a page never shows prose with missing numbers
     or cells without outputs, and nbval re-executes exactly what was kept.
     """
+
     def keep(cell: Any) -> bool:
         for tag in cell.metadata.get("tags", []):
             kind, _, name = tag.partition("-")
@@ -199,13 +200,18 @@ def rerun_note(chapter: chapters.Chapter, params: Mapping[str, Any]) -> str | No
     changed = {k: v for k, v in params.items() if v != chapter.parameters[k].default}
     if not changed:
         return None
-    quick = changed and all(chapter.quick.get(k, object()) == v for k, v in changed.items()) and \
-        set(changed) == set(chapter.quick)
+    quick = (
+        changed
+        and all(chapter.quick.get(k, object()) == v for k, v in changed.items())
+        and set(changed) == set(chapter.quick)
+    )
     listed = ", ".join(f"`{k} = {v!r}` (default `{chapter.parameters[k].default!r}`)" for k, v in changed.items())
     how = "with the chapter's quick values (`--quick`)" if quick else "with parameters other than the defaults"
-    return (f":::{{admonition}} A rerun\n:class: note\n"
-            f"This page was executed {how}: {listed}. The verdicts below are for these values. "
-            f"`rcakit book --defaults` rebuilds it at the defaults.\n:::")
+    return (
+        f":::{{admonition}} A rerun\n:class: note\n"
+        f"This page was executed {how}: {listed}. The verdicts below are for these values. "
+        f"`rcakit book --defaults` rebuilds it at the defaults.\n:::"
+    )
 
 
 def _prepare(nb: Any, chapter: chapters.Chapter, params: Mapping[str, Any]) -> Any:
@@ -275,8 +281,10 @@ def run_chapter(
             publish(tmp, out)
             _remove(failed_dir(folder) / out.name)
         except OSError as err:  # a disk that filled up during the run, say
-            raise ChapterFailed(f"chapter {chapter_id!r}: cannot write {err.filename or folder}: "
-                                f"{err.strerror or err}; the last good {out.name} is kept") from None
+            raise ChapterFailed(
+                f"chapter {chapter_id!r}: cannot write {err.filename or folder}: "
+                f"{err.strerror or err}; the last good {out.name} is kept"
+            ) from None
     return out
 
 
@@ -330,8 +338,10 @@ def _install_terminate_handler() -> None:
     if _HANDLER_INSTALLED:
         return
     atexit.register(_discard_all)
-    if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+        signal.SIG_DFL,
+        None,
+    ):
         signal.signal(signal.SIGTERM, _on_terminate)
     _HANDLER_INSTALLED = True
 
@@ -392,8 +402,9 @@ def remove_stale(folder: Path | None = None) -> list[Path]:
             except FileNotFoundError:
                 continue
             except OSError as err:
-                raise RcakitError(f"{path}: a dead run's temporary file cannot be removed "
-                                  f"({err.strerror or err}); remove it by hand") from None
+                raise RcakitError(
+                    f"{path}: a dead run's temporary file cannot be removed ({err.strerror or err}); remove it by hand"
+                ) from None
             removed.append(path)
     return removed
 
@@ -409,8 +420,7 @@ def _execute(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_
             raise
 
 
-def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool,
-               log: Any) -> None:
+def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool, log: Any) -> None:
     import papermill
     from nbclient.exceptions import DeadKernelError
 
@@ -418,8 +428,10 @@ def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, sho
         with _quiet_loggers("traitlets", "papermill", "nbclient"):  # rcakit says what failed, in one line
             _execute_notebook(papermill, nb, tmp, params, show_progress, log)
     except DeadKernelError:
-        raise ChapterFailed(f"chapter {chapter_id!r}: the kernel died (a crash in native code?); "
-                            f"the last good {out.name} is kept; RCAKIT_TRACEBACK=1 shows the kernel's log") from None
+        raise ChapterFailed(
+            f"chapter {chapter_id!r}: the kernel died (a crash in native code?); "
+            f"the last good {out.name} is kept; RCAKIT_TRACEBACK=1 shows the kernel's log"
+        ) from None
     except papermill.PapermillExecutionError as err:
         if err.ename == "KeyboardInterrupt":
             raise KeyboardInterrupt from None

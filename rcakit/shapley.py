@@ -207,7 +207,18 @@ def shapley_permutation(
     walk_samples = np.array(walks).reshape(len(walks), n)
     per_row = 2 if antithetic else 1
     samples = walk_samples.reshape(-1, per_row, n).mean(axis=1)
-    estimate = ShapleyEstimate(permutation_interval(samples)[0], np.empty(n), np.empty(n), evaluations,
-                               len(samples), truncated, samples, cost_per_evaluation, walk_samples, interval, level)
+    estimate = ShapleyEstimate(
+        permutation_interval(samples)[0],
+        np.empty(n),
+        np.empty(n),
+        evaluations,
+        len(samples),
+        truncated,
+        samples,
+        cost_per_evaluation,
+        walk_samples,
+        interval,
+        level,
+    )
     estimate.ci_low, estimate.ci_high = estimate.interval(interval)
     return estimate

@@ -72,16 +72,21 @@ def compare(chapter: str, base: Path, head: Path, expected: set[str]) -> tuple[b
         return False, f"{chapter}: same values, different bytes (formatting or key order)"
     if not unexpected:
         return True, f"{chapter}: identical except the expected keys {', '.join(keys)}"
-    shown = ", ".join(unexpected[:SHOWN_KEYS]) + (f" (and {len(unexpected) - SHOWN_KEYS} more)"
-                                                  if len(unexpected) > SHOWN_KEYS else "")
+    shown = ", ".join(unexpected[:SHOWN_KEYS]) + (
+        f" (and {len(unexpected) - SHOWN_KEYS} more)" if len(unexpected) > SHOWN_KEYS else ""
+    )
     return False, f"{chapter}: differs at {shown}"
 
 
 def run_chapters(code: Path, chapters: list[str], out: Path, quick: bool) -> dict[str, str]:
     """Run each chapter with the rcakit in ``code`` into ``out``; a failure message per failed chapter."""
     env = {k: v for k, v in os.environ.items() if k not in ("RCAKIT_ROOT", "RCAKIT_LLM_TIMEOUT")}
-    env.update(PYTHONPATH=os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-               RCAKIT_RESULTS_DIR=str(out / "results"), RCAKIT_BOOK_DIR=str(out / "book"), RCAKIT_PROGRESS="0")
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        RCAKIT_RESULTS_DIR=str(out / "results"),
+        RCAKIT_BOOK_DIR=str(out / "book"),
+        RCAKIT_PROGRESS="0",
+    )
     failures = {}
     for chapter in chapters:
         cmd = [sys.executable, "-m", "rcakit.cli", "run", chapter, *(["--quick"] if quick else [])]
@@ -96,8 +101,14 @@ def run_chapters(code: Path, chapters: list[str], out: Path, quick: bool) -> dic
 def rcakit_of(code: Path) -> Path:
     """The folder of the rcakit package that Python imports when ``code`` comes first on the path."""
     env = {**os.environ, "PYTHONPATH": str(code)}
-    proc = subprocess.run([sys.executable, "-c", "import rcakit; print(rcakit.__file__)"],
-                          cwd=code, env=env, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import rcakit; print(rcakit.__file__)"],
+        cwd=code,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return Path(proc.stdout.strip()).parent
 
 
@@ -107,8 +118,14 @@ def git(*args: str) -> str:
 
 def chapter_order(code: Path) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(code)}
-    proc = subprocess.run([sys.executable, "-c", "from rcakit import chapters; print(*chapters.ORDER)"],
-                          cwd=code, env=env, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from rcakit import chapters; print(*chapters.ORDER)"],
+        cwd=code,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [c for c in proc.stdout.split() if c not in SKIPPED]
 
 
@@ -139,8 +156,12 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"compare: the base run would not import {tree / 'rcakit'}", file=sys.stderr)
                     return 1
                 print(f"base: {args.base} ({revision[:12]}) in {tree}", file=sys.stderr)
-                failures.update({c: f"base run failed: {m}" for c, m in
-                                 run_chapters(tree, chapters, work / "base", args.quick).items()})
+                failures.update(
+                    {
+                        c: f"base run failed: {m}"
+                        for c, m in run_chapters(tree, chapters, work / "base", args.quick).items()
+                    }
+                )
             finally:
                 git("worktree", "remove", "--force", str(tree))
             base_results = work / "base" / "results"
@@ -151,8 +172,11 @@ def main(argv: list[str] | None = None) -> int:
             failures.setdefault(c, f"head run failed: {m}")
         passed = True
         for chapter in chapters:
-            ok, line = (False, f"{chapter}: {failures[chapter]}") if chapter in failures else \
-                compare(chapter, base_results, work / "head" / "results", set(args.expect))
+            ok, line = (
+                (False, f"{chapter}: {failures[chapter]}")
+                if chapter in failures
+                else compare(chapter, base_results, work / "head" / "results", set(args.expect))
+            )
             passed &= ok
             print(line)
     return 0 if passed else 1

@@ -62,8 +62,19 @@ def split_paths(paths: list[Path]) -> tuple[list[Path], list[Path]]:
 
 def ruff(paths: list[Path], *extra: str) -> subprocess.CompletedProcess:
     """``ruff check`` of ``paths`` with the project's configuration (and ``extra`` options)."""
-    cmd = [sys.executable, "-m", "ruff", "check", "--no-fix", "--output-format", "concise",
-           "--config", str(ROOT / "pyproject.toml"), *extra, *map(str, paths)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ruff",
+        "check",
+        "--no-fix",
+        "--output-format",
+        "concise",
+        "--config",
+        str(ROOT / "pyproject.toml"),
+        *extra,
+        *map(str, paths),
+    ]
     try:
         return subprocess.run(cmd, capture_output=True, text=True)
     except OSError as err:

@@ -48,8 +48,7 @@ def scratch(tmp: Path) -> dict:
     (tmp / "results" / "car-shapley.json").write_bytes(GOOD_RESULTS)
     (tmp / "store").mkdir()
     (tmp / "store" / "cases.jsonl").write_bytes(GOOD_STORE)
-    return {"RCAKIT_BOOK_DIR": str(tmp / "book"), "RCAKIT_RESULTS_DIR": str(tmp / "results"),
-            "RCAKIT_PROGRESS": "0"}
+    return {"RCAKIT_BOOK_DIR": str(tmp / "book"), "RCAKIT_RESULTS_DIR": str(tmp / "results"), "RCAKIT_PROGRESS": "0"}
 
 
 def snapshot(tmp: Path) -> dict[str, bytes]:
@@ -73,8 +72,9 @@ def _file_as_book(tmp, cleanup):
 
 def _mount_tmpfs(folder: Path, cleanup: list, size: str = "1m", readonly: bool = False) -> None:
     folder.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True, capture_output=True
+    )
     cleanup.append(lambda: subprocess.run(["umount", "-l", str(folder)], capture_output=True))
     if readonly:
         subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True, capture_output=True)
@@ -188,6 +188,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 # -- inputs a chapter reads, checked before its kernel starts (rcakit.inputs, issue 20)
 
+
 def _musique(edit: Callable[[list], list] = list, tail: bytes = b""):
     """A setup: ``{tmp}/musique.jsonl``, the fixture's questions after ``edit`` and then ``tail``, and a
     fake model server (the RAG chapters read MuSiQue only with the LLM agent)."""
@@ -289,54 +290,118 @@ def _two_argument_plugin(tmp, cleanup):
 WORLD = ["-p", "world", "{tmp}/musique.jsonl", "-p", "agent", "llm", "-p", "provider", "ollama:fake"]
 WHO = ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/who"]
 INPUT_CASES = [
-    Case("MuSiQue: a malformed line", ["run", "coverage-collapse", *WORLD],
-         "parameter 'world': {tmp}/musique.jsonl, line 7: not a MuSiQue question", setup=_musique(tail=b'{"id": \n')),
-    Case("MuSiQue: no three-hop question", ["run", "content-corruption", *WORLD],
-         "{tmp}/musique.jsonl holds no answerable 3-hop question",
-         setup=_musique(lambda rs: [r for r in rs if len(r["question_decomposition"]) != 3])),
-    Case("MuSiQue: a question without a decomposition", ["run", "coverage-collapse", *WORLD],
-         "line 1: not a MuSiQue question (missing field 'question_decomposition')",
-         setup=_musique(lambda rs: [{k: v for k, v in rs[0].items() if k != "question_decomposition"}, *rs[1:]])),
-    Case("MuSiQue: an empty decomposition", ["run", "coverage-collapse", *WORLD],
-         "line 1: not a MuSiQue question (question_decomposition is empty)",
-         setup=_musique(lambda rs: [{**rs[0], "question_decomposition": []}, *rs[1:]])),
-    Case("MuSiQue: a #5 reference in a three-hop question", ["run", "content-corruption", *WORLD],
-         "{tmp}/musique.jsonl, line 1: question '3hop1__9001_9002_9003': hop 2 refers to #5",
-         setup=_musique(_hop_2_refers_to_hop_5)),
-    Case("MuSiQue: invalid UTF-8", ["run", "coverage-collapse", *WORLD],
-         "parameter 'world': {tmp}/musique.jsonl, line 7: invalid UTF-8 at byte 11",
-         setup=_musique(tail=b'{"id": "caf\xe9"}\n')),
-    Case("MuSiQue: a paragraph without a title", ["run", "coverage-collapse", *WORLD],
-         "line 2: not a MuSiQue question (paragraph 3 lacks 'title')", setup=_musique(_untitled_paragraph)),
-    Case("LongRCA: no usable record", ["run", "longrca-strata", "-p", "longrca", "{tmp}/records.jsonl"],
-         "parameter 'longrca': {tmp}/records.jsonl: no labelled LongRCA record (0 unlabelled, 2 rejected",
-         setup=_longrca("records.jsonl", lambda lines: '{"question_ID": "x"}\n[]\n')),
-    Case("LongRCA: a trailing comma", ["run", "longrca-strata", "-p", "longrca", "{tmp}/records.json"],
-         "invalid JSON at line 4 column 1: a trailing comma",
-         setup=_longrca("records.json", lambda lines: "[" + ",\n".join(lines) + ",\n]\n")),
-    Case("LongRCA: duplicate question_IDs", ["validate", "{tmp}/records.jsonl"],
-         "{tmp}/records.jsonl:4: question_ID: 'swebench_pro-0001' repeats {tmp}/records.jsonl:1",
-         setup=_longrca("records.jsonl", lambda lines: "\n".join([*lines, lines[0]]) + "\n")),
-    Case("Who&When: an empty subset folder", WHO, "parameter 'who_and_when_path': {tmp}/who/Hand-Crafted: "
-         "folder holds no .json files", setup=_who_and_when(0)),
-    Case("Who&When: a folder of logs with no subset folder", WHO, "{tmp}/who: no Who&When subset folder",
-         setup=_who_and_when(2, subset_folders=False)),
-    Case("Who&When: a subset with no good log", WHO, "{tmp}/who/Hand-Crafted: no Hand-Crafted log (0 unlabelled, "
-         "2 rejected", setup=_who_and_when(0, bad=2)),
-    Case("plug-in method that cannot be imported", ["run", "attribution-families", "-p", "methods",
-                                                    "builtin,nosuch.module:fn"],
-         "methods: cannot import 'nosuch.module:fn'"),
-    Case("plug-in method that is not callable", ["run", "attribution-families", "-p", "methods",
-                                                 "rcakit.parallel:CONNECT_SECONDS"],
-         "methods: 'rcakit.parallel:CONNECT_SECONDS' is not callable"),
-    Case("plug-in module that fails on import", ["run", "attribution-families", "-p", "methods", "brokenplugin:x"],
-         "methods: importing 'brokenplugin:x' failed: ValueError: needs a GPU", setup=_failing_plugin),
-    Case("scheduler port that does not speak Dask", ["run", "coverage-collapse", "-p", "scheduler", "{where}"],
-         "coverage-collapse: scheduler: tcp://127.0.0.1:", setup=_not_a_scheduler),
-    Case("scheduler port that answers HTTP", ["run", "longrca-strata", "-p", "scheduler", "{where}"],
-         "accepted a connection but does not speak Dask's protocol", setup=_garbage_scheduler),
-    Case("plug-in method without a budget argument", ["run", "attribution-families", "-p", "methods", "twoargs:mine"],
-         "methods: 'twoargs:mine' cannot be called as method(case, oracle, budget)", setup=_two_argument_plugin),
+    Case(
+        "MuSiQue: a malformed line",
+        ["run", "coverage-collapse", *WORLD],
+        "parameter 'world': {tmp}/musique.jsonl, line 7: not a MuSiQue question",
+        setup=_musique(tail=b'{"id": \n'),
+    ),
+    Case(
+        "MuSiQue: no three-hop question",
+        ["run", "content-corruption", *WORLD],
+        "{tmp}/musique.jsonl holds no answerable 3-hop question",
+        setup=_musique(lambda rs: [r for r in rs if len(r["question_decomposition"]) != 3]),
+    ),
+    Case(
+        "MuSiQue: a question without a decomposition",
+        ["run", "coverage-collapse", *WORLD],
+        "line 1: not a MuSiQue question (missing field 'question_decomposition')",
+        setup=_musique(lambda rs: [{k: v for k, v in rs[0].items() if k != "question_decomposition"}, *rs[1:]]),
+    ),
+    Case(
+        "MuSiQue: an empty decomposition",
+        ["run", "coverage-collapse", *WORLD],
+        "line 1: not a MuSiQue question (question_decomposition is empty)",
+        setup=_musique(lambda rs: [{**rs[0], "question_decomposition": []}, *rs[1:]]),
+    ),
+    Case(
+        "MuSiQue: a #5 reference in a three-hop question",
+        ["run", "content-corruption", *WORLD],
+        "{tmp}/musique.jsonl, line 1: question '3hop1__9001_9002_9003': hop 2 refers to #5",
+        setup=_musique(_hop_2_refers_to_hop_5),
+    ),
+    Case(
+        "MuSiQue: invalid UTF-8",
+        ["run", "coverage-collapse", *WORLD],
+        "parameter 'world': {tmp}/musique.jsonl, line 7: invalid UTF-8 at byte 11",
+        setup=_musique(tail=b'{"id": "caf\xe9"}\n'),
+    ),
+    Case(
+        "MuSiQue: a paragraph without a title",
+        ["run", "coverage-collapse", *WORLD],
+        "line 2: not a MuSiQue question (paragraph 3 lacks 'title')",
+        setup=_musique(_untitled_paragraph),
+    ),
+    Case(
+        "LongRCA: no usable record",
+        ["run", "longrca-strata", "-p", "longrca", "{tmp}/records.jsonl"],
+        "parameter 'longrca': {tmp}/records.jsonl: no labelled LongRCA record (0 unlabelled, 2 rejected",
+        setup=_longrca("records.jsonl", lambda lines: '{"question_ID": "x"}\n[]\n'),
+    ),
+    Case(
+        "LongRCA: a trailing comma",
+        ["run", "longrca-strata", "-p", "longrca", "{tmp}/records.json"],
+        "invalid JSON at line 4 column 1: a trailing comma",
+        setup=_longrca("records.json", lambda lines: "[" + ",\n".join(lines) + ",\n]\n"),
+    ),
+    Case(
+        "LongRCA: duplicate question_IDs",
+        ["validate", "{tmp}/records.jsonl"],
+        "{tmp}/records.jsonl:4: question_ID: 'swebench_pro-0001' repeats {tmp}/records.jsonl:1",
+        setup=_longrca("records.jsonl", lambda lines: "\n".join([*lines, lines[0]]) + "\n"),
+    ),
+    Case(
+        "Who&When: an empty subset folder",
+        WHO,
+        "parameter 'who_and_when_path': {tmp}/who/Hand-Crafted: folder holds no .json files",
+        setup=_who_and_when(0),
+    ),
+    Case(
+        "Who&When: a folder of logs with no subset folder",
+        WHO,
+        "{tmp}/who: no Who&When subset folder",
+        setup=_who_and_when(2, subset_folders=False),
+    ),
+    Case(
+        "Who&When: a subset with no good log",
+        WHO,
+        "{tmp}/who/Hand-Crafted: no Hand-Crafted log (0 unlabelled, 2 rejected",
+        setup=_who_and_when(0, bad=2),
+    ),
+    Case(
+        "plug-in method that cannot be imported",
+        ["run", "attribution-families", "-p", "methods", "builtin,nosuch.module:fn"],
+        "methods: cannot import 'nosuch.module:fn'",
+    ),
+    Case(
+        "plug-in method that is not callable",
+        ["run", "attribution-families", "-p", "methods", "rcakit.parallel:CONNECT_SECONDS"],
+        "methods: 'rcakit.parallel:CONNECT_SECONDS' is not callable",
+    ),
+    Case(
+        "plug-in module that fails on import",
+        ["run", "attribution-families", "-p", "methods", "brokenplugin:x"],
+        "methods: importing 'brokenplugin:x' failed: ValueError: needs a GPU",
+        setup=_failing_plugin,
+    ),
+    Case(
+        "scheduler port that does not speak Dask",
+        ["run", "coverage-collapse", "-p", "scheduler", "{where}"],
+        "coverage-collapse: scheduler: tcp://127.0.0.1:",
+        setup=_not_a_scheduler,
+    ),
+    Case(
+        "scheduler port that answers HTTP",
+        ["run", "longrca-strata", "-p", "scheduler", "{where}"],
+        "accepted a connection but does not speak Dask's protocol",
+        setup=_garbage_scheduler,
+    ),
+    Case(
+        "plug-in method without a budget argument",
+        ["run", "attribution-families", "-p", "methods", "twoargs:mine"],
+        "methods: 'twoargs:mine' cannot be called as method(case, oracle, budget)",
+        setup=_two_argument_plugin,
+    ),
 ]
 
 
@@ -374,21 +439,33 @@ def _html_mirror(tmp, cleanup):
 
 
 DATA_CASES = [
-    Case("LongRCA file list: a name with ../", ["data", "fetch", "longrca-bench"],
-         "lists 'data/full/../../../../sentinel.json', which is not a path inside the data set's folder ('..' leads "
-         "out of the folder); nothing was fetched", setup=_hostile_file_list("data/full/../../../../sentinel.json")),
-    Case("LongRCA file list: an absolute name", ["data", "fetch", "longrca-bench"],
-         "lists '{tmp}/sentinel.json', which is not a path inside the data set's folder (an absolute path)",
-         setup=_hostile_file_list("{tmp}/sentinel.json")),
-    Case("an HTML page served as MuSiQue", ["data", "fetch", "musique"],
-         "musique: musique_ans_v1.0_dev.jsonl: refused at first fetch (an HTML page: 63 bytes, the registry expects "
-         "28.9 MB to 31.9 MB); nothing from http://127.0.0.1:", setup=_html_mirror),
+    Case(
+        "LongRCA file list: a name with ../",
+        ["data", "fetch", "longrca-bench"],
+        "lists 'data/full/../../../../sentinel.json', which is not a path inside the data set's folder ('..' leads "
+        "out of the folder); nothing was fetched",
+        setup=_hostile_file_list("data/full/../../../../sentinel.json"),
+    ),
+    Case(
+        "LongRCA file list: an absolute name",
+        ["data", "fetch", "longrca-bench"],
+        "lists '{tmp}/sentinel.json', which is not a path inside the data set's folder (an absolute path)",
+        setup=_hostile_file_list("{tmp}/sentinel.json"),
+    ),
+    Case(
+        "an HTML page served as MuSiQue",
+        ["data", "fetch", "musique"],
+        "musique: musique_ans_v1.0_dev.jsonl: refused at first fetch (an HTML page: 63 bytes, the registry expects "
+        "28.9 MB to 31.9 MB); nothing from http://127.0.0.1:",
+        setup=_html_mirror,
+    ),
 ]
 
 
 PLUS = "+" * 5000
 DIGITS = "1" * 5000
 DEEP = "[" * 60_000 + "]" * 60_000  # one argument may hold at most 128 KiB
+
 
 def _dying_kernel(tmp, cleanup):
     """The toy chapter, whose kernel kills itself (as a crash in native code would) at seed 9."""
@@ -402,11 +479,19 @@ def _dying_kernel(tmp, cleanup):
 SMALL_CASES = [  # issue 20, item 12
     Case("a full-width digit", ["run", "car-shapley", "-p", "seed", "\uff13"], "holds non-ASCII digits; type 0-9"),
     Case("nan for a float", ["run", "car-shapley", "-p", "q", "nan"], "parameter 'q' = 'nan' is not a finite number"),
-    Case("the same -p twice", ["run", "car-shapley", "-p", "seed", "1", "-p", "seed", "2"],
-         "parameter 'seed' is given twice"),
+    Case(
+        "the same -p twice",
+        ["run", "car-shapley", "-p", "seed", "1", "-p", "seed", "2"],
+        "parameter 'seed' is given twice",
+    ),
     Case("a parameter for a page without any", ["run", "claims", "-p", "x", "1"], "claims: takes no parameters"),
-    Case("a kernel that dies", ["run", "car-shapley", "-p", "seed", "9"], "the kernel died", status=1,
-         setup=_dying_kernel),
+    Case(
+        "a kernel that dies",
+        ["run", "car-shapley", "-p", "seed", "9"],
+        "the kernel died",
+        status=1,
+        setup=_dying_kernel,
+    ),
 ]
 
 
@@ -414,55 +499,117 @@ CASES = [
     *SMALL_CASES,
     Case("seed -1", ["run", "car-shapley", "-p", "seed", "-1"], "parameter 'seed' = -1 is outside [0, inf]"),
     Case("negative value after -p", ["run", "car-shapley", "-p", "q", "-1e-3"], "parameter 'q' = -0.001 is outside"),
-    Case("gcjr list [1,'a']", ["run", "gcjr-ablations", "-p", "r_values", "[1,'a']"],
-         "parameter 'r_values' element 1 expects int, got 'a'"),
+    Case(
+        "gcjr list [1,'a']",
+        ["run", "gcjr-ablations", "-p", "r_values", "[1,'a']"],
+        "parameter 'r_values' element 1 expects int, got 'a'",
+    ),
     Case("gcjr list []", ["run", "gcjr-ablations", "-p", "r_values", "[]"], "expects a non-empty list of int"),
     Case("gcjr list [5.0]", ["run", "gcjr-ablations", "-p", "r_values", "[5.0]"], "element 0 expects int, got 5.0"),
-    Case("gcjr list element out of bounds", ["run", "gcjr-ablations", "-p", "noise_levels", "[0.1, 2]"],
-         "element 1 = 2.0 is outside [0.0, 0.99]"),
+    Case(
+        "gcjr list element out of bounds",
+        ["run", "gcjr-ablations", "-p", "noise_levels", "[0.1, 2]"],
+        "element 1 = 2.0 is outside [0.0, 0.99]",
+    ),
     Case("empty provider", ["run", "coverage-collapse", "-p", "provider", ""], "provider: unknown provider ''"),
     Case("bad provider", ["run", "coverage-collapse", "-p", "provider", "gpt"], "provider: unknown provider 'gpt'"),
-    Case("bad judge provider", ["run", "content-corruption", "-p", "judge_provider", "ollama:"],
-         "judge_provider: unknown provider 'ollama:'"),
-    Case("agent llm without a provider", ["run", "coverage-collapse", "-p", "agent", "llm"],
-         "parameter 'agent' = 'llm' needs 'provider' to be set"),
-    Case("unreachable model server", ["run", "coverage-collapse", "-p", "provider", "ollama:qwen2.5:0.5b"],
-         "provider: ollama at http://127.0.0.1:", setup=_closed_port),
-    Case("server that never answers (2 s timeout)",
-         ["run", "longrca-strata", "-p", "provider", "ollama:qwen2.5:0.5b", "-p", "llm_timeout", "2"],
-         "provider: ollama at http://127.0.0.1:", setup=_silent_server),
-    Case("store path is a file", ["run", "coverage-collapse", "-p", "store", "{tmp}/store/cases.jsonl"],
-         "parameter 'store': {tmp}/store/cases.jsonl is a file, not a folder"),
-    Case("store under a file", ["run", "content-corruption", "-p", "store", "{tmp}/store/cases.jsonl/sub"],
-         "cannot be created: {tmp}/store/cases.jsonl is a file"),
-    Case("misspelled who_and_when_path", ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/who_and_wen"],
-         "parameter 'who_and_when_path': {tmp}/who_and_wen does not exist"),
-    Case("who_and_when_path is a FIFO", ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/logs.json"],
-         "is not a regular file or folder", setup=_fifo),
+    Case(
+        "bad judge provider",
+        ["run", "content-corruption", "-p", "judge_provider", "ollama:"],
+        "judge_provider: unknown provider 'ollama:'",
+    ),
+    Case(
+        "agent llm without a provider",
+        ["run", "coverage-collapse", "-p", "agent", "llm"],
+        "parameter 'agent' = 'llm' needs 'provider' to be set",
+    ),
+    Case(
+        "unreachable model server",
+        ["run", "coverage-collapse", "-p", "provider", "ollama:qwen2.5:0.5b"],
+        "provider: ollama at http://127.0.0.1:",
+        setup=_closed_port,
+    ),
+    Case(
+        "server that never answers (2 s timeout)",
+        ["run", "longrca-strata", "-p", "provider", "ollama:qwen2.5:0.5b", "-p", "llm_timeout", "2"],
+        "provider: ollama at http://127.0.0.1:",
+        setup=_silent_server,
+    ),
+    Case(
+        "store path is a file",
+        ["run", "coverage-collapse", "-p", "store", "{tmp}/store/cases.jsonl"],
+        "parameter 'store': {tmp}/store/cases.jsonl is a file, not a folder",
+    ),
+    Case(
+        "store under a file",
+        ["run", "content-corruption", "-p", "store", "{tmp}/store/cases.jsonl/sub"],
+        "cannot be created: {tmp}/store/cases.jsonl is a file",
+    ),
+    Case(
+        "misspelled who_and_when_path",
+        ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/who_and_wen"],
+        "parameter 'who_and_when_path': {tmp}/who_and_wen does not exist",
+    ),
+    Case(
+        "who_and_when_path is a FIFO",
+        ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/logs.json"],
+        "is not a regular file or folder",
+        setup=_fifo,
+    ),
     Case("a value of 5,000 + signs", ["run", "car-shapley", "-p", "q", PLUS], "parameter 'q' expects float, got '+++"),
     Case("a 5,000-digit number", ["run", "car-shapley", "-p", "seed", DIGITS], "is too large (the limit is 2**63)"),
-    Case("a list nested 60k deep after -p", ["run", "gcjr-ablations", "-p", "hidden_fractions", DEEP],
-         "parameter 'hidden_fractions' expects list of float"),
+    Case(
+        "a list nested 60k deep after -p",
+        ["run", "gcjr-ablations", "-p", "hidden_fractions", DEEP],
+        "parameter 'hidden_fractions' expects list of float",
+    ),
     Case("JSON nested 100k deep", ["validate", "{tmp}/deep.json"], "rcakit: error: ", setup=_deep_json),
-    Case("an unreadable file", ["validate", "{where}/log.json"], "Permission denied", setup=_unreadable,
-         as_nobody=True),
-    Case("results folder is a file", ["run", "car-shapley"], "results folder (RCAKIT_RESULTS_DIR): {tmp}/results.json "
-         "is a file", setup=_file_as_results),
-    Case("RCAKIT_BOOK_DIR under a file", ["run", "car-shapley"], "book folder (RCAKIT_BOOK_DIR): ",
-         setup=_file_as_book),
-    Case("read-only RCAKIT_BOOK_DIR", ["run", "car-shapley"], "is not writable: Read-only file system",
-         setup=_readonly_book, mount=True),
-    Case("read-only results folder", ["run", "car-shapley"], "is not writable: Read-only file system",
-         setup=_readonly_results, mount=True),
-    Case("full results folder", ["run", "car-shapley"], "results folder (RCAKIT_RESULTS_DIR): ",
-         setup=_full_results, mount=True),
+    Case(
+        "an unreadable file", ["validate", "{where}/log.json"], "Permission denied", setup=_unreadable, as_nobody=True
+    ),
+    Case(
+        "results folder is a file",
+        ["run", "car-shapley"],
+        "results folder (RCAKIT_RESULTS_DIR): {tmp}/results.json is a file",
+        setup=_file_as_results,
+    ),
+    Case(
+        "RCAKIT_BOOK_DIR under a file", ["run", "car-shapley"], "book folder (RCAKIT_BOOK_DIR): ", setup=_file_as_book
+    ),
+    Case(
+        "read-only RCAKIT_BOOK_DIR",
+        ["run", "car-shapley"],
+        "is not writable: Read-only file system",
+        setup=_readonly_book,
+        mount=True,
+    ),
+    Case(
+        "read-only results folder",
+        ["run", "car-shapley"],
+        "is not writable: Read-only file system",
+        setup=_readonly_results,
+        mount=True,
+    ),
+    Case(
+        "full results folder",
+        ["run", "car-shapley"],
+        "results folder (RCAKIT_RESULTS_DIR): ",
+        setup=_full_results,
+        mount=True,
+    ),
     *INPUT_CASES,
     *DATA_CASES,
     Case("missing -p value", ["run", "car-shapley", "-p", "q"], "argument -p/--param: expected 2 arguments"),
     Case("unknown parameter", ["run", "car-shapley", "-p", "qq", "1"], "unknown parameter 'qq'"),
     Case("unknown chapter", ["run", "no-such-chapter"], "unknown chapter 'no-such-chapter'"),
-    Case("Ctrl-C during a sweep", ["run", "car-shapley", "-p", "nap", "0.05", "-p", "marker", "{tmp}/running"],
-         "rcakit: interrupted", status=130, setup=_toy_root, interrupt=True),
+    Case(
+        "Ctrl-C during a sweep",
+        ["run", "car-shapley", "-p", "nap", "0.05", "-p", "marker", "{tmp}/running"],
+        "rcakit: interrupted",
+        status=130,
+        setup=_toy_root,
+        interrupt=True,
+    ),
 ]
 
 
@@ -512,8 +659,9 @@ def _fill(arg: str, tmp: Path) -> str:
 
 
 def _interrupted(cmd, env, marker: Path):
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
@@ -554,8 +702,10 @@ def table(path: Path) -> None:
     import tempfile
 
     mount = can_mount()
-    rows = ["| case | command | exit | the one line printed (stderr) | changed on disk |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| case | command | exit | the one line printed (stderr) | changed on disk |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for case in CASES:
         if case.mount and not mount:
             rows.append(f"| {case.name} | `{_shown(case.args)}` | skipped | needs a tmpfs mount | |")
@@ -571,11 +721,13 @@ def table(path: Path) -> None:
         command = (env + " " if env else "") + _shown(case.args).replace("{tmp}", "$TMP")
         rows.append(f"| {case.name} | `{command}` | {got.status} | `{line}` | {changed} |")
         print(case.name, got.status, len(got.lines), f"{got.seconds:.1f}s", file=sys.stderr)
-    env_note = (f"Generated by `python tests/bad_inputs.py` with {sys.executable}; each command ran in a scratch "
-                "folder holding a good notebook, results file and case store ($TMP), and 'changed on disk' "
-                "compares every file there byte for byte before and after. The Ctrl-C row runs a toy chapter "
-                "(RCAKIT_ROOT) whose sweep appends to a case store, and sends SIGINT to the command's process "
-                "group once the sweep runs; the store it leaves is read back by the test, line by line.")
+    env_note = (
+        f"Generated by `python tests/bad_inputs.py` with {sys.executable}; each command ran in a scratch "
+        "folder holding a good notebook, results file and case store ($TMP), and 'changed on disk' "
+        "compares every file there byte for byte before and after. The Ctrl-C row runs a toy chapter "
+        "(RCAKIT_ROOT) whose sweep appends to a case store, and sends SIGINT to the command's process "
+        "group once the sweep runs; the store it leaves is read back by the test, line by line."
+    )
     path.write_text(env_note + "\n\n" + "\n".join(rows) + "\n")
 
 

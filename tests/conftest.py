@@ -18,6 +18,8 @@ def pytest_collection_modifyitems(items: list) -> None:
     for item in items:
         if KERNEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.chapters)
+
+
 BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib", "api.md", "bibliography.md")
 
 

@@ -64,7 +64,8 @@ def toy(tmp_path, monkeypatch):
     """A project whose car-shapley chapter is a three-case toy, and a scratch book."""
     (tmp_path / "root" / "notebooks").mkdir(parents=True)
     (tmp_path / "root" / "notebooks" / "car_shapley.md").write_text(
-        TOY_CHAPTER.replace('print(len(cases), "cases")', RECORD_THEN_FAIL))
+        TOY_CHAPTER.replace('print(len(cases), "cases")', RECORD_THEN_FAIL)
+    )
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path / "root"))
     monkeypatch.setenv("RCAKIT_BOOK_DIR", str(tmp_path / "book"))
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
@@ -125,8 +126,11 @@ def test_a_failed_run_keeps_the_last_good_notebook_and_results_byte_for_byte(toy
 def test_sigterm_mid_run_leaves_no_temporary_file_and_the_last_good_pair(toy):
     good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
     marker = toy / "running"
-    proc = subprocess.Popen([sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05",
-                             "-p", "marker", str(marker)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05", "-p", "marker", str(marker)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -156,9 +160,12 @@ def test_stale_running_files_of_dead_processes_are_removed_and_live_ones_kept(to
 def test_a_killed_run_leaves_the_last_good_notebook_and_results(toy):
     good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
     marker = toy / "running"
-    proc = subprocess.Popen([sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05",
-                             "-p", "marker", str(marker)], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05", "-p", "marker", str(marker)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)

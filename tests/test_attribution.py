@@ -26,7 +26,7 @@ from rcakit.rag import diagnosers as dg
 from rcakit.scm.contrastive import contrastive_effects
 from rcakit.shapley import shapley_exact
 
-TOY = '''
+TOY = """
 from rcakit.attribution import Attribution
 
 def first_singleton(case, oracle, budget=None):
@@ -34,13 +34,16 @@ def first_singleton(case, oracle, budget=None):
         if oracle.h([player]):
             return Attribution("point", player)
     return Attribution("point", None)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def beds():
-    return {"rag_hops": tb.rag_testbed(0, 3), "controlled_dag": tb.dag_testbed(0, 2),
-            "support_agent": tb.support_testbed(0, 2)}
+    return {
+        "rag_hops": tb.rag_testbed(0, 3),
+        "controlled_dag": tb.dag_testbed(0, 2),
+        "support_agent": tb.support_testbed(0, 2),
+    }
 
 
 def test_toy_method_by_import_path_is_scored_on_all_three_testbeds(beds, tmp_path, monkeypatch):
@@ -70,9 +73,15 @@ def test_truth_is_certified_per_type(beds):
         assert c.case.dag.family == frozenset()
 
 
-@pytest.mark.parametrize("name, wrapped", [
-    ("gcjr", repair.gcjr), ("exhaustive", repair.exhaustive), ("singleton_replay", repair.singleton_replay),
-    ("shapley_top2", repair.shapley_top2)])
+@pytest.mark.parametrize(
+    "name, wrapped",
+    [
+        ("gcjr", repair.gcjr),
+        ("exhaustive", repair.exhaustive),
+        ("singleton_replay", repair.singleton_replay),
+        ("shapley_top2", repair.shapley_top2),
+    ],
+)
 def test_family_adapters_match_the_repair_methods_and_their_replay_count(beds, name, wrapped):
     planted = {case.case_id: case for case in repair.controlled_dag_benchmark(2, 0)}
     for c in beds["controlled_dag"]:
@@ -97,7 +106,8 @@ def test_rag_readers_and_probes_match_the_diagnosers_with_counted_replays(beds):
         found = run_method(BUILT_IN["coverage"], c, ReplayMemo())
         assert found.answer == ad._hop_player(c.case, dg.coverage(trace).hop)
         assert run_method(BUILT_IN["rule_based"], c, ReplayMemo()).answer == ad._hop_player(
-            c.case, dg.rule_based(trace).hop)
+            c.case, dg.rule_based(trace).hop
+        )
         agent = c.oracle(ReplayMemo()).agent._agent
         for name, diagnoser in (("propagation_aware", dg.propagation_aware), ("suf_regen", dg.suf_regen)):
             expected = diagnoser(agent, trace)
@@ -122,7 +132,7 @@ def test_shapley_adapters_match_the_estimators_and_charge_the_oracle(beds):
     oracle = c.oracle(ReplayMemo())
     got = ad.shapley_exact_ranking(c.case, oracle)
     n = len(c.case.players)
-    assert oracle.calls == 3 * 2 ** n
+    assert oracle.calls == 3 * 2**n
     table = repair.ReplayOracle(repair.controlled_dag_benchmark(2, 0)[0], 3).replay_every_subset().astype(float)
     phi = shapley_exact(lambda s: table[sum(1 << i for i in s)], n)
     assert phi[c.case.dag.index[got.answer[0]]] == phi.max()
@@ -175,7 +185,7 @@ def test_not_applicable_methods_are_skipped(beds):
 
 # --- a user's methods: checked before the run, stopped by the time limit, named in errors ---------
 
-PLUGINS = '''
+PLUGINS = """
 import time
 
 from rcakit.attribution import Attribution
@@ -199,7 +209,7 @@ def replays_hop9(case, oracle, budget=None):
 
 
 not_a_function = 3
-'''
+"""
 
 
 @pytest.fixture
@@ -222,23 +232,26 @@ def test_a_sleeping_method_is_stopped_by_the_time_limit_naming_method_and_case(p
     with pytest.raises(RcakitError) as info:
         score_methods(one_rag_case, load_methods(f"{plugins}:sleepy"), method_timeout=1.5)
     assert time.monotonic() - start < 10
-    assert str(info.value) == (f"method 'sleepy' on rag_hops case {case.case.case_id!r}: stopped after 1.5 s "
-                               "(method_timeout); raise method_timeout or make the method faster")
+    assert str(info.value) == (
+        f"method 'sleepy' on rag_hops case {case.case.case_id!r}: stopped after 1.5 s "
+        "(method_timeout); raise method_timeout or make the method faster"
+    )
 
 
 def test_an_error_in_a_users_method_names_the_method_and_the_case(plugins, one_rag_case):
     [case] = one_rag_case["rag_hops"]
     with pytest.raises(RcakitError) as info:
         score_methods(one_rag_case, load_methods(f"coverage,{plugins}:broken"))
-    assert str(info.value) == (f"method 'broken' on rag_hops case {case.case.case_id!r} failed: "
-                               f"ValueError: no verdict for {len(case.case.players)} players")
+    assert str(info.value) == (
+        f"method 'broken' on rag_hops case {case.case.case_id!r} failed: "
+        f"ValueError: no verdict for {len(case.case.players)} players"
+    )
     assert isinstance(info.value.__cause__, ValueError)
     with pytest.raises(RcakitError, match=r"^method 'replays_hop9' on rag_hops case .* failed: .*not an intervenable"):
         score_methods(one_rag_case, load_methods(f"{plugins}:replays_hop9"))
 
 
-def test_built_in_methods_run_outside_the_limit_and_a_users_method_gives_the_same_answers(beds, tmp_path,
-                                                                                        monkeypatch):
+def test_built_in_methods_run_outside_the_limit_and_a_users_method_gives_the_same_answers(beds, tmp_path, monkeypatch):
     (tmp_path / "toy_limited_method.py").write_text(textwrap.dedent(TOY))
     monkeypatch.syspath_prepend(str(tmp_path))
     small = {bed: cases[:2] for bed, cases in beds.items()}
@@ -278,8 +291,10 @@ def test_a_module_that_fails_on_import_and_a_name_twice_are_one_line(tmp_path, m
     (tmp_path / "user_plugins_broken_import.py").write_text("x = 1 / 0\n")
     (tmp_path / "user_plugins_same_name.py").write_text(PLUGINS)
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(RcakitError, match="^methods: importing 'user_plugins_broken_import:f' failed: "
-                                          "ZeroDivisionError: division by zero$"):
+    with pytest.raises(
+        RcakitError,
+        match="^methods: importing 'user_plugins_broken_import:f' failed: ZeroDivisionError: division by zero$",
+    ):
         check_methods("user_plugins_broken_import:f")
     with pytest.raises(RcakitError, match="^methods: two methods are named 'sleepy'; rename one of the callables$"):
         check_methods(f"{plugins}:sleepy,user_plugins_same_name:sleepy")
@@ -298,10 +313,27 @@ def test_the_frontier_shows_every_method_in_its_own_colour_with_a_short_legend()
     from rcakit.attribution.experiments import families_table
     from rcakit.attribution.plotting import frontier_figure
 
-    names = ["coverage", "rule_based", "centrality", "propagation_aware", "suf_regen", "singleton_replay",
-             "shapley_exact", "shapley_mc", "shapley_top2", "gcjr", "exhaustive", "contrastive"]
-    points = pd.DataFrame({"accuracy": [0.12, 0.04, 0.04, 0.25, 0.17, 0.67, 1, 1, 0.33, 0.67, 1, 0],
-                           "cost": [0, 0, 0, 3, 1, 4, 8, 32, 8, 4, 7, 300]}, index=names)
+    names = [
+        "coverage",
+        "rule_based",
+        "centrality",
+        "propagation_aware",
+        "suf_regen",
+        "singleton_replay",
+        "shapley_exact",
+        "shapley_mc",
+        "shapley_top2",
+        "gcjr",
+        "exhaustive",
+        "contrastive",
+    ]
+    points = pd.DataFrame(
+        {
+            "accuracy": [0.12, 0.04, 0.04, 0.25, 0.17, 0.67, 1, 1, 0.33, 0.67, 1, 0],
+            "cost": [0, 0, 0, 3, 1, 4, 8, 32, 8, 4, 7, 300],
+        },
+        index=names,
+    )
     ax = frontier_figure(points.join(families_table(names)["family"])).axes[0]
     markers = [c for c in ax.collections if len(c.get_offsets()) == 1]
     assert len(markers) == len(names)

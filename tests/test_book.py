@@ -80,8 +80,9 @@ def test_a_failing_chapter_fails_the_run(tmp_path, monkeypatch):
     with pytest.raises(runner.ChapterFailed, match="planted failure"):
         runner.run_chapter("car-shapley", output_dir=tmp_path, show_progress=False)
     env = {**os.environ, "RCAKIT_ROOT": str(tmp_path), "RCAKIT_BOOK_DIR": str(tmp_path / "book")}
-    proc = subprocess.run([sys.executable, "-m", "rcakit.cli", "run", "car-shapley"], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rcakit.cli", "run", "car-shapley"], env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 1 and "planted failure" in proc.stderr
 
 
@@ -114,26 +115,44 @@ def who_and_when_folder(root, subsets, error_words=False):
         folder.mkdir(parents=True)
         key = "role" if subset == "Hand-Crafted" else "name"
         for i in range(count):
-            history = [{"content": f"step {s}: reads the page and reports the listed price"
-                        + (" but the call failed with an error" if error_words and s == 1 else ""),
-                        key: ["Planner", "WebSurfer", "Assistant"][s % 3],
-                        **({"role": "assistant"} if key == "name" else {})} for s in range(4 + i)]
-            log = {"history": history, "question": "What is the price?", "ground_truth": "12", "is_corrected": False,
-                   "question_ID": f"{subset[0]}{i}", "mistake_agent": "WebSurfer", "mistake_step": "1",
-                   "mistake_reason": "read the wrong page"}
+            history = [
+                {
+                    "content": f"step {s}: reads the page and reports the listed price"
+                    + (" but the call failed with an error" if error_words and s == 1 else ""),
+                    key: ["Planner", "WebSurfer", "Assistant"][s % 3],
+                    **({"role": "assistant"} if key == "name" else {}),
+                }
+                for s in range(4 + i)
+            ]
+            log = {
+                "history": history,
+                "question": "What is the price?",
+                "ground_truth": "12",
+                "is_corrected": False,
+                "question_ID": f"{subset[0]}{i}",
+                "mistake_agent": "WebSurfer",
+                "mistake_step": "1",
+                "mistake_reason": "read the wrong page",
+            }
             (folder / f"{i + 1}.json").write_text(json.dumps(log))
     return root
 
 
 @pytest.mark.chapters
-@pytest.mark.parametrize("subsets", [{"Hand-Crafted": 1}, {"Hand-Crafted": 3, "Algorithm-Generated": 3}],
-                         ids=["one-log", "no-error-words"])
+@pytest.mark.parametrize(
+    "subsets", [{"Hand-Crafted": 1}, {"Hand-Crafted": 3, "Algorithm-Generated": 3}], ids=["one-log", "no-error-words"]
+)
 def test_longrca_strata_runs_on_small_who_and_when_folders(tmp_path, monkeypatch, subsets):
     """A folder with one log, and logs in which no locator finds an error word, run to the end."""
     folder = who_and_when_folder(tmp_path / "who", subsets)
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
-    out = runner.run_chapter("longrca-strata", {"who_and_when_path": str(folder)}, quick=True,
-                             output_dir=tmp_path / "book", show_progress=False)
+    out = runner.run_chapter(
+        "longrca-strata",
+        {"who_and_when_path": str(folder)},
+        quick=True,
+        output_dir=tmp_path / "book",
+        show_progress=False,
+    )
     recorded = json.loads((tmp_path / "results" / "longrca-strata.json").read_text())
     assert set(recorded["who_and_when"]) == set(subsets)
     assert recorded["who_and_when"]["Hand-Crafted"]["terminal"]["n"] == subsets["Hand-Crafted"]

@@ -10,9 +10,16 @@ from rcakit import RcakitError, chapters
 
 def _toy_chapter(params: str, meta: str = "") -> chapters.Chapter:
     nb_meta = {"title": "toy", **(__import__("yaml").safe_load(meta) or {})}
-    return chapters.Chapter("toy", "toy.md", "toy", chapters.parse_parameters(params),
-                            bounds=dict(nb_meta.get("bounds", {})), choices=dict(nb_meta.get("choices", {})),
-                            paths=dict(nb_meta.get("paths", {})), requires=dict(nb_meta.get("requires", {})))
+    return chapters.Chapter(
+        "toy",
+        "toy.md",
+        "toy",
+        chapters.parse_parameters(params),
+        bounds=dict(nb_meta.get("bounds", {})),
+        choices=dict(nb_meta.get("choices", {})),
+        paths=dict(nb_meta.get("paths", {})),
+        requires=dict(nb_meta.get("requires", {})),
+    )
 
 
 def test_parse_parameters_reads_literals_and_comments():
@@ -26,15 +33,20 @@ def test_parse_parameters_reads_literals_and_comments():
 def test_validate_coerces_and_rejects():
     assert chapters.validate("car-shapley", {"q": "0.5", "seed": "3"})["q"] == 0.5
     assert chapters.validate("car-shapley", {"seed": 1, "budget": 0})["budget"] == 0
-    toy = chapters.Chapter("toy", None, "toy",
-                           {"x": chapters.Parameter("x", 0.5), "on": chapters.Parameter("on", True)})
+    toy = chapters.Chapter(
+        "toy", None, "toy", {"x": chapters.Parameter("x", 0.5), "on": chapters.Parameter("on", True)}
+    )
     assert chapters.coerce(toy, "x", 2) == 2.0 and isinstance(chapters.coerce(toy, "x", 2), float)
     assert chapters.coerce(toy, "on", "false") is False
     with pytest.raises(RcakitError, match="expects bool"):
         chapters.coerce(toy, "on", 1)
-    for bad, match in [({"q": "abc"}, "expects float"), ({"seed": "1.5"}, "expects int"),
-                       ({"qq": 1}, "unknown parameter 'qq'"), ({"q": 1.2}, "outside"),
-                       ({"n_permutations": 1}, "outside")]:
+    for bad, match in [
+        ({"q": "abc"}, "expects float"),
+        ({"seed": "1.5"}, "expects int"),
+        ({"qq": 1}, "unknown parameter 'qq'"),
+        ({"q": 1.2}, "outside"),
+        ({"n_permutations": 1}, "outside"),
+    ]:
         with pytest.raises(RcakitError, match=match):
             chapters.validate("car-shapley", bad)
     with pytest.raises(RcakitError, match="unknown chapter"):
@@ -61,7 +73,7 @@ def test_a_page_without_a_parameters_cell_takes_none_and_two_cells_are_refused(t
     head = (Path(__file__).parents[1] / "notebooks" / "claims.md").read_text().split("\n---\n")[0] + "\n---\n"
     page.write_text(head + "# Toy\n\n" + cell.replace("[parameters]", "[hide-input]"))
     assert chapters.get("toy").parameters == {}
-    with pytest.raises(RcakitError, match="unknown parameter 'seed'"):
+    with pytest.raises(RcakitError, match="takes no parameters, got 'seed'"):
         chapters.validate("toy", {"seed": 1})
     page.write_text(head + cell + "\n" + cell)
     os.utime(page, ns=(1, 10**18))  # a new modification time: the page is read again
@@ -94,35 +106,41 @@ def test_declarations_refuse_a_numeric_parameter_without_bounds():
 
 def test_every_numeric_parameter_of_every_chapter_has_bounds():
     for chapter in chapters.all_chapters():  # check_declarations runs on load; this names the chapter
-        missing = [n for n, p in chapter.parameters.items()
-                   if chapters.is_numeric(p.default) and n not in chapter.bounds]
+        missing = [
+            n for n, p in chapter.parameters.items() if chapters.is_numeric(p.default) and n not in chapter.bounds
+        ]
         assert missing == [], chapter.id
         if chapter.parameters:  # the closing page has none
             assert chapter.bounds["seed"][0] == 0, chapter.id
 
 
 def test_list_parameters_are_checked_element_by_element():
-    toy = _toy_chapter("r_values = [1, 3]  # r\nnoise = [0.0, 0.1]  # n\n",
-                       "bounds: {r_values: [1, 50], noise: [0.0, 1.0]}")
+    toy = _toy_chapter(
+        "r_values = [1, 3]  # r\nnoise = [0.0, 0.1]  # n\n", "bounds: {r_values: [1, 50], noise: [0.0, 1.0]}"
+    )
     assert chapters.coerce(toy, "r_values", "[2, 9]") == [2, 9]
     assert chapters.coerce(toy, "noise", "[0, 1]") == [0.0, 1.0]
     assert isinstance(chapters.coerce(toy, "noise", [0])[0], float)
-    bad = [("r_values", "[1,'a']", "element 1 expects int, got 'a'"),
-           ("r_values", "[]", "non-empty list of int"),
-           ("r_values", "[5.0]", "element 0 expects int"),
-           ("r_values", "[1, 51]", "element 1 = 51 is outside"),
-           ("r_values", "3", "non-empty list"),
-           ("noise", "[True]", "element 0 expects float"),
-           ("noise", "[1e999]", "not a finite"),
-           ("r_values", "[" * 60_000 + "]" * 60_000, "expects list of int")]
+    bad = [
+        ("r_values", "[1,'a']", "element 1 expects int, got 'a'"),
+        ("r_values", "[]", "non-empty list of int"),
+        ("r_values", "[5.0]", "element 0 expects int"),
+        ("r_values", "[1, 51]", "element 1 = 51 is outside"),
+        ("r_values", "3", "non-empty list"),
+        ("noise", "[True]", "element 0 expects float"),
+        ("noise", "[1e999]", "not a finite"),
+        ("r_values", "[" * 60_000 + "]" * 60_000, "expects list of int"),
+    ]
     for name, value, match in bad:
         with pytest.raises(RcakitError, match=match):
             chapters.coerce(toy, name, value)
 
 
 def test_requires_rule_and_provider_specs_are_checked_without_a_kernel():
-    toy = _toy_chapter("agent = 'rule'  # a\nprovider = 'none'  # p\njudge_provider = 'none'  # j\n",
-                       "requires: {'agent=llm': [provider]}")
+    toy = _toy_chapter(
+        "agent = 'rule'  # a\nprovider = 'none'  # p\njudge_provider = 'none'  # j\n",
+        "requires: {'agent=llm': [provider]}",
+    )
     chapters.check_rules(toy, {"agent": "rule", "provider": "none", "judge_provider": "none"})
     with pytest.raises(RcakitError, match="'agent' = 'llm' needs 'provider' to be set"):
         chapters.check_rules(toy, {"agent": "llm", "provider": "none", "judge_provider": "none"})

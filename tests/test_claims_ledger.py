@@ -1,6 +1,5 @@
 """The claims file: verdict rules and the shape of every chapter section (data/claims.yaml)."""
 
-
 import pytest
 
 from rcakit import chapters, claims
@@ -9,12 +8,21 @@ from rcakit import chapters, claims
 def _car(gap: float, q: float = 0.3) -> dict:
     """car-shapley's numbers as recorded: phi_1's interval misses its analytic value, phi_0's holds it."""
     half = (1 - q**2) / 2
-    return {"interaction": {"phi": [0.46, 0.45, 0.0], "phi_ci": [[0.43, 0.49], [0.40, 0.44], [-0.1, 0.1]],
-                            "analytic_phi": [half, half, 0.0], "efficiency": 0.95, "analytic_efficiency": 1 - q**2,
-                            "efficiency_ci_from_v_empty": [0.9, 0.92], "efficiency_gap": gap,
-                            "contrastive_abs_sum": 1.6, "coverage": {"car_phi_0": 0.9, "car_phi_0_ci": [0.85, 0.93]}},
-            "pivotal": {"locus": 1, "effects": [-0.2, -0.7, 0.0]},
-            "support_agent": {"locus": 2, "action_match_rate": 1.0}}
+    return {
+        "interaction": {
+            "phi": [0.46, 0.45, 0.0],
+            "phi_ci": [[0.43, 0.49], [0.40, 0.44], [-0.1, 0.1]],
+            "analytic_phi": [half, half, 0.0],
+            "efficiency": 0.95,
+            "analytic_efficiency": 1 - q**2,
+            "efficiency_ci_from_v_empty": [0.9, 0.92],
+            "efficiency_gap": gap,
+            "contrastive_abs_sum": 1.6,
+            "coverage": {"car_phi_0": 0.9, "car_phi_0_ci": [0.85, 0.93]},
+        },
+        "pivotal": {"locus": 1, "effects": [-0.2, -0.7, 0.0]},
+        "support_agent": {"locus": 2, "action_match_rate": 1.0},
+    }
 
 
 def test_compare_verdicts_and_assert_holds():
@@ -22,8 +30,13 @@ def test_compare_verdicts_and_assert_holds():
     verdict = {name.split(":")[0]: v for name, v in table["verdict"].items()}
     assert verdict["Shapley phi_0, two-step interaction SCM"] == "agrees"  # 0.455 in [0.43, 0.49]
     assert verdict["Shapley phi_1, two-step interaction SCM"] == "differs"  # 0.455 outside [0.40, 0.44]
-    assert verdict["CAR's 95% interval for phi_0 holds the analytic value in 95% of reruns at the paper's setting "
-                   "(80 permutations x 12 rollouts)"] == "other parameters"  # no setting given: not the paper's
+    assert (
+        verdict[
+            "CAR's 95% interval for phi_0 holds the analytic value in 95% of reruns at the paper's setting "
+            "(80 permutations x 12 rollouts)"
+        ]
+        == "other parameters"
+    )  # no setting given: not the paper's
     claims.assert_holds(table.reset_index())  # a Monte-Carlo interval that misses is a verdict, never an exception
     broken = claims.compare("car-shapley", _car(gap=1e-3), {"q": 0.3})
     with pytest.raises(AssertionError, match="Efficiency sum = 1 - v"):  # an exact identity is asserted

@@ -70,8 +70,9 @@ def test_validate_prints_every_bad_record_on_its_own_line_then_the_counts(tmp_pa
     assert good.stdout.strip() == "tests/fixtures/longrca_sample.jsonl: 3 good records, 0 bad"
     sample = Path("tests/fixtures/longrca_sample.jsonl").read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join([sample[0], '{"question_ID": "x", "history": []}', "not json", sample[1],
-                              '{"history": [1]}']) + "\n")
+    bad.write_text(
+        "\n".join([sample[0], '{"question_ID": "x", "history": []}', "not json", sample[1], '{"history": [1]}']) + "\n"
+    )
     proc = rcakit("validate", str(bad))
     assert proc.returncode == 2
     assert proc.stdout.strip() == f"{bad}: 2 good records, 3 bad"
@@ -79,19 +80,22 @@ def test_validate_prints_every_bad_record_on_its_own_line_then_the_counts(tmp_pa
     assert len(lines) == 3, proc.stderr
     prefix = f"rcakit: error: {bad}:"
     assert all(line.startswith(prefix) for line in lines)
-    assert [line[len(prefix):].split(":")[0] for line in lines] == ["2", "3", "5"]  # every bad line, in order
+    assert [line[len(prefix) :].split(":")[0] for line in lines] == ["2", "3", "5"]  # every bad line, in order
     assert "history: empty history" in lines[0]
     missing = rcakit("validate", str(tmp_path / "nope"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "no such file" in missing.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "coverage-collapse", "-p", "store", str(FIXTURE.resolve())], "is a file, not a folder"),
-    (["run", "longrca-strata", "-p", "who_and_when_path", "no/such/logs"], "does not exist"),
-    (["run", "coverage-collapse", "-p", "provider", "ollama:m"], "ollama at http://127.0.0.1:9"),
-    (["run", "car-shapley", "-p", "q", "-1e-3"], "outside [0.01, 0.99]"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "coverage-collapse", "-p", "store", str(FIXTURE.resolve())], "is a file, not a folder"),
+        (["run", "longrca-strata", "-p", "who_and_when_path", "no/such/logs"], "does not exist"),
+        (["run", "coverage-collapse", "-p", "provider", "ollama:m"], "ollama at http://127.0.0.1:9"),
+        (["run", "car-shapley", "-p", "q", "-1e-3"], "outside [0.01, 0.99]"),
+    ],
+)
 def test_paths_and_servers_are_checked_before_a_kernel_starts(monkeypatch, capsys, args, message):
     import papermill
 

@@ -89,6 +89,11 @@ def test_every_subpackage_lists_its_exports():
     for init in sorted(Path(project_root() / "rcakit").rglob("__init__.py")):
         if init.parent.name == "rcakit":
             continue
-        names = {t.id for node in ast.parse(init.read_text()).body if isinstance(node, ast.Assign)
-                 for t in node.targets if isinstance(t, ast.Name)}
+        names = {
+            t.id
+            for node in ast.parse(init.read_text()).body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
         assert "__all__" in names, f"{init}: no __all__"

@@ -120,8 +120,10 @@ def test_fetch_who_and_when_from_a_local_mirror_checks_hashes_and_loads_all_184_
     loaded = read_who_and_when(root)
     assert not loaded.errors
     assert len(loaded.trajectories) == 184
-    assert {s: sum(t.source == s for t in loaded.trajectories) for s in ("Hand-Crafted", "Algorithm-Generated")} \
-        == {"Hand-Crafted": 58, "Algorithm-Generated": 126}
+    assert {s: sum(t.source == s for t in loaded.trajectories) for s in ("Hand-Crafted", "Algorithm-Generated")} == {
+        "Hand-Crafted": 58,
+        "Algorithm-Generated": 126,
+    }
     assert run_cli(capsys, "data", "path", "who-and-when")[1].strip() == str(root)
     assert data.locate("who-and-when", "who_and_when_path") == root
     assert "fetched: " + str(root) in run_cli(capsys, "data", "list")[1]
@@ -138,8 +140,10 @@ def test_fetch_who_and_when_from_a_local_mirror_checks_hashes_and_loads_all_184_
     bad = [line for line in out.splitlines() if not line.endswith(": ok")]
     assert len(bad) == 1 and bad[0].startswith("Who&When/Algorithm-Generated/7.json: sha256 ")
     assert "differs from the registry's" in bad[0]
-    assert err == ("rcakit: error: who-and-when: 1 of 185 files do not match (first: "
-                   "Who&When/Algorithm-Generated/7.json); 'rcakit data fetch who-and-when' fetches them anew\n")
+    assert err == (
+        "rcakit: error: who-and-when: 1 of 185 files do not match (first: "
+        "Who&When/Algorithm-Generated/7.json); 'rcakit data fetch who-and-when' fetches them anew\n"
+    )
     flipped.write_bytes(original)
 
     # A second fetch verifies the local copy and needs no server; a damaged file is fetched anew.
@@ -180,8 +184,9 @@ def test_a_404_is_one_line_with_the_status_and_the_file(home, monkeypatch, capsy
         monkeypatch.setenv("RCAKIT_DATA_URL", url)
         status, _, err = run_cli(capsys, "data", "fetch", "who-and-when")
     assert status == 2
-    assert err.strip() .endswith(f"who-and-when: {missing}: {url}Who%26When/Algorithm-Generated/2.json "
-                                 "answered HTTP 404 Not Found")
+    assert err.strip().endswith(
+        f"who-and-when: {missing}: {url}Who%26When/Algorithm-Generated/2.json answered HTTP 404 Not Found"
+    )
     assert f"who-and-when/{missing}" not in files_under(home)
 
 
@@ -204,8 +209,9 @@ def test_a_full_disk_mid_download_is_one_line_and_leaves_no_temporary_file(home,
         monkeypatch.setenv("RCAKIT_DATA_URL", url)
         status, _, err = run_cli(capsys, "data", "fetch", "who-and-when")
     assert status == 2
-    assert err.strip().endswith(f"who-and-when: LICENSE: cannot write into {home / 'who-and-when'}: "
-                                "the file system is full; nothing was kept")
+    assert err.strip().endswith(
+        f"who-and-when: LICENSE: cannot write into {home / 'who-and-when'}: the file system is full; nothing was kept"
+    )
     assert files_under(home) == set()
 
 
@@ -222,10 +228,18 @@ def test_too_little_free_space_is_refused_before_any_download(home, monkeypatch,
 
 def _project(tmp_path: Path, **sets: dict) -> Path:
     """A project whose registry holds the given small data sets (``name=entry fields``)."""
-    base = {"title": "Tiny", "description": "d", "source": "s", "revision": "a" * 40,
-            "base_url": "https://example.invalid/resolve/" + "a" * 40 + "/", "reader": "r",
-            "licence": "none declared", "licence_note": "no licence declared; its terms are yours to check",
-            "bibkey": "k", "citation": "c"}
+    base = {
+        "title": "Tiny",
+        "description": "d",
+        "source": "s",
+        "revision": "a" * 40,
+        "base_url": "https://example.invalid/resolve/" + "a" * 40 + "/",
+        "reader": "r",
+        "licence": "none declared",
+        "licence_note": "no licence declared; its terms are yours to check",
+        "bibkey": "k",
+        "citation": "c",
+    }
     (tmp_path / "project" / "data").mkdir(parents=True, exist_ok=True)
     registry = {name: {**base, **fields} for name, fields in sets.items()}
     (tmp_path / "project" / "data" / "registry.yaml").write_text(yaml.safe_dump(registry))
@@ -234,30 +248,45 @@ def _project(tmp_path: Path, **sets: dict) -> Path:
 
 def _tofu_project(tmp_path: Path, files: tuple[str, ...] = ("q.jsonl",), high: int = 1000) -> Path:
     """One data set, ``tofu``, whose JSONL files are trusted on first use, each 10 to ``high`` bytes."""
-    return _project(tmp_path, tofu={"root": files[0], "files": {f: {"sha256": None, "size": None} for f in files},
-                                    "expect": {"*.jsonl": {"bytes": [10, high], "format": "jsonl"}}})
+    return _project(
+        tmp_path,
+        tofu={
+            "root": files[0],
+            "files": {f: {"sha256": None, "size": None} for f in files},
+            "expect": {"*.jsonl": {"bytes": [10, high], "format": "jsonl"}},
+        },
+    )
 
 
 def _hub_project(tmp_path: Path, count: int) -> Path:
     """A project whose registry holds one small Hub-listed data set, ``tiny``."""
-    return _project(tmp_path, tiny={
-        "root": "data/full",
-        "listing": {"repo": "someone/tiny", "prefix": "data/full/", "suffix": ".json", "count": count,
-                    "extra": ["README.md"]},
-        "expect": {"data/full/*.json": {"bytes": [2, 1000], "format": "json"},
-                   "README.md": {"bytes": [2, 1000], "format": "text"}}})
+    return _project(
+        tmp_path,
+        tiny={
+            "root": "data/full",
+            "listing": {
+                "repo": "someone/tiny",
+                "prefix": "data/full/",
+                "suffix": ".json",
+                "count": count,
+                "extra": ["README.md"],
+            },
+            "expect": {
+                "data/full/*.json": {"bytes": [2, 1000], "format": "json"},
+                "README.md": {"bytes": [2, 1000], "format": "text"},
+            },
+        },
+    )
 
 
-def _hub(files: dict[str, bytes], names: list[str] | None = None, repo: str = "someone/tiny",
-         revision: str = "a" * 40):
+def _hub(files: dict[str, bytes], names: list[str] | None = None, repo: str = "someone/tiny", revision: str = "a" * 40):
     """A server body function: the Hub's revision API listing ``names`` (default ``files``), then the files."""
     listing = json.dumps({"siblings": [{"rfilename": n} for n in (names if names is not None else files)]}).encode()
     api = f"api/datasets/{repo}/revision/{revision}"
     return lambda p: listing if p == api else files.get(p)
 
 
-def test_the_first_fetch_records_hashes_in_the_lock_file_and_later_fetches_verify(tmp_path, home, monkeypatch,
-                                                                                  capsys):
+def test_the_first_fetch_records_hashes_in_the_lock_file_and_later_fetches_verify(tmp_path, home, monkeypatch, capsys):
     monkeypatch.setenv("RCAKIT_ROOT", str(_tofu_project(tmp_path)))
     name = "q.jsonl"
     served = {name: b'{"id": "2hop__1_2", "question": "Who?", "answerable": true}\n'}
@@ -299,7 +328,10 @@ def test_a_hub_listing_is_filtered_counted_and_kept_in_the_lock_file(tmp_path, h
     assert "no licence declared; its terms are yours to check" in err
     assert Path(out.strip()) == home / "tiny" / "data" / "full"
     assert json.loads((home / "tiny.lock.json").read_text())["listing"] == [
-        "README.md", "data/full/2.json", "data/full/10.json"]
+        "README.md",
+        "data/full/2.json",
+        "data/full/10.json",
+    ]
     assert files_under(home / "tiny") == {"README.md", "data/full/2.json", "data/full/10.json"}
     # Later fetches take the file list from the lock file: no Hub, no mirror needed.
     monkeypatch.setenv("HF_ENDPOINT", closed_port_url())
@@ -355,8 +387,14 @@ def test_a_file_list_naming_paths_outside_the_data_home_is_refused_and_changes_n
     with serve(body) as url:
         env = {k: v for k, v in os.environ.items() if k not in ("RCAKIT_ROOT", "RCAKIT_TRACEBACK")}
         env.update(RCAKIT_DATA_DIR=str(home), RCAKIT_DATA_URL=url, HF_ENDPOINT=url.rstrip("/"))
-        done = subprocess.run([sys.executable, "-m", "rcakit.cli", "data", "fetch", "longrca-bench"],
-                              cwd=project_root(), env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "rcakit.cli", "data", "fetch", "longrca-bench"],
+            cwd=project_root(),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"rcakit: error: longrca-bench: file list: {url.rstrip('/')}/api/datasets/")
@@ -380,8 +418,7 @@ def test_a_lock_file_or_registry_naming_a_path_outside_is_refused(tmp_path, home
         data.registry()
 
 
-def test_a_symbolic_link_out_of_the_data_set_folder_is_refused_before_any_download(tmp_path, home, monkeypatch,
-                                                                                    capsys):
+def test_a_symbolic_link_out_of_the_data_set_folder_is_refused_before_any_download(tmp_path, home, monkeypatch, capsys):
     monkeypatch.setenv("RCAKIT_ROOT", str(_hub_project(tmp_path, count=1)))
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -402,8 +439,7 @@ def plausible_musique(size: int = 29_500_000) -> bytes:
     return line * (size // len(line))
 
 
-def test_an_html_page_served_as_musique_is_refused_at_first_fetch_and_leaves_it_not_fetched(home, monkeypatch,
-                                                                                             capsys):
+def test_an_html_page_served_as_musique_is_refused_at_first_fetch_and_leaves_it_not_fetched(home, monkeypatch, capsys):
     """Issue 20, done-when 2: a 63-byte HTML page served as MuSiQue (about 30.4 MB of JSONL) is refused;
     nothing is kept or locked, the file already at its place is neither trusted nor overwritten, and the
     listing says not fetched. The same mirror serving plausible bytes is then accepted."""
@@ -417,8 +453,10 @@ def test_an_html_page_served_as_musique_is_refused_at_first_fetch_and_leaves_it_
         monkeypatch.setenv("RCAKIT_DATA_URL", url)
         status, out, err = run_cli(capsys, "data", "fetch", "musique")
         assert status == 2 and out == ""
-        assert err == (f"rcakit: error: musique: {MUSIQUE}: refused at first fetch (an HTML page: 63 bytes, the "
-                       f"registry expects 28.9 MB to 31.9 MB); nothing from {url}{MUSIQUE} was kept or recorded\n")
+        assert err == (
+            f"rcakit: error: musique: {MUSIQUE}: refused at first fetch (an HTML page: 63 bytes, the "
+            f"registry expects 28.9 MB to 31.9 MB); nothing from {url}{MUSIQUE} was kept or recorded\n"
+        )
         assert not data.lock_path(ds).exists() and not data.is_fetched("musique")
         assert files_under(home) == {f"musique/{MUSIQUE}"} and planted.read_bytes() == b'{"id": "planted"}\n'
         listed = run_cli(capsys, "data", "list")[1].splitlines()
@@ -439,8 +477,12 @@ def test_a_lock_that_recorded_an_html_page_before_these_checks_is_unusable(home,
     ds = data.get("musique")
     (home / "musique").mkdir()
     (home / "musique" / MUSIQUE).write_bytes(HTML_PAGE)
-    lock = {"name": "musique", "revision": ds.revision, "listing": [MUSIQUE],
-            "files": {MUSIQUE: {"sha256": hashlib.sha256(HTML_PAGE).hexdigest(), "size": 63}}}
+    lock = {
+        "name": "musique",
+        "revision": ds.revision,
+        "listing": [MUSIQUE],
+        "files": {MUSIQUE: {"sha256": hashlib.sha256(HTML_PAGE).hexdigest(), "size": 63}},
+    }
     data.lock_path(ds).write_text(json.dumps(lock))
     listed = run_cli(capsys, "data", "list")[1].splitlines()
     state = listed[listed.index(f"musique: {ds.title}") + 1]
@@ -456,8 +498,10 @@ def test_a_refused_file_discards_every_file_of_that_first_fetch(tmp_path, home, 
         monkeypatch.setenv("RCAKIT_DATA_URL", url)
         status, _, err = run_cli(capsys, "data", "fetch", "tofu")
     assert status == 2
-    assert err == (f"rcakit: error: tofu: b.jsonl: refused at first fetch (line 2 is not a JSON object); "
-                   f"nothing from {url}b.jsonl was kept or recorded\n")
+    assert err == (
+        f"rcakit: error: tofu: b.jsonl: refused at first fetch (line 2 is not a JSON object); "
+        f"nothing from {url}b.jsonl was kept or recorded\n"
+    )
     assert files_under(home) == set() and not data.lock_path(data.get("tofu")).exists()
 
 
@@ -471,34 +515,41 @@ def test_a_body_longer_than_the_registry_allows_is_cut_off_and_refused(tmp_path,
     assert files_under(home) == set()
 
 
-@pytest.mark.parametrize(("fmt", "body", "problem"), [
-    ("jsonl", b'{"a": 1}\n\n{"b": 2}\n', None),
-    ("jsonl", b'{"a": 1}\n{"b": \n', "line 2 is not JSON"),
-    ("jsonl", b'{"a": 1}\n\xff\xfe\n', "line 2 is not JSON"),
-    ("jsonl", b"\n\n", "no JSON line"),
-    ("json", b'{"question_ID": "x", "history": []}', None),
-    ("json", b'{"question_ID": "x",}', "not a JSON document"),
-    ("parquet", b"PAR1" + b"\0" * 8 + b"PAR1", None),
-    ("parquet", b"PAR1" + b"\0" * 8 + b"PAR2", "not a Parquet file (no PAR1 at both ends)"),
-    ("parquet", b"PAR1PAR1", "too short for a Parquet file"),
-    ("text", b"---\nlicense: mit\n---\n# Card\n", None),
-    ("text", b"\n  <!DOCTYPE HTML><html></html>", "an HTML page"),
-    ("text", b"caf\xe9", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    ("fmt", "body", "problem"),
+    [
+        ("jsonl", b'{"a": 1}\n\n{"b": 2}\n', None),
+        ("jsonl", b'{"a": 1}\n{"b": \n', "line 2 is not JSON"),
+        ("jsonl", b'{"a": 1}\n\xff\xfe\n', "line 2 is not JSON"),
+        ("jsonl", b"\n\n", "no JSON line"),
+        ("json", b'{"question_ID": "x", "history": []}', None),
+        ("json", b'{"question_ID": "x",}', "not a JSON document"),
+        ("parquet", b"PAR1" + b"\0" * 8 + b"PAR1", None),
+        ("parquet", b"PAR1" + b"\0" * 8 + b"PAR2", "not a Parquet file (no PAR1 at both ends)"),
+        ("parquet", b"PAR1PAR1", "too short for a Parquet file"),
+        ("text", b"---\nlicense: mit\n---\n# Card\n", None),
+        ("text", b"\n  <!DOCTYPE HTML><html></html>", "an HTML page"),
+        ("text", b"caf\xe9", "not UTF-8 text"),
+    ],
+)
 def test_each_format_check_accepts_its_format_and_names_what_is_wrong(tmp_path, fmt, body, problem):
     path = tmp_path / "file"
     path.write_bytes(body)
     assert formats.Expectation(0, 1000, fmt).problem(path) == problem
-    assert formats.Expectation(len(body) + 1, 1000, fmt).problem(path).endswith(
-        f"{len(body)} bytes, the registry expects {len(body) + 1} bytes to 1.0 kB")
+    assert (
+        formats.Expectation(len(body) + 1, 1000, fmt)
+        .problem(path)
+        .endswith(f"{len(body)} bytes, the registry expects {len(body) + 1} bytes to 1.0 kB")
+    )
 
 
 def test_a_registry_expectation_is_checked_when_the_registry_is_read(tmp_path, monkeypatch):
-    for expect, message in (({"*.jsonl": {"bytes": [10, 5]}}, "'bytes' must be \\[low, high\\]"),
-                            ({"*.jsonl": {"bytes": [1, 5], "format": "csv"}}, "unknown format 'csv'"),
-                            ({"*.json": {"bytes": [1, 5]}}, "'q.jsonl' is recorded at first fetch and needs")):
-        project = _project(tmp_path, tofu={"root": "q.jsonl", "files": {"q.jsonl": {"sha256": None}},
-                                           "expect": expect})
+    for expect, message in (
+        ({"*.jsonl": {"bytes": [10, 5]}}, "'bytes' must be \\[low, high\\]"),
+        ({"*.jsonl": {"bytes": [1, 5], "format": "csv"}}, "unknown format 'csv'"),
+        ({"*.json": {"bytes": [1, 5]}}, "'q.jsonl' is recorded at first fetch and needs"),
+    ):
+        project = _project(tmp_path, tofu={"root": "q.jsonl", "files": {"q.jsonl": {"sha256": None}}, "expect": expect})
         monkeypatch.setenv("RCAKIT_ROOT", str(project))
         with pytest.raises(RcakitError, match=message):
             data.registry()
@@ -524,11 +575,15 @@ def test_verify_rehashes_what_is_on_disk_and_finds_one_flipped_byte(tmp_path, ho
     status, out, err = run_cli(capsys, "data", "verify", "tofu")
     lock = data.lock_path(data.get("tofu"))
     assert status == 2
-    assert out.splitlines() == ["a.jsonl: ok", f"b.jsonl: sha256 {hashlib.sha256(flipped).hexdigest()} differs "
-                                f"from the one recorded at first fetch in {lock}, "
-                                f"{hashlib.sha256(served['b.jsonl']).hexdigest()}"]
-    assert err == ("rcakit: error: tofu: 1 of 2 files do not match (first: b.jsonl); "
-                   "'rcakit data fetch tofu' fetches them anew\n")
+    assert out.splitlines() == [
+        "a.jsonl: ok",
+        f"b.jsonl: sha256 {hashlib.sha256(flipped).hexdigest()} differs "
+        f"from the one recorded at first fetch in {lock}, "
+        f"{hashlib.sha256(served['b.jsonl']).hexdigest()}",
+    ]
+    assert err == (
+        "rcakit: error: tofu: 1 of 2 files do not match (first: b.jsonl); 'rcakit data fetch tofu' fetches them anew\n"
+    )
     (home / "tofu" / "a.jsonl").unlink()
     assert run_cli(capsys, "data", "verify", "tofu")[1].splitlines()[0] == "a.jsonl: missing"
 
@@ -580,8 +635,14 @@ def test_data_list_on_a_clone_with_no_shared_folder_shows_the_three_data_sets(tm
     assert not (clone.parent / "shared").exists()
     env = {k: v for k, v in os.environ.items() if k not in ("RCAKIT_ROOT", "RCAKIT_DATA_URL")}
     env.update(RCAKIT_DATA_DIR=str(tmp_path / "empty-home"), PYTHONPATH=str(clone))
-    done = subprocess.run([sys.executable, "-m", "rcakit.cli", "data", "list"], cwd=clone, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "rcakit.cli", "data", "list"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     for name, licence in (("who-and-when", "MIT"), ("longrca-bench", "none declared"), ("musique", "CC BY 4.0")):
         line = next(i for i, text in enumerate(done.stdout.splitlines()) if text.startswith(f"{name}: "))

@@ -43,6 +43,7 @@ def refused(chapter_id: str, **overrides) -> str:
 
 # --- MuSiQue files (world) ---------------------------------------------------------------------------
 
+
 def musique_lines() -> list[dict]:
     return [json.loads(line) for line in MUSIQUE.read_text(encoding="utf-8").splitlines()]
 
@@ -71,8 +72,9 @@ def test_a_musique_file_without_a_three_hop_question_is_refused(tmp_path):
     assert "no answerable 4-hop question" in refused("coverage-collapse", world=str(MUSIQUE), hops=4)
 
 
-@pytest.mark.parametrize("decomposition, why", [(None, "missing field 'question_decomposition'"),
-                                                ([], "question_decomposition is empty")])
+@pytest.mark.parametrize(
+    "decomposition, why", [(None, "missing field 'question_decomposition'"), ([], "question_decomposition is empty")]
+)
 def test_a_missing_or_empty_decomposition_names_the_line(tmp_path, decomposition, why):
     records = musique_lines()
     if decomposition is None:
@@ -104,20 +106,24 @@ def test_a_paragraph_without_a_title_names_the_line(tmp_path):
     del records[1]["paragraphs"][3]["title"]
     path = write_musique(tmp_path / "untitled.jsonl", records)
     assert f"{path}, line 2: not a MuSiQue question (paragraph 3 lacks 'title')" in refused(
-        "content-corruption", world=str(path))
+        "content-corruption", world=str(path)
+    )
 
 
 def test_musique_by_name_must_be_fetched_and_a_fifo_never_blocks(tmp_path):
     assert "the data set 'musique' is not fetched; run 'rcakit data fetch musique'" in refused(
-        "coverage-collapse", world="musique")
+        "coverage-collapse", world="musique"
+    )
     fifo = tmp_path / "questions.jsonl"
     os.mkfifo(fifo)
     assert f"{fifo}: not a regular file (a FIFO)" in refused("coverage-collapse", world=str(fifo))
-    assert f"{tmp_path / 'nope.jsonl'} does not exist" in refused("coverage-collapse",
-                                                                  world=str(tmp_path / "nope.jsonl"))
+    assert f"{tmp_path / 'nope.jsonl'} does not exist" in refused(
+        "coverage-collapse", world=str(tmp_path / "nope.jsonl")
+    )
 
 
 # --- LongRCA files (longrca) -------------------------------------------------------------------------
+
 
 def longrca_records() -> list[dict]:
     return [json.loads(line) for line in LONGRCA.read_text(encoding="utf-8").splitlines()]
@@ -135,19 +141,21 @@ def test_a_longrca_file_with_no_usable_record_is_refused(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     message = refused("longrca-strata", longrca=str(path))
-    assert f"parameter 'longrca': {path}: no labelled LongRCA record (0 unlabelled, 3 rejected; the first: " \
-           f"{path}:1: mistake_agent: 'Nobody' never appears" in message
+    assert (
+        f"parameter 'longrca': {path}: no labelled LongRCA record (0 unlabelled, 3 rejected; the first: "
+        f"{path}:1: mistake_agent: 'Nobody' never appears" in message
+    )
     unlabelled = tmp_path / "unlabelled.json"
-    unlabelled.write_text(json.dumps([{k: v for k, v in r.items() if not k.startswith("mistake")}
-                                      for r in longrca_records()]), encoding="utf-8")
-    assert "no labelled LongRCA record (3 unlabelled, 0 rejected)" in refused("longrca-strata",
-                                                                             longrca=str(unlabelled))
+    unlabelled.write_text(
+        json.dumps([{k: v for k, v in r.items() if not k.startswith("mistake")} for r in longrca_records()]),
+        encoding="utf-8",
+    )
+    assert "no labelled LongRCA record (3 unlabelled, 0 rejected)" in refused("longrca-strata", longrca=str(unlabelled))
 
 
 def test_a_trailing_comma_is_named_as_such(tmp_path):
     path = tmp_path / "records.json"
-    path.write_text("[\n" + ",\n".join(LONGRCA.read_text(encoding="utf-8").splitlines()) + ",\n]\n",
-                    encoding="utf-8")
+    path.write_text("[\n" + ",\n".join(LONGRCA.read_text(encoding="utf-8").splitlines()) + ",\n]\n", encoding="utf-8")
     message = refused("longrca-strata", longrca=str(path))
     assert f"parameter 'longrca': {path}: no labelled LongRCA record" in message
     assert "invalid JSON at line 5 column 1: a trailing comma" in message
@@ -177,6 +185,7 @@ def test_duplicate_question_ids_are_a_validation_error_and_counted_once(tmp_path
 
 # --- Who&When folders (who_and_when_path) -------------------------------------------------------------
 
+
 def who_log(steps: int = 3) -> dict:
     history = [{"role": "User" if i == 0 else "Planner", "content": f"turn {i}"} for i in range(steps)]
     return {"question": "q", "history": history, "mistake_agent": "Planner", "mistake_step": "1"}
@@ -196,8 +205,11 @@ def test_every_shape_the_who_and_when_loader_takes_loads_and_passes(tmp_path):
     both = who_folder(tmp_path / "both")
     one = who_folder(tmp_path / "one", subsets=("Hand-Crafted",))
     subset = who_folder(tmp_path / "direct", subsets=("Algorithm-Generated",)) / "Algorithm-Generated"
-    for path, sources in [(both, {"Hand-Crafted", "Algorithm-Generated"}), (one, {"Hand-Crafted"}),
-                          (subset, {"Algorithm-Generated"})]:
+    for path, sources in [
+        (both, {"Hand-Crafted", "Algorithm-Generated"}),
+        (one, {"Hand-Crafted"}),
+        (subset, {"Algorithm-Generated"}),
+    ]:
         loaded = read_who_and_when(path)
         assert loaded.errors == [] and {t.source for t in loaded.trajectories} == sources
         assert len(loaded.trajectories) == 2 * len(sources)
@@ -228,6 +240,7 @@ def test_a_folder_with_no_logs_or_no_good_log_is_refused(tmp_path):
 
 
 # --- rejected records on the terminal ----------------------------------------------------------------
+
 
 def test_rejected_records_are_counted_on_stderr_one_line_per_file_and_a_summary(tmp_path, capsys):
     from rcakit.trajectories import read_longrca, read_who_and_when, validate_path
@@ -268,11 +281,13 @@ def test_inside_a_run_the_warnings_go_to_the_runners_file(tmp_path, monkeypatch,
 
 # --- plug-in methods (methods) -----------------------------------------------------------------------
 
+
 def test_plugin_methods_must_import_and_be_callable(tmp_path, monkeypatch):
     import sys
 
-    (tmp_path / "myplugins.py").write_text("def mine(case, oracle, budget):\n    return 0\n\n"
-                                           "def two(case, oracle):\n    return 0\n\nNOT_A_METHOD = 3\n")
+    (tmp_path / "myplugins.py").write_text(
+        "def mine(case, oracle, budget):\n    return 0\n\ndef two(case, oracle):\n    return 0\n\nNOT_A_METHOD = 3\n"
+    )
     (tmp_path / "brokenplugin.py").write_text("raise ValueError('needs a GPU\\nand more')\n")
     base = params_of("attribution-families")
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))  # the kernel's working folder: plug-ins import from it
@@ -289,14 +304,17 @@ def test_plugin_methods_must_import_and_be_callable(tmp_path, monkeypatch):
     assert "methods: cannot import 'myplugins:absent'" in refused_methods("myplugins:absent")
     assert "methods: 'myplugins:NOT_A_METHOD' is not callable" in refused_methods("myplugins:NOT_A_METHOD")
     assert "methods: 'myplugins:two' cannot be called as method(case, oracle, budget)" in refused_methods(
-        "myplugins:two")
-    assert refused_methods("brokenplugin:x") == ("attribution-families: methods: importing 'brokenplugin:x' "
-                                                 "failed: ValueError: needs a GPU and more")
+        "myplugins:two"
+    )
+    assert refused_methods("brokenplugin:x") == (
+        "attribution-families: methods: importing 'brokenplugin:x' failed: ValueError: needs a GPU and more"
+    )
     assert "methods: the list is empty" in refused_methods(" , ")
     assert str(tmp_path) not in sys.path  # the project folder is on the path only while checking
 
 
 # --- the Dask scheduler (scheduler) ------------------------------------------------------------------
+
 
 def test_the_scheduler_is_probed_within_the_preflight_timeout(monkeypatch):
     calls = []
@@ -329,8 +347,17 @@ def test_a_real_probe_refuses_a_closed_port_naming_it():
 
 # --- a corrupt LLM cache row -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stored", ["not json", "[1, 2]", '{"text": "a"}', '{"text": 1, "input_tokens": 1, '
-                                    '"output_tokens": 1}', '{"text": "a", "input_tokens": -1, "output_tokens": 1}'])
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "not json",
+        "[1, 2]",
+        '{"text": "a"}',
+        '{"text": 1, "input_tokens": 1, "output_tokens": 1}',
+        '{"text": "a", "input_tokens": -1, "output_tokens": 1}',
+    ],
+)
 def test_a_corrupt_cache_row_names_the_cache_and_how_to_clear_it(tmp_path, stored):
     from rcakit.llm import ResponseCache
     from rcakit.llm.base import Reply

@@ -85,8 +85,13 @@ def test_valid_json_reply_passes_options_and_schema(fake, tmp_path):
     assert request["format"] == VERDICT.schema
     assert request["messages"] == QUESTION
     content_chars = sum(len(m["content"]) for m in QUESTION)
-    assert usage.totals() == {"cases": 0, "calls": 1, "input_tokens": content_chars,
-                              "output_tokens": 54, "abstentions": 0}
+    assert usage.totals() == {
+        "cases": 0,
+        "calls": 1,
+        "input_tokens": content_chars,
+        "output_tokens": 54,
+        "abstentions": 0,
+    }
 
 
 def test_malformed_json_is_retried_once_with_the_error_then_abstains(fake, tmp_path):
@@ -229,8 +234,12 @@ def test_concurrent_threads_lose_nothing(fake, tmp_path):
     assert cache.hits + cache.misses == 160
     fresh = ResponseCache(tmp_path)
     for prompt in prompts:
-        request = canonical_request("ollama", "tiny:1b", [{"role": "user", "content": prompt}],
-                                    {"temperature": 0.0, "seed": 0, "max_tokens": 256, "json_schema": None})
+        request = canonical_request(
+            "ollama",
+            "tiny:1b",
+            [{"role": "user", "content": prompt}],
+            {"temperature": 0.0, "seed": 0, "max_tokens": 256, "json_schema": None},
+        )
         assert json.loads(fresh.get(request).text) == {"echo": prompt}
 
 
@@ -249,8 +258,12 @@ for i in range(int(sys.argv[3])):
 def test_concurrent_processes_lose_nothing(tmp_path):
     ResponseCache(tmp_path)  # the file exists before the race, as after a first run
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), name, "100"], env=env,
-                              stderr=subprocess.PIPE, text=True) for name in ("left", "right")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), name, "100"], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for name in ("left", "right")
+    ]
     for proc in procs:
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
     assert cache_totals(tmp_path) == {"hits": 400, "misses": 200}  # no lost counter update
@@ -270,8 +283,11 @@ def test_default_cache_is_shared_by_methods_in_a_process(cache_dir):
     assert len(model.calls) == 1 and judge.cache is reader.cache
     assert judge.cache.counters() == {"hits": 1, "misses": 1}
     assert judge.cache.path == cache_dir / "responses.sqlite"
-    assert acct.to_dict()["judge"] == acct.to_dict()["reader"] == {
-        "cases": 0, "calls": 1, "input_tokens": 4, "output_tokens": 5, "abstentions": 0}
+    assert (
+        acct.to_dict()["judge"]
+        == acct.to_dict()["reader"]
+        == {"cases": 0, "calls": 1, "input_tokens": 4, "output_tokens": 5, "abstentions": 0}
+    )
 
 
 def test_unwritable_cache_folder_is_one_line(tmp_path):
@@ -292,13 +308,16 @@ def test_none_is_falsy_and_its_use_names_the_parameter():
         judge.chat(QUESTION)
 
 
-@pytest.mark.parametrize("spec, phrase", [
-    ("gpt-4o", "unknown provider 'gpt-4o'"),
-    ("ollama:", "unknown provider"),
-    ("llamacpp:weights.bin", "'weights.bin' is not a .gguf file"),
-    ("llamacpp:/no/such/model.gguf", "/no/such/model.gguf does not exist"),
-    (3, "expected a string"),
-])
+@pytest.mark.parametrize(
+    "spec, phrase",
+    [
+        ("gpt-4o", "unknown provider 'gpt-4o'"),
+        ("ollama:", "unknown provider"),
+        ("llamacpp:weights.bin", "'weights.bin' is not a .gguf file"),
+        ("llamacpp:/no/such/model.gguf", "/no/such/model.gguf does not exist"),
+        (3, "expected a string"),
+    ],
+)
 def test_bad_spec_is_one_line_naming_the_parameter(spec, phrase):
     with pytest.raises(RcakitError) as excinfo:
         provider_from_spec(spec)

@@ -84,8 +84,11 @@ def test_two_bad_replies_abstain_and_the_invalid_prediction_scores_as_wrong(tmp_
     prediction = locator.locate(traj)
     assert prediction == Prediction()
     assert acct["all_at_once"].totals() == {
-        "cases": 1, "calls": 2, "input_tokens": acct["all_at_once"].input_tokens,
-        "output_tokens": 8, "abstentions": 1,
+        "cases": 1,
+        "calls": 2,
+        "input_tokens": acct["all_at_once"].input_tokens,
+        "output_tokens": 8,
+        "abstentions": 1,
     }
     retry = model.provider.calls[1]["messages"]
     assert retry[-2] == {"role": "assistant", "content": "I think step 5"} and "not valid JSON" in retry[-1]["content"]
@@ -298,10 +301,12 @@ def test_compare_llm_puts_the_offline_locators_beside_and_merges_sets(tmp_path, 
 def test_cost_table_is_one_spelling_and_one_rounding_for_every_chapter():
     from rcakit.llm.accounting import PER_CASE, cost_table
 
-    totals = {"judge": {"cases": 3, "calls": 7, "input_tokens": 100, "output_tokens": 11, "abstentions": 1},
-              "idle": {"cases": 0, "calls": 0, "input_tokens": 0, "output_tokens": 0, "abstentions": 0}}
+    totals = {
+        "judge": {"cases": 3, "calls": 7, "input_tokens": 100, "output_tokens": 11, "abstentions": 1},
+        "idle": {"cases": 0, "calls": 0, "input_tokens": 0, "output_tokens": 0, "abstentions": 0},
+    }
     table = cost_table(totals)
-    assert list(table.columns[-len(PER_CASE):]) == list(PER_CASE) and "seconds_per_case" not in table
+    assert list(table.columns[-len(PER_CASE) :]) == list(PER_CASE) and "seconds_per_case" not in table
     assert table.loc["judge", "calls_per_case"] == 2.333 and table.loc["judge", "tokens_per_case"] == 37.0
     judge = table.loc["judge"]
     assert judge["input_tokens_per_case"] == 33.333 and judge["output_tokens_per_case"] == 3.667

@@ -152,20 +152,23 @@ def test_bad_host_is_one_line():
 # --- check_spec: the string and the disk only ---------------------------------
 
 
-@pytest.mark.parametrize("spec, phrase", [
-    ("gpt-4o", "unknown provider 'gpt-4o'"),
-    ("", "unknown provider ''"),
-    ("ollama:", "unknown provider 'ollama:'"),
-    ("ollama:   ", "unknown provider"),
-    ("llamacpp:", "unknown provider 'llamacpp:'"),
-    ("none:extra", "unknown provider 'none:extra'"),
-    ("llamacpp:weights.bin", "'weights.bin' is not a .gguf file"),
-    ("llamacpp:/no/such/model.gguf", "llamacpp model file /no/such/model.gguf does not exist"),
-    ("llamacpp:" + "x" * 5000 + ".gguf", "does not exist"),
-    ("+" * 5000, "(5002 characters)"),
-    (None, "expected a string"),
-    (["ollama:tiny"], "expected a string"),
-])
+@pytest.mark.parametrize(
+    "spec, phrase",
+    [
+        ("gpt-4o", "unknown provider 'gpt-4o'"),
+        ("", "unknown provider ''"),
+        ("ollama:", "unknown provider 'ollama:'"),
+        ("ollama:   ", "unknown provider"),
+        ("llamacpp:", "unknown provider 'llamacpp:'"),
+        ("none:extra", "unknown provider 'none:extra'"),
+        ("llamacpp:weights.bin", "'weights.bin' is not a .gguf file"),
+        ("llamacpp:/no/such/model.gguf", "llamacpp model file /no/such/model.gguf does not exist"),
+        ("llamacpp:" + "x" * 5000 + ".gguf", "does not exist"),
+        ("+" * 5000, "(5002 characters)"),
+        (None, "expected a string"),
+        (["ollama:tiny"], "expected a string"),
+    ],
+)
 def test_check_spec_refuses_in_one_line_naming_the_parameter(spec, phrase):
     with pytest.raises(RcakitError) as excinfo:
         check_spec(spec, param="judge_provider")
@@ -214,16 +217,19 @@ def test_check_timeout_reads_numbers_and_the_environment(monkeypatch):
     assert provider_from_spec("ollama:tiny").timeout == 30.0
 
 
-@pytest.mark.parametrize("value, phrase", [
-    (0, "0 s is outside (0, 86400] seconds"),
-    (-1e-3, "-0.001 s is outside"),
-    (86401, "86401 s is outside"),
-    (float("nan"), "expected a number of seconds, got nan"),
-    (float("inf"), "expected a number of seconds, got inf"),
-    (True, "expected a number of seconds, got True"),
-    ("soon", "expected a number of seconds, got 'soon'"),
-    ("9" * 5000, "characters)"),
-])
+@pytest.mark.parametrize(
+    "value, phrase",
+    [
+        (0, "0 s is outside (0, 86400] seconds"),
+        (-1e-3, "-0.001 s is outside"),
+        (86401, "86401 s is outside"),
+        (float("nan"), "expected a number of seconds, got nan"),
+        (float("inf"), "expected a number of seconds, got inf"),
+        (True, "expected a number of seconds, got True"),
+        ("soon", "expected a number of seconds, got 'soon'"),
+        ("9" * 5000, "characters)"),
+    ],
+)
 def test_bad_timeout_is_one_line_naming_the_parameter(value, phrase):
     with pytest.raises(RcakitError) as excinfo:
         check_timeout(value)

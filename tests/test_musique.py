@@ -73,10 +73,15 @@ def musique_lab(world, tmp_path, wrong=()):
 
 # --- the mapping ------------------------------------------------------------------------------------
 
+
 def test_selection_keeps_answerable_three_hop_questions_in_file_order(world):
     made, selection = world
-    assert [q.id for q in made.questions] == [CHAIN, "3hop1__9011_9012_9013", "3hop2__9021_9022_9023",
-                                            "3hop1__9031_9032_9033"]
+    assert [q.id for q in made.questions] == [
+        CHAIN,
+        "3hop1__9011_9012_9013",
+        "3hop2__9021_9022_9023",
+        "3hop1__9031_9032_9033",
+    ]
     assert (selection.read, selection.with_hops, selection.answerable, selection.selected) == (6, 5, 4, 4)
     assert selection.uncertified_hops == 0
     records = read_records(FIXTURE)
@@ -88,8 +93,11 @@ def test_decomposition_maps_to_certified_hop_facts(world):
     made, _ = world
     q = made.questions[0]
     assert q.start == "The Lantern Orchard" and q.answer == "Doravia"
-    assert [(g.subject, g.object) for g in q.hops] == [("The Lantern Orchard", "Ilsa Varnholt"),
-                                                       ("Ilsa Varnholt", "Kestrelmoor"), ("Kestrelmoor", "Doravia")]
+    assert [(g.subject, g.object) for g in q.hops] == [
+        ("The Lantern Orchard", "Ilsa Varnholt"),
+        ("Ilsa Varnholt", "Kestrelmoor"),
+        ("Kestrelmoor", "Doravia"),
+    ]
     for g in q.hops:  # each hop's supporting paragraph is titled by its subject and names its answer
         paragraph = made.corpus[g.paragraph_id]
         assert paragraph.title == g.subject and g.object in paragraph.text
@@ -103,8 +111,10 @@ def test_decomposition_maps_to_certified_hop_facts(world):
 
 def test_references_other_than_the_bridge_take_that_hops_gold_answer():
     answers = ["Vennacourt", "Selm River", "1763"]
-    assert hop_phrase("When did surveyors of #1 first map #2?", 3, answers, "Ostrovia") == \
-        "When did surveyors of Vennacourt first map {}?"
+    assert (
+        hop_phrase("When did surveyors of #1 first map #2?", 3, answers, "Ostrovia")
+        == "When did surveyors of Vennacourt first map {}?"
+    )
     assert hop_phrase("Quiet Harbour Tales >> publisher", 1, answers, "Quiet Harbour Tales") == "publisher of {}"
     assert hop_phrase("What is {x} in #1?", 2, answers, "S") == "What is {{x}} in {}?"
     with pytest.raises(RcakitError, match="refers to #3"):
@@ -136,13 +146,18 @@ def test_the_rule_reader_alone_is_refused():
 
 # --- the protocol on MuSiQue ------------------------------------------------------------------------
 
+
 def test_strict_eligibility_on_musique(world, tmp_path):
     made, _ = world
     wrong_ask = made.relations[made.questions[1].hops[2].relation].sub_question("Teodor Aschel")
     lab, raw = musique_lab(world, tmp_path, wrong={wrong_ask})
     correct = {qid: t.correct for qid, t in lab.clean.items()}
-    assert correct == {CHAIN: True, "3hop1__9011_9012_9013": False, "3hop2__9021_9022_9023": True,
-                       "3hop1__9031_9032_9033": True}
+    assert correct == {
+        CHAIN: True,
+        "3hop1__9011_9012_9013": False,
+        "3hop2__9021_9022_9023": True,
+        "3hop1__9031_9032_9033": True,
+    }
     assert lab.world.name == "musique" and raw.calls
     wrong = lab.clean["3hop1__9011_9012_9013"]
     assert len(wrong.hops) == 3 and not P.eligible(wrong, 1)  # reaches every hop, answers wrong: never eligible
@@ -153,8 +168,19 @@ def test_false_premise_at_hop_2_fails_and_propagation_aware_names_it(world, tmp_
     """The earlier, targeted false premise (a planted wrong object) under the earlier protocol."""
     raw = ScriptedProvider(reader_model(world[0]), model="script")
     chat = cached(raw, cache=ResponseCache(tmp_path / "cache"), accounting=MethodUsage())
-    lab = P.build_lab(0, n_questions=80, hops=3, reader_chat=chat, world=str(FIXTURE), top_k=3, corpus="global",
-                      empty_search="nothing", spare_hops=1, reformulate=True, interventions="targeted")
+    lab = P.build_lab(
+        0,
+        n_questions=80,
+        hops=3,
+        reader_chat=chat,
+        world=str(FIXTURE),
+        top_k=3,
+        corpus="global",
+        empty_search="nothing",
+        spare_hops=1,
+        reformulate=True,
+        interventions="targeted",
+    )
     clean = lab.clean[CHAIN]
     assert clean.correct and [h.entity for h in clean.hops] == ["Ilsa Varnholt", "Kestrelmoor", "Doravia"]
     injected = inject(lab.agent, clean, 2, "false_premise", random.Random(1), "targeted")
@@ -180,6 +206,7 @@ def test_a_structural_sweep_runs_and_resumes_on_musique(world, tmp_path):
 
 # --- the chapter's rule and an end-to-end run -------------------------------------------------------
 
+
 def test_world_other_than_synthetic_needs_the_llm_agent_and_a_provider():
     chapter = chapters.get("coverage-collapse")
     base = {**{n: p.default for n, p in chapter.parameters.items()}, "world": str(FIXTURE)}
@@ -192,10 +219,13 @@ def test_world_other_than_synthetic_needs_the_llm_agent_and_a_provider():
 
 
 def test_cli_refuses_musique_without_the_llm_agent_before_any_work(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "rcakit.cli", "run", "coverage-collapse", "--quick",
-                           "-p", "world", str(FIXTURE)], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "RCAKIT_BOOK_DIR": str(tmp_path / "book"),
-                               "RCAKIT_RESULTS_DIR": str(tmp_path / "results")})
+    proc = subprocess.run(
+        [sys.executable, "-m", "rcakit.cli", "run", "coverage-collapse", "--quick", "-p", "world", str(FIXTURE)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "RCAKIT_BOOK_DIR": str(tmp_path / "book"), "RCAKIT_RESULTS_DIR": str(tmp_path / "results")},
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs 'agent' = 'llm'" in lines[0]
@@ -205,11 +235,37 @@ def test_cli_refuses_musique_without_the_llm_agent_before_any_work(tmp_path):
 def test_coverage_collapse_runs_end_to_end_on_the_fixture_against_the_fake_server(world, tmp_path):
     results = tmp_path / "results"
     with FakeOllamaServer(reader_model(world[0])) as server:
-        env = {**os.environ, "OLLAMA_HOST": server.url, "RCAKIT_LLM_CACHE": str(tmp_path / "llm"),
-               "RCAKIT_BOOK_DIR": str(tmp_path / "book"), "RCAKIT_RESULTS_DIR": str(results)}
-        proc = subprocess.run([sys.executable, "-m", "rcakit.cli", "run", "coverage-collapse", "--quick",
-                               "-p", "world", str(FIXTURE), "-p", "agent", "llm", "-p", "provider", "ollama:fake"],
-                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=1500)
+        env = {
+            **os.environ,
+            "OLLAMA_HOST": server.url,
+            "RCAKIT_LLM_CACHE": str(tmp_path / "llm"),
+            "RCAKIT_BOOK_DIR": str(tmp_path / "book"),
+            "RCAKIT_RESULTS_DIR": str(results),
+        }
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rcakit.cli",
+                "run",
+                "coverage-collapse",
+                "--quick",
+                "-p",
+                "world",
+                str(FIXTURE),
+                "-p",
+                "agent",
+                "llm",
+                "-p",
+                "provider",
+                "ollama:fake",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=1500,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert server.requests
     record = json.loads((results / "coverage-collapse.json").read_text())
@@ -224,8 +280,13 @@ def test_lines_split_on_newline_only_and_a_leading_bom_is_read(tmp_path):
     record = json.loads(lines[0])
     record["paragraphs"][3]["paragraph_text"] += "\u2028a line separator inside a string"
     path = tmp_path / "separators.jsonl"
-    path.write_bytes("\ufeff".encode() + json.dumps(record, ensure_ascii=False).encode() + b"\n"
-                     + "\n".join(lines[1:]).encode() + b"\n")
+    path.write_bytes(
+        "\ufeff".encode()
+        + json.dumps(record, ensure_ascii=False).encode()
+        + b"\n"
+        + "\n".join(lines[1:]).encode()
+        + b"\n"
+    )
     assert [r["id"] for r in read_records(path)] == [json.loads(line)["id"] for line in lines]
     made, selection = build_musique_world(path, n_questions=80)
     assert selection.selected == 4 and any("\u2028" in p.text for p in made.corpus)

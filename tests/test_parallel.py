@@ -58,16 +58,34 @@ def respond(messages) -> str:
 
 
 # the coverage-collapse sweep with agent=llm, small: the chapter's parameters
-RAG = dict(seed=3, n_entities=300, n_questions=8, hops=2, top_k=3, reading_noise=0.2, distractor_rate=0.3,
-           coverage_threshold=0.05, provider="ollama:fake", judge_provider="none", agent="llm", llm_max_cases=3,
-           llm_timeout=30.0, world="synthetic")
+RAG = dict(
+    seed=3,
+    n_entities=300,
+    n_questions=8,
+    hops=2,
+    top_k=3,
+    reading_noise=0.2,
+    distractor_rate=0.3,
+    coverage_threshold=0.05,
+    provider="ollama:fake",
+    judge_provider="none",
+    agent="llm",
+    llm_max_cases=3,
+    llm_timeout=30.0,
+    world="synthetic",
+)
 _PHRASES = [(re.compile("^" + re.escape(r.phrase).replace(r"\{\}", "(.+)") + "$"), r.name) for r in RELATIONS.values()]
 
 
 @functools.cache
 def rag_world():
-    return build_world(RAG["seed"], n_entities=RAG["n_entities"], n_questions=RAG["n_questions"], hops=RAG["hops"],
-                       distractor_rate=RAG["distractor_rate"])
+    return build_world(
+        RAG["seed"],
+        n_entities=RAG["n_entities"],
+        n_questions=RAG["n_questions"],
+        hops=RAG["hops"],
+        distractor_rate=RAG["distractor_rate"],
+    )
 
 
 def rag_respond(messages) -> str:
@@ -118,8 +136,11 @@ class ChatSweep:
         self.threads.add(threading.current_thread().name)
         text, tokens = f"question {i} at depth {d}", 0
         for step in range(STEPS):
-            reply = self.chat.get().chat([{"role": "user", "content": f"{key} step {step}: {text}"}],
-                                         seed=request_seed(self.seed, key), max_tokens=32)
+            reply = self.chat.get().chat(
+                [{"role": "user", "content": f"{key} step {step}: {text}"}],
+                seed=request_seed(self.seed, key),
+                max_tokens=32,
+            )
             text, tokens = json.loads(reply.text)["digest"], tokens + reply.input_tokens + reply.output_tokens
         return {"key": key, "answer": text, "tokens": tokens}
 
@@ -249,13 +270,16 @@ def test_a_driver_error_in_on_result_stops_the_run():
 # --- settings ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value, phrase", [
-    ("http://host:8786", "tcp://HOST:PORT"),
-    ("tcp://host", "tcp://HOST:PORT"),
-    ("tcp://:8786", "tcp://HOST:PORT"),
-    ("tcp://host:99999", "tcp://HOST:PORT"),
-    (8786, "expected a string"),
-])
+@pytest.mark.parametrize(
+    "value, phrase",
+    [
+        ("http://host:8786", "tcp://HOST:PORT"),
+        ("tcp://host", "tcp://HOST:PORT"),
+        ("tcp://:8786", "tcp://HOST:PORT"),
+        ("tcp://host:99999", "tcp://HOST:PORT"),
+        (8786, "expected a string"),
+    ],
+)
 def test_a_bad_scheduler_is_one_line(value, phrase):
     with pytest.raises(RcakitError, match=f"^scheduler: .*{phrase}") as info:
         check_scheduler(value)
@@ -315,8 +339,12 @@ def not_dask(reply: bytes | None):
             conn.close()
 
 
-GARBAGE = {"silent": None, "http": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
-           "short frame": b"\x01" + bytes(7) + b"\x05" + bytes(7) + b"abcde", "huge frame": b"\xff" * 64}
+GARBAGE = {
+    "silent": None,
+    "http": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+    "short frame": b"\x01" + bytes(7) + b"\x05" + bytes(7) + b"abcde",
+    "huge frame": b"\xff" * 64,
+}
 
 
 @pytest.mark.parametrize("peer", list(GARBAGE))
@@ -341,8 +369,9 @@ def test_a_run_on_a_silent_scheduler_stops_within_the_connect_timeout(monkeypatc
     monkeypatch.setattr("rcakit.parallel.CONNECT_SECONDS", 2)
     with not_dask(None) as address:
         start = time.monotonic()
-        with pytest.raises(RcakitError, match=f"^scheduler: {address} accepted a connection but gave no Dask "
-                                              "handshake within 2 s"):
+        with pytest.raises(
+            RcakitError, match=f"^scheduler: {address} accepted a connection but gave no Dask handshake within 2 s"
+        ):
             run_cases([("a", 1)], lambda i: {}, scheduler=address)
         assert time.monotonic() - start < 6
 
@@ -369,9 +398,20 @@ open(out, "wb").write(as_bytes(values))
 
 def _sweep(tmp_path, name, workers):
     return subprocess.Popen(
-        [sys.executable, "-c", SWEEP_SCRIPT, str(Path(__file__).parent), str(tmp_path / f"{name}.jsonl"),
-         str(tmp_path / f"{name}-cache"), str(workers), str(tmp_path / f"{name}.json")],
-        env={**os.environ, "RCAKIT_PROGRESS": "0"}, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            SWEEP_SCRIPT,
+            str(Path(__file__).parent),
+            str(tmp_path / f"{name}.jsonl"),
+            str(tmp_path / f"{name}-cache"),
+            str(workers),
+            str(tmp_path / f"{name}.json"),
+        ],
+        env={**os.environ, "RCAKIT_PROGRESS": "0"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_killed_four_worker_run_resumes_to_the_serial_bytes(fake, tmp_path):
@@ -408,8 +448,9 @@ CaseStore(sys.argv[1]).run([(f"case-{i}", i) for i in range(8)], work, runner=Ru
 
 
 def test_a_run_whose_case_fails_every_attempt_exits_non_zero_naming_it(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", FAILING_SCRIPT, str(tmp_path / "s.jsonl")], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", FAILING_SCRIPT, str(tmp_path / "s.jsonl")], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode != 0
     assert "CaseFailed: case 'case-4' failed after 2 attempts: ValueError: no verdict in the reply" in proc.stderr
     saved = CaseStore(tmp_path / "s.jsonl")
@@ -439,8 +480,12 @@ for t in threads: t.join()
 def test_four_processes_of_two_threads_lose_no_cache_entry(tmp_path):
     n = 300
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), f"p{k}", str(n)], env=env,
-                              stderr=subprocess.PIPE, text=True) for k in range(4)]  # no cache file yet: a race
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), f"p{k}", str(n)], env=env, stderr=subprocess.PIPE, text=True
+        )
+        for k in range(4)
+    ]  # no cache file yet: a race
     errors = [(proc.wait(timeout=240), proc.stderr.read()) for proc in procs]
     assert errors == [(0, "")] * 4
     cache = ResponseCache(tmp_path)
@@ -457,7 +502,8 @@ def test_four_processes_of_two_threads_lose_no_cache_entry(tmp_path):
 @pytest.fixture(scope="module")
 def cluster():
     distributed = pytest.importorskip(
-        "distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
+        "distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')"
+    )
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
@@ -465,8 +511,9 @@ def cluster():
     before = os.environ.get("OLLAMA_HOST")
     os.environ["OLLAMA_HOST"] = server.url  # the workers' own environment, fixed when they start
     try:
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                      silence_logs=40) as local:
+        with distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+        ) as local:
             yield local, server
     finally:
         if before is None:
@@ -483,8 +530,12 @@ def test_a_two_process_cluster_gives_the_serial_bytes_with_hosts_from_the_worker
     serial = run_cases(CASES, ChatSweep(tmp_path / "serial-cache"))
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # the driver's host is never used by a worker
     arrived = []
-    outcome = run_cases(CASES, ChatSweep(tmp_path / "cluster-cache"), scheduler=local.scheduler_address,
-                        on_result=lambda key, value: arrived.append(key))
+    outcome = run_cases(
+        CASES,
+        ChatSweep(tmp_path / "cluster-cache"),
+        scheduler=local.scheduler_address,
+        on_result=lambda key, value: arrived.append(key),
+    )
     assert as_bytes(outcome.values) == as_bytes(serial.values)
     assert sorted(arrived) == sorted(k for k, _ in CASES)
     assert list(outcome.served.table()["server"]) == [server.url]
@@ -516,8 +567,9 @@ def test_the_probe_accepts_the_scheduler_and_refuses_a_worker(cluster):
     local, _ = cluster
     probe_scheduler(local.scheduler_address)
     worker = next(iter(local.scheduler_info["workers"]))
-    with pytest.raises(RcakitError, match=f"^scheduler: {worker} answered Dask's handshake but is a Dask "
-                                          "Worker, not a scheduler$"):
+    with pytest.raises(
+        RcakitError, match=f"^scheduler: {worker} answered Dask's handshake but is a Dask Worker, not a scheduler$"
+    ):
         probe_scheduler(worker, timeout=5)
 
 
@@ -616,9 +668,21 @@ Path(sys.argv[5]).write_bytes(rag_bytes(run))
 
 
 def _arm(tmp_path, name, workers, out):
-    return subprocess.Popen([sys.executable, "-c", ARM_SCRIPT, str(Path(__file__).parent), str(tmp_path), name,
-                             str(workers), str(tmp_path / out)],
-                            env={**os.environ, "RCAKIT_PROGRESS": "0"}, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            ARM_SCRIPT,
+            str(Path(__file__).parent),
+            str(tmp_path),
+            name,
+            str(workers),
+            str(tmp_path / out),
+        ],
+        env={**os.environ, "RCAKIT_PROGRESS": "0"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_killed_four_worker_chapter_sweep_resumes_to_the_serial_bytes(rag_env, tmp_path):

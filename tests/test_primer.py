@@ -40,8 +40,14 @@ def test_primer_records_its_closed_forms_at_the_exercise_parameters(at_q_half):
     assert recorded["do"]["force_no_refund"] == 0.0 and recorded["do"]["force_refund"] == 1.0
     assert recorded["contrastive"]["locus"] == 1 and recorded["contrastive"]["effects"][2] == 0.0
     assert recorded["contrastive"]["closed_effect_1"] == pytest.approx(p - 1)
-    assert recorded["repair"] == {"and_exact": 1, "or_exact": 1, "and_replays": r * 5, "or_replays": r * 4,
-                                  "and_replays_closed": r * 5, "or_replays_closed": r * 4}
+    assert recorded["repair"] == {
+        "and_exact": 1,
+        "or_exact": 1,
+        "and_replays": r * 5,
+        "or_replays": r * 4,
+        "and_replays_closed": r * 5,
+        "or_replays_closed": r * 4,
+    }
     assert recorded["rag"]["coverage_hop"] == recorded["rag"]["earliest_below"] == 1
     assert recorded["rag"]["fault_hop"] == 3 and recorded["rag"]["bound_slack"] <= 0
 
@@ -57,9 +63,12 @@ def test_no_identity_row_differs_or_is_off_setting_at_the_exercise_parameters(at
 
 def test_the_page_opens_with_the_verdict_and_glues_every_number(at_q_half):
     _, notebook = at_q_half
-    glued = {out["metadata"]["scrapbook"]["name"]: out["data"]
-             for cell in json.loads(notebook.read_text())["cells"] for out in cell.get("outputs", [])
-             if "scrapbook" in out.get("metadata", {})}
+    glued = {
+        out["metadata"]["scrapbook"]["name"]: out["data"]
+        for cell in json.loads(notebook.read_text())["cells"]
+        for out in cell.get("outputs", [])
+        if "scrapbook" in out.get("metadata", {})
+    }
     verdict = glued["verdict"]["application/papermill.record/text/markdown"]
     assert "correctness checks" in verdict and "17 of 17 hold" in verdict
     assert {"effect_0", "effect_1", "locus_text", "named_text", "and_run"} <= set(glued)
@@ -103,35 +112,43 @@ POS = {"plan": (0, 0), "lookup": (1, 0.6), "check": (1, -0.6), "answer": (2, 0)}
 def _cases() -> dict:
     dag = nx.DiGraph([("plan", "lookup"), ("plan", "check"), ("lookup", "answer"), ("check", "answer")])
     build = dict(faults=["lookup", "check"], sink="answer", schedules=list(nx.all_topological_sorts(dag)), seed=0)
-    return {"AND join": repair.hand_built_case(dag.edges, case_id="AND", **build),
-            "OR join": repair.hand_built_case(dag.edges, redundant=["answer"], case_id="OR", **build)}
+    return {
+        "AND join": repair.hand_built_case(dag.edges, case_id="AND", **build),
+        "OR join": repair.hand_built_case(dag.edges, redundant=["answer"], case_id="OR", **build),
+    }
 
 
 def test_the_and_and_or_panels_draw_different_families():
     cases = _cases()
-    figure = primer_plots.repair_family_figure(cases, {k: c.family for k, c in cases.items()}, POS,
-                                               {k: k for k in cases})
+    figure = primer_plots.repair_family_figure(
+        cases, {k: c.family for k, c in cases.items()}, POS, {k: k for k in cases}
+    )
     outlines = [[p for p in ax.patches if isinstance(p, FancyBboxPatch)] for ax in figure.axes]
     assert [len(o) for o in outlines] == [1, 2]  # one pair; two singletons
     pair, singles = outlines[0][0], outlines[1]
     assert pair.get_height() > 2 * max(s.get_height() for s in singles)  # the pair's outline spans both events
-    assert [ax.get_title().splitlines()[0] for ax in figure.axes] == ["AND join: F = {check, lookup}",
-                                                                     "OR join: F = {check} | {lookup}"]
+    assert [ax.get_title().splitlines()[0] for ax in figure.axes] == [
+        "AND join: F = {check, lookup}",
+        "OR join: F = {check} | {lookup}",
+    ]
 
 
 def test_no_node_is_clipped_by_its_axes():
     cases = _cases()
-    for figure in (primer_plots.repair_family_figure(cases, {k: c.family for k, c in cases.items()}, POS,
-                                                     {k: k for k in cases}),
-                   primer_plots.run_graph_figure([("a", "b"), ("b", "Y")], {"a": (0, 0), "b": (1, 0.5), "Y": (2, 1)},
-                                                 faulty=["b"])):
+    for figure in (
+        primer_plots.repair_family_figure(cases, {k: c.family for k, c in cases.items()}, POS, {k: k for k in cases}),
+        primer_plots.run_graph_figure(
+            [("a", "b"), ("b", "Y")], {"a": (0, 0), "b": (1, 0.5), "Y": (2, 1)}, faulty=["b"]
+        ),
+    ):
         renderer = figure.canvas.get_renderer()
         figure.canvas.draw()
         for ax in figure.axes:
             frame = ax.get_window_extent(renderer)
             boxes = [t.get_bbox_patch().get_window_extent(renderer) for t in ax.texts if t.get_bbox_patch()]
-            assert boxes and all(frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
-                                 for b in boxes)
+            assert boxes and all(
+                frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1 for b in boxes
+            )
 
 
 def test_the_colours_named_in_the_captions_are_the_ones_drawn():

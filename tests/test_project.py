@@ -5,6 +5,7 @@ from pathlib import Path
 
 LINT = Path(__file__).parents[1] / "scripts" / "lint.py"
 
+
 def _lint(*paths):
     import subprocess
     import sys
@@ -30,8 +31,9 @@ def test_environment_yml_mirrors_pyproject_lower_bounds():
     from rcakit.paths import project_root
 
     project = tomllib.loads((project_root() / "pyproject.toml").read_text())["project"]
-    declared = project["dependencies"] + [d for k, v in project["optional-dependencies"].items()
-                                          if k != "local-llm" for d in v]
+    declared = project["dependencies"] + [
+        d for k, v in project["optional-dependencies"].items() if k != "local-llm" for d in v
+    ]
     env = yaml.safe_load((project_root() / "environment.yml").read_text())["dependencies"]
     pins = [d for d in env if isinstance(d, str)] + next(d["pip"] for d in env if isinstance(d, dict))
     for requirement in declared:
@@ -85,8 +87,10 @@ def test_compare_results_names_the_differing_keys_and_passes_only_identical_or_e
     moved = {**tree, "params": {"seed": 0, "store": "cases"}}
     (head / "x.json").write_text(json.dumps(moved, sort_keys=True, indent=2) + "\n")
     assert cmp.compare("x", base, head, set()) == (False, "x: differs at params.store")
-    assert cmp.compare("x", base, head, {"params.store"}) == (True, "x: identical except the expected keys "
-                                                                     "params.store")
+    assert cmp.compare("x", base, head, {"params.store"}) == (
+        True,
+        "x: identical except the expected keys params.store",
+    )
     changed = {"a": {"phi": [0.5, 0.26], "n": 3.0, "new": 1}, "params": moved["params"]}
     (head / "x.json").write_text(json.dumps(changed, sort_keys=True, indent=2) + "\n")
     ok, line = cmp.compare("x", base, head, {"params.store"})
@@ -102,8 +106,16 @@ def test_api_page_lists_every_public_module_and_is_up_to_date():
     api = _script("api_page")
     page = api.page()
     assert (Path(__file__).parents[1] / "book" / "api.md").read_text(encoding="utf-8") == page
-    for name in ("rcakit.scm", "rcakit.shapley", "rcakit.repair", "rcakit.rag", "rcakit.trajectories",
-                 "rcakit.llm", "rcakit.stats", "rcakit.claims"):
+    for name in (
+        "rcakit.scm",
+        "rcakit.shapley",
+        "rcakit.repair",
+        "rcakit.rag",
+        "rcakit.trajectories",
+        "rcakit.llm",
+        "rcakit.stats",
+        "rcakit.claims",
+    ):
         assert f".. automodule:: {name}\n   :members:" in page
     assert api.source_of("rcakit.no_such_module") is None
     import pkgutil

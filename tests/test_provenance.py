@@ -28,8 +28,9 @@ def test_a_rerun_records_its_parameters_and_the_book_keeps_them(toy):
     assert runner.book_parameters("car-shapley", defaults=True)["seed"] == 0
     chapter = chapters.get("car-shapley")
     assert provenance.why_stale(chapter, out, runner.book_parameters("car-shapley")) is None
-    assert provenance.why_stale(chapter, out, runner.book_parameters("car-shapley", defaults=True)) == \
-        "other parameters"
+    assert (
+        provenance.why_stale(chapter, out, runner.book_parameters("car-shapley", defaults=True)) == "other parameters"
+    )
 
 
 def test_the_page_says_it_is_a_rerun_only_away_from_the_defaults(toy):
@@ -65,11 +66,13 @@ def test_a_changed_source_or_module_makes_the_page_stale(toy, monkeypatch):
 def test_cells_are_selected_by_what_is_present(toy):
     import nbformat
 
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("always"),
-        nbformat.v4.new_markdown_cell("needs", metadata={"tags": ["needs-provider"]}),
-        nbformat.v4.new_markdown_cell("missing", metadata={"tags": ["missing-provider"]}),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("always"),
+            nbformat.v4.new_markdown_cell("needs", metadata={"tags": ["needs-provider"]}),
+            nbformat.v4.new_markdown_cell("missing", metadata={"tags": ["missing-provider"]}),
+        ]
+    )
     chapter = chapters.Chapter("x", toy / "x.md", "X", {"provider": chapters.Parameter("provider", "none")})
     kept = runner.select_cells(nbformat.from_dict(nb), chapter, {"provider": "none"})
     assert [c.source for c in kept.cells] == ["always", "missing"]

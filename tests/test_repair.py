@@ -92,6 +92,7 @@ def bench():
 
 # --- planted families -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["single", "joint_and", "alt_or"])
 def test_gcjr_and_exhaustive_recover_planted_family_on_hand_built_dags(kind):
     case = diamond(kind)
@@ -115,19 +116,31 @@ def test_generated_sequential_joint_cases_are_flagged_out_of_scope(bench):
 
 # --- pair admission ---------------------------------------------------------------------
 
+
 def test_pair_admission_rules_each_exclude_a_pair():
     g = nx.DiGraph()
     agents = {"A0": "A", "B0": "B", "B1": "B", "C0": "C", "C1": "C", "E0": "E", "F0": "F", "D0": "D"}
     for v, a in agents.items():
         g.add_node(v, agent=a)
-    g.add_edges_from([("A0", "B0"), ("A0", "B1"), ("A0", "C0"), ("B0", "D0"), ("B1", "D0"), ("C0", "D0"),
-                      ("C1", "D0"), ("E0", "A0"), ("F0", "C1")])
+    g.add_edges_from(
+        [
+            ("A0", "B0"),
+            ("A0", "B1"),
+            ("A0", "C0"),
+            ("B0", "D0"),
+            ("B1", "D0"),
+            ("C0", "D0"),
+            ("C1", "D0"),
+            ("E0", "A0"),
+            ("F0", "C1"),
+        ]
+    )
     g.add_node("lonely", agent="G")
     s = Structure(g)
-    assert s.admissible("B0", "C0")            # different agents, incomparable, meet at D0
-    assert not s.admissible("B0", "B1")        # same agent
-    assert not s.admissible("A0", "C0")        # comparable
-    assert not s.admissible("B0", "lonely")    # incomparable, different agents, no shared join
+    assert s.admissible("B0", "C0")  # different agents, incomparable, meet at D0
+    assert not s.admissible("B0", "B1")  # same agent
+    assert not s.admissible("A0", "C0")  # comparable
+    assert not s.admissible("B0", "lonely")  # incomparable, different agents, no shared join
     assert not s.converge("B0", "lonely") and s.converge("C0", "C1")
     assert s.admissible_set(("B0", "C0", "F0")) and not s.admissible_set(("B0", "B1", "C0"))
 
@@ -141,6 +154,7 @@ def test_no_admission_ablation_replays_more_pairs_than_gcjr():
 
 
 # --- minimality -------------------------------------------------------------------------
+
 
 def test_minimal_sets_keeps_only_the_antichain():
     sets = [F("a"), F("ab"), F("bc"), F("c"), F("d")]
@@ -165,6 +179,7 @@ def test_singleton_only_cannot_express_a_joint_repair():
 
 
 # --- cost -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("r", [1, 3, 5])
 def test_call_counts_equal_the_cost_formulas(bench, r):
@@ -263,12 +278,13 @@ def test_a_broken_search_fails_the_cost_check(bench, broken):
 
 # --- hidden edges -----------------------------------------------------------------------
 
+
 def test_hidden_edge_that_cuts_a_repair_path_makes_gcjr_miss_it():
     case = diamond("single")
     view = case.graph.copy()
     view.remove_edge("B0", "D0")
     oracle = ReplayOracle(case)
-    assert oracle.h({"B0"})                     # the true graph still carries the repair
+    assert oracle.h({"B0"})  # the true graph still carries the repair
     assert gcjr(case, oracle, graph=view).family == F()
     assert not in_domain(case, case.family, graph=view)
 
@@ -285,6 +301,7 @@ def test_hidden_edges_are_counted_and_nested():
 
 
 # --- generator --------------------------------------------------------------------------
+
 
 def test_generator_invariants(bench):
     kinds = [c.kind for c in bench]
@@ -349,6 +366,7 @@ def test_is_schedule_rejects_an_order_that_breaks_an_edge():
 
 # --- oracle -----------------------------------------------------------------------------
 
+
 def test_oracle_threshold_noise_and_counting():
     case = diamond("single")
     clean = ReplayOracle(case, r=3)
@@ -380,8 +398,16 @@ def test_theta_is_exactly_two_thirds_for_every_r():
     assert not ReplayOracle(diamond("single"), r=100).passes(66)
 
 
-@pytest.mark.parametrize("text, value", [("2/3", Fraction(2, 3)), ("1", Fraction(1)), ("0.8", Fraction(4, 5)),
-                                         (0.66, Fraction(33, 50)), (Fraction(1, 2), Fraction(1, 2))])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("2/3", Fraction(2, 3)),
+        ("1", Fraction(1)),
+        ("0.8", Fraction(4, 5)),
+        (0.66, Fraction(33, 50)),
+        (Fraction(1, 2), Fraction(1, 2)),
+    ],
+)
 def test_threshold_reads_exact_fractions(text, value):
     assert threshold(text) == value
 
@@ -392,8 +418,10 @@ def test_threshold_rejects_bad_values(bad):
         threshold(bad)
 
 
-@pytest.mark.parametrize("kwargs, field", [({"r": 0}, "r"), ({"theta": 0.0}, "theta"), ({"noise": 1.0}, "noise"),
-                                           ({"schedule": 3}, "schedule")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [({"r": 0}, "r"), ({"theta": 0.0}, "theta"), ({"noise": 1.0}, "noise"), ({"schedule": 3}, "schedule")],
+)
 def test_oracle_rejects_bad_settings(kwargs, field):
     with pytest.raises(RcakitError, match=field):
         ReplayOracle(diamond("single"), **kwargs)
@@ -406,6 +434,7 @@ def test_replaying_a_non_candidate_is_an_error():
 
 
 # --- baselines and metrics --------------------------------------------------------------
+
 
 def test_shapley_top2_returns_the_pair_even_when_each_event_suffices():
     for kind, fem in (("alt_or", 0.0), ("joint_and", 1.0), ("single", 0.0)):
@@ -482,6 +511,7 @@ def test_ablation_directions_on_the_benchmark(bench):
 
 # --- sweeps -----------------------------------------------------------------------------
 
+
 def test_hidden_edge_sweep_is_nested_so_recall_never_rises(bench):
     sweep = experiments.hidden_edge_sweep(bench, [0.0, 0.1, 0.3], draws=2, seed=0)
     inside = sweep[sweep["in_scope"]]
@@ -529,16 +559,20 @@ def test_cost_check_matches_counted_calls(bench):
 
 # --- identity claims fail when the code under them is broken ---------------------------
 
+
 def _measured(frame) -> dict:
     ins = frame[frame["in_scope"]]
     return {"gcjr": summarise(ins)}
 
 
-@pytest.mark.parametrize("broken, claim_start", [
-    (functools.partial(gcjr, config=ABLATIONS["no_minimality"]), "GCJR FEM on in-scope"),
-    (functools.partial(gcjr, config=ABLATIONS["no_minimality"]), "GCJR minimality violations"),
-    (functools.partial(gcjr, config=ABLATIONS["singleton_only"]), "GCJR FEM on in-scope"),
-])
+@pytest.mark.parametrize(
+    "broken, claim_start",
+    [
+        (functools.partial(gcjr, config=ABLATIONS["no_minimality"]), "GCJR FEM on in-scope"),
+        (functools.partial(gcjr, config=ABLATIONS["no_minimality"]), "GCJR minimality violations"),
+        (functools.partial(gcjr, config=ABLATIONS["singleton_only"]), "GCJR FEM on in-scope"),
+    ],
+)
 def test_identity_claims_fail_on_a_broken_search(bench, broken, claim_start):
     table = claims.compare("gcjr-ablations", _measured(evaluate_method(bench, gcjr))).set_index("claim")
     row = table[table.index.str.startswith(claim_start)]
@@ -560,6 +594,7 @@ def test_noiseless_sc_claim_fails_for_an_order_dependent_search(bench):
 
 
 # --- claims and published numbers ------------------------------------------------------
+
 
 def test_claims_have_a_kind_and_a_section_of_the_chapter():
     text = (project_root() / "notebooks" / "gcjr_ablations.md").read_text(encoding="utf-8")
@@ -610,8 +645,14 @@ def test_dag_figure_bytes_do_not_depend_on_the_hash_seed():
     digests = set()
     for hash_seed in ("1", "2", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MPLBACKEND": "Agg"}
-        out = subprocess.run([sys.executable, "-c", FIGURE_SCRIPT], env=env, capture_output=True, text=True,
-                             check=True, cwd=project_root())
+        out = subprocess.run(
+            [sys.executable, "-c", FIGURE_SCRIPT],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=project_root(),
+        )
         digests.add(out.stdout.strip())
     assert len(digests) == 1
 
@@ -644,13 +685,18 @@ def _exhaustive_with_a_repeat(case, oracle):
 def test_every_asserted_identity_claim_fails_on_broken_code(bench):
     from dataclasses import replace
 
-    asserted = {c["measured"] for c in claims.chapter_claims("gcjr-ablations")["claims"]
-                if c["kind"] == "identity" and c.get("holds")}
+    asserted = {
+        c["measured"]
+        for c in claims.chapter_claims("gcjr-ablations")["claims"]
+        if c["kind"] == "identity" and c.get("holds")
+    }
     inside = [c for c in bench if c.kind != "sequential_joint"]
-    no_filter_exhaustive = functools.partial(gcjr, config=replace(ABLATIONS["no_minimality"], slicing=False,
-                                                                  admission=False))
+    no_filter_exhaustive = functools.partial(
+        gcjr, config=replace(ABLATIONS["no_minimality"], slicing=False, admission=False)
+    )
     singleton_only_with_pairs = functools.partial(gcjr, config=replace(ABLATIONS["singleton_only"], q=2))
     no_minimality_with_filter = functools.partial(gcjr, config=replace(ABLATIONS["no_minimality"], minimality=True))
+
     def run(method, **kw):
         return evaluate_method(inside, method, **kw)
 
@@ -667,15 +713,18 @@ def test_every_asserted_identity_claim_fails_on_broken_code(bench):
     g = run(gcjr, schedules=(0,))
     ex = run(exhaustive, schedules=(0,))
     bad_ex = run(_exhaustive_with_a_repeat, schedules=(0,))
-    broken["cost.exhaustive_formula_match"] = float(experiments.cost_check(inside, g, bad_ex, r=3)[
-        "exhaustive_match"].mean())
+    broken["cost.exhaustive_formula_match"] = float(
+        experiments.cost_check(inside, g, bad_ex, r=3)["exhaustive_match"].mean()
+    )
     # a GCJR that replays a pair twice saves less than the cost formulas say
-    broken["replay_reduction"] = experiments.replay_reduction({"GCJR": run(_replays_a_pair_twice, schedules=(0,)),
-                                                               "exhaustive": ex})
+    broken["replay_reduction"] = experiments.replay_reduction(
+        {"GCJR": run(_replays_a_pair_twice, schedules=(0,)), "exhaustive": ex}
+    )
     formula = experiments.cost_summary(experiments.cost_check(inside, g, ex, r=3), 3)["formula_reduction"]
     context = {"closed": experiments.closed_forms(2), "cost": {"formula_reduction": formula}}
-    assert verdict_of("replay_reduction", experiments.replay_reduction({"GCJR": g, "exhaustive": ex}),
-                      context) == "agrees"
+    assert (
+        verdict_of("replay_reduction", experiments.replay_reduction({"GCJR": g, "exhaustive": ex}), context) == "agrees"
+    )
     # gcjr.sc and cost.gcjr_formula_match have their own tests above, the pilot's identities in test_workflow.py
     assert {k for k in asserted if not k.startswith("pilot.")} - set(broken) == {"gcjr.sc", "cost.gcjr_formula_match"}
     for key, value in broken.items():
@@ -706,6 +755,7 @@ def test_rs1_is_one_for_an_empty_family_when_nothing_repairs():
 
 
 # --- derived tables and hand-built cases ------------------------------------------------
+
 
 def test_true_family_uses_the_one_minimality_filter(monkeypatch):
     from rcakit.repair import baselines, benchmark, families, search
@@ -742,13 +792,21 @@ def test_case_order_filters_the_schedule_once():
 
 
 def test_per_kind_counts_means_and_empty_families():
-    frame = pd.DataFrame({
-        "kind": ["alt_or", "single", "single", "sequential_joint"],
-        "in_scope": [True, True, False, False],
-        "fem": [0.0, 1.0, 0.0, 0.0], "aj": [0.5, 1.0, 0.0, 0.0], "recall": [1.0, 1.0, 0.0, 0.0],
-        "rs1": [1.0, 1.0, 0.0, 0.0], "repair_success1": [1.0, 1.0, 0.0, 0.0], "mv": [1.0, 0.0, 0.0, 0.0],
-        "sc": [1.0, 1.0, 1.0, 1.0], "replays": [9, 12, 18, 15], "family": ["{B0}", "{A0}", "∅", "∅"],
-    })
+    frame = pd.DataFrame(
+        {
+            "kind": ["alt_or", "single", "single", "sequential_joint"],
+            "in_scope": [True, True, False, False],
+            "fem": [0.0, 1.0, 0.0, 0.0],
+            "aj": [0.5, 1.0, 0.0, 0.0],
+            "recall": [1.0, 1.0, 0.0, 0.0],
+            "rs1": [1.0, 1.0, 0.0, 0.0],
+            "repair_success1": [1.0, 1.0, 0.0, 0.0],
+            "mv": [1.0, 0.0, 0.0, 0.0],
+            "sc": [1.0, 1.0, 1.0, 1.0],
+            "replays": [9, 12, 18, 15],
+            "family": ["{B0}", "{A0}", "∅", "∅"],
+        }
+    )
     table = per_kind(frame)
     assert list(table.index) == ["single", "alt_or", "sequential_joint"]  # KINDS order, present types only
     assert table.loc["single", "fem"] == 0.5 and table.loc["single", "replays"] == 15.0
@@ -783,16 +841,20 @@ def test_main_table_and_per_type_numbers(bench):
     control = numbers["per_type"]["sequential_joint"]
     assert control["gcjr_fem"] == 0.0 and control["exhaustive_fem"] == 1.0
     assert control["gcjr_empty"] == 6 and isinstance(control["gcjr_empty"], int)
-    assert numbers["per_type"]["joint_and"]["gcjr_mean_replays"] < numbers["per_type"]["joint_and"][
-        "exhaustive_mean_replays"]
+    assert (
+        numbers["per_type"]["joint_and"]["gcjr_mean_replays"]
+        < numbers["per_type"]["joint_and"]["exhaustive_mean_replays"]
+    )
     assert [c.case_id for c in experiments.scoped_cases(bench, runs["GCJR"])] == [
-        c.case_id for c in bench if c.kind != "sequential_joint"]
+        c.case_id for c in bench if c.kind != "sequential_joint"
+    ]
 
 
 def test_sweep_summaries_keep_their_order_and_say_when_noise_is_missing(bench):
     scoped_bench = [c for c in bench if c.kind != "sequential_joint"]
-    summary = experiments.noise_summary(experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.2], r_values=[3],
-                                                               theta_values=["2/3"]))
+    summary = experiments.noise_summary(
+        experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.2], r_values=[3], theta_values=["2/3"])
+    )
     sc = experiments.sc_under_noise(summary, 3, "2/3")
     assert sc["noise"] == sc["largest_noise"] == 0.2 and sc["gcjr"] < 1.0
     assert experiments.sc_under_noise(summary, 5, "2/3") is None  # r = 5 is not in the sweep

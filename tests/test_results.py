@@ -1,6 +1,5 @@
 """Results files: sorted plain JSON, and refusals of an unusable results folder (rcakit.results)."""
 
-
 import numpy as np
 import pandas as pd
 import pytest

@@ -10,8 +10,9 @@ from rcakit import RcakitError, chapters, kernel
 def test_preflight_checks_a_store_parameter_under_the_results_folder(tmp_path, monkeypatch):
     from rcakit import runner
 
-    toy = chapters.Chapter("toy", None, "toy", chapters.parse_parameters("store = 'cases'  # s\n"),
-                           paths={"store": "store"})
+    toy = chapters.Chapter(
+        "toy", None, "toy", chapters.parse_parameters("store = 'cases'  # s\n"), paths={"store": "store"}
+    )
     chapters.check_declarations(toy)
     monkeypatch.setattr(chapters, "get", lambda cid: toy)
     monkeypatch.setenv("RCAKIT_BOOK_DIR", str(tmp_path / "book"))

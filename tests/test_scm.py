@@ -158,10 +158,17 @@ def car_verdicts(n_permutations=80, samples_per_eval=12, budget=7680, seed=0):
     s = scm.interaction_scm(0.3, seed=seed)
     est = scm.scm_shapley(s, n_permutations, samples_per_eval, budget, [seed, 1], seed)
     check = scm.efficiency_from_v_empty(est)
-    measured = {"interaction": {"phi": est.values, "phi_ci": np.column_stack([est.ci_low, est.ci_high]),
-                                "analytic_phi": shapley_exact(s.analytic_v, 3), "efficiency": est.efficiency,
-                                "analytic_efficiency": 0.91, "efficiency_gap": check["efficiency_gap"],
-                                "efficiency_ci_from_v_empty": check["efficiency_ci"]}}
+    measured = {
+        "interaction": {
+            "phi": est.values,
+            "phi_ci": np.column_stack([est.ci_low, est.ci_high]),
+            "analytic_phi": shapley_exact(s.analytic_v, 3),
+            "efficiency": est.efficiency,
+            "analytic_efficiency": 0.91,
+            "efficiency_gap": check["efficiency_gap"],
+            "efficiency_ci_from_v_empty": check["efficiency_ci"],
+        }
+    }
     table = claims.compare("car-shapley", measured, {"q": 0.3})
     return table.set_index("claim")["verdict"], table
 
@@ -190,11 +197,15 @@ def test_only_exact_claims_are_asserted():
     """No Monte-Carlo check can stop the chapter: the asserted claims are the exact identities."""
     from rcakit import claims
 
-    asserted = {c["claim"] for c in claims.chapter_claims("car-shapley")["claims"] if claims.is_exact(c)
-                and c.get("holds")}
-    assert asserted == {TELESCOPES, claim_named("Resampling after the point of commitment"),
-                        claim_named("Support agent: replay action-match rate of the scripted"),
-                        claim_named("Support agent: replay action-match rate of a seeded")}
+    asserted = {
+        c["claim"] for c in claims.chapter_claims("car-shapley")["claims"] if claims.is_exact(c) and c.get("holds")
+    }
+    assert asserted == {
+        TELESCOPES,
+        claim_named("Resampling after the point of commitment"),
+        claim_named("Support agent: replay action-match rate of the scripted"),
+        claim_named("Support agent: replay action-match rate of a seeded"),
+    }
 
 
 def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monkeypatch):
@@ -240,8 +251,9 @@ def test_efficiency_check_fails_when_the_simulator_draws_the_wrong_probability(m
 def test_misattributing_reverse_walk_passes_the_identity_but_fails_the_split(monkeypatch):
     # Bug: the reverse walk's marginals are flipped as if indexed by position, so player i
     # is credited with player n-1-i's marginal. The sum still telescopes; the split does not.
-    monkeypatch.setattr(rcakit.shapley, "_reverse_walk",
-                        lambda value_fn, order: rcakit.shapley._walk(value_fn, order[::-1])[::-1])
+    monkeypatch.setattr(
+        rcakit.shapley, "_reverse_walk", lambda value_fn, order: rcakit.shapley._walk(value_fn, order[::-1])[::-1]
+    )
     verdicts, _ = car_verdicts()
     assert verdicts[EFFICIENCY] == verdicts[TELESCOPES] == "agrees"
     assert verdicts[PHI[0]] == "differs" and verdicts[PHI[2]] == "differs"
@@ -284,8 +296,16 @@ def test_shapley_convergence_reports_both_samplings_at_equal_rollouts():
 
 
 def test_interval_coverage_counts_intervals_that_hold_each_target():
-    reruns = pd.DataFrame({"rerun": [0, 0, 1, 1, 2, 2], "player": [0, 1] * 3, "interval": "normal", "phi": [0.5] * 6,
-                           "ci_low": [0.40, 0.0, 0.45, 0.0, 0.30, 0.2], "ci_high": [0.50, 0.1, 0.60, 0.1, 0.42, 0.3]})
+    reruns = pd.DataFrame(
+        {
+            "rerun": [0, 0, 1, 1, 2, 2],
+            "player": [0, 1] * 3,
+            "interval": "normal",
+            "phi": [0.5] * 6,
+            "ci_low": [0.40, 0.0, 0.45, 0.0, 0.30, 0.2],
+            "ci_high": [0.50, 0.1, 0.60, 0.1, 0.42, 0.3],
+        }
+    )
     targets = {"paper": [0.44, 0.0], "analytic": [0.455, 0.25]}
     table = scm.interval_coverage(reruns, targets).set_index(["step", "target"])
     assert table.loc[(0, "paper"), "coverage"] == pytest.approx(1 / 3)  # only [0.40, 0.50] holds 0.44

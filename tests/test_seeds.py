@@ -20,9 +20,13 @@ SEEDS = range(1, 21)  # seed 0 is the quick book's; these are twenty others
 
 
 def _run(chapter_id: str, seed: int, folder) -> tuple[int, str]:
-    env = {**os.environ, "RCAKIT_BOOK_DIR": str(folder / f"book-{seed}"),
-           "RCAKIT_RESULTS_DIR": str(folder / f"results-{seed}"), "RCAKIT_DATA_DIR": str(folder / "data"),
-           "RCAKIT_PROGRESS": "0"}
+    env = {
+        **os.environ,
+        "RCAKIT_BOOK_DIR": str(folder / f"book-{seed}"),
+        "RCAKIT_RESULTS_DIR": str(folder / f"results-{seed}"),
+        "RCAKIT_DATA_DIR": str(folder / "data"),
+        "RCAKIT_PROGRESS": "0",
+    }
     args = [sys.executable, "-m", "rcakit.cli", "run", chapter_id, "--quick", "-p", "seed", str(seed)]
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
     return proc.returncode, proc.stderr.strip().splitlines()[-1:] and proc.stderr.strip().splitlines()[-1]

@@ -1,6 +1,5 @@
 """Wilson intervals, bootstraps and the CLT interval (rcakit.stats)."""
 
-
 import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint

@@ -86,7 +86,7 @@ def test_store_skips_a_corrupt_middle_line_keeps_later_cases_and_never_rewrites_
 
 def test_store_treats_deep_nesting_as_a_corrupt_line(tmp_path, capsys):
     path = tmp_path / "cases.jsonl"
-    path.write_text(_lines(1) + "[" * 100_000 + "]" * 100_000 + "\n" + _lines(3)[len(_lines(1)):])
+    path.write_text(_lines(1) + "[" * 100_000 + "]" * 100_000 + "\n" + _lines(3)[len(_lines(1)) :])
     assert len(CaseStore(path)) == 3
     assert ":2: corrupt line skipped" in capsys.readouterr().err
 
@@ -117,7 +117,7 @@ def test_store_warning_inside_a_runner_kernel_goes_to_the_warnings_file(tmp_path
     log = tmp_path / "warnings.log"
     monkeypatch.setenv(WARNINGS_ENV, str(log))
     path = tmp_path / "cases.jsonl"
-    path.write_text(_lines(1) + "not json\n" + _lines(2)[len(_lines(1)):])
+    path.write_text(_lines(1) + "not json\n" + _lines(2)[len(_lines(1)) :])
     CaseStore(path)
     assert capsys.readouterr().err == ""  # nothing on the kernel's stderr, so nothing in the notebook
     assert log.read_text() == f"rcakit: warning: {path}:2: corrupt line skipped (not JSON); the case is recomputed\n"
@@ -138,10 +138,12 @@ def test_code_digest_changes_with_any_module_of_the_packages_and_nothing_else(tm
     (tmp_path / "pkg_a" / "notes.txt").write_text("not code")
     assert code_digest(["pkg_a", "pkg_b", "mod_c"]) == base  # only .py sources count
     digests = {base}
-    for change in [lambda: (tmp_path / "pkg_a" / "sub" / "two.py").write_text("W = 4\n"),  # a nested module
-                   lambda: (tmp_path / "pkg_a" / "sub" / "three.py").write_text(""),  # a new module
-                   lambda: (tmp_path / "pkg_a" / "one.py").rename(tmp_path / "pkg_a" / "uno.py"),  # a rename
-                   lambda: (tmp_path / "mod_c.py").write_text("Z = 4\n")]:  # a single-module entry
+    for change in [
+        lambda: (tmp_path / "pkg_a" / "sub" / "two.py").write_text("W = 4\n"),  # a nested module
+        lambda: (tmp_path / "pkg_a" / "sub" / "three.py").write_text(""),  # a new module
+        lambda: (tmp_path / "pkg_a" / "one.py").rename(tmp_path / "pkg_a" / "uno.py"),  # a rename
+        lambda: (tmp_path / "mod_c.py").write_text("Z = 4\n"),
+    ]:  # a single-module entry
         change()
         digests.add(code_digest(["pkg_a", "pkg_b", "mod_c"]))
     assert len(digests) == 5
@@ -172,8 +174,13 @@ def test_case_stores_live_in_the_results_folder_keyed_by_parameters_and_code(tmp
 
 def test_opening_a_store_never_writes_it_whatever_it_holds(tmp_path):
     good = _lines(3)
-    shapes = {"torn": good + '{"key": "3", "va', "nul": good + "\0" * 64, "corrupt": good + "{oops\n" + good,
-              "fingerprint": json.dumps({"__fingerprint__": {"seed": 1}}) + "\n" + good, "empty": ""}
+    shapes = {
+        "torn": good + '{"key": "3", "va',
+        "nul": good + "\0" * 64,
+        "corrupt": good + "{oops\n" + good,
+        "fingerprint": json.dumps({"__fingerprint__": {"seed": 1}}) + "\n" + good,
+        "empty": "",
+    }
     for name, text in shapes.items():
         path = tmp_path / f"{name}.jsonl"
         path.write_text(text)

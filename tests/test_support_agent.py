@@ -14,8 +14,7 @@ from rcakit.scm import support_agent as sa
 
 @pytest.fixture(scope="module")
 def report():
-    return scm.support_report(None, None, k_samples=80, n_permutations=40, samples_per_eval=12, seed=0,
-                              extra_runs=10)
+    return scm.support_report(None, None, k_samples=80, n_permutations=40, samples_per_eval=12, seed=0, extra_runs=10)
 
 
 def test_the_recorded_incident_refunds_after_the_injected_note(report):
@@ -99,8 +98,16 @@ def test_same_seed_same_report():
 
 
 def test_an_agent_that_never_refunds_gives_no_attribution():
-    never = scm.support_report(lambda ctx, rng: "no_refund", None, k_samples=10, n_permutations=2, samples_per_eval=2,
-                               seed=0, extra_runs=2, max_tries=30)
+    never = scm.support_report(
+        lambda ctx, rng: "no_refund",
+        None,
+        k_samples=10,
+        n_permutations=2,
+        samples_per_eval=2,
+        seed=0,
+        extra_runs=2,
+        max_tries=30,
+    )
     numbers = never.numbers()
     assert never.run is None and numbers["locus"] is None and numbers["observed"] is None
     assert numbers["action_match_rate"] == 1.0 and numbers["replayed_steps"] == 12  # the replay is still measured
@@ -129,8 +136,7 @@ def test_llm_policy_against_the_fake_server_replays_exactly(tmp_path):
         assert out.scm.observed[2].action == "refund" and out.replay.rate == 1.0 and out.replay.n == 16
         recorded = [b for b in server.requests if sa.INJECTED_NOTE in b["messages"][-1]["content"]]
         assert recorded  # the model saw the note
-        again = scm.llm_support_report(model, k_samples=4, n_permutations=1, seed=0,
-                                       extra_runs=3)
+        again = scm.llm_support_report(model, k_samples=4, n_permutations=1, seed=0, extra_runs=3)
         assert len(server.requests) == calls  # a rerun is answered from the cache, replay included
         assert again.numbers()["observed"] == out.numbers()["observed"]
 
@@ -152,10 +158,8 @@ def test_a_drifting_model_gives_a_deterministic_rate_below_one(tmp_path):
             return "DENY" if next(counter) % 3 == 2 else obeys_the_note(messages)
 
         with FakeOllamaServer(drifting) as server:
-            model = cached(provider_from_spec("ollama:tiny", host=server.url, timeout=5.0),
-                           cache=ResponseCache(folder))
-            return scm.llm_support_report(model, k_samples=2, n_permutations=1, seed=0,
-                                          extra_runs=5).replay
+            model = cached(provider_from_spec("ollama:tiny", host=server.url, timeout=5.0), cache=ResponseCache(folder))
+            return scm.llm_support_report(model, k_samples=2, n_permutations=1, seed=0, extra_runs=5).replay
 
     first, second = run(tmp_path / "a"), run(tmp_path / "b")
     assert first.matches == second.matches and first.rate < 1.0

@@ -265,8 +265,13 @@ def test_bin_edges_are_right_closed():
 
 
 def test_stratify_counts_and_wilson_match_statsmodels():
-    cases = pd.DataFrame({"length": [50, 90, 150, 150, 150, 500], "root_to_end": [0] * 6,
-                          "exact": [True, False, True, True, False, False]})
+    cases = pd.DataFrame(
+        {
+            "length": [50, 90, 150, 150, 150, 500],
+            "root_to_end": [0] * 6,
+            "exact": [True, False, True, True, False, False],
+        }
+    )
     table = stratify(cases, "length")
     assert table["n"].tolist() == [2, 3, 0, 1]
     lo, hi = proportion_confint(2, 3, alpha=0.05, method="wilson")
@@ -437,8 +442,11 @@ def test_missing_data_paths_are_one_line_errors_naming_them(tmp_path, monkeypatc
 
     monkeypatch.setenv("RCAKIT_DATA_DIR", str(tmp_path / "empty-home"))
     missing = tmp_path / "who_and_wen"
-    calls = (lambda: validate_path(missing), lambda: read_who_and_when(missing),
-             lambda: data.locate(str(missing), "who_and_when_path"))
+    calls = (
+        lambda: validate_path(missing),
+        lambda: read_who_and_when(missing),
+        lambda: data.locate(str(missing), "who_and_when_path"),
+    )
     for call in calls:
         with pytest.raises(RcakitError) as info:
             call()
@@ -498,8 +506,13 @@ def test_handoff_trace_role_is_voted_not_read_off_the_chosen_step():
 
 
 def test_handoff_trace_without_candidates_blames_the_directing_role():
-    rows = [("User", "task"), ("Lead (-> Coder)", "write it"), ("Coder", "done"), ("Lead (-> Tester)", "test it"),
-            ("Tester", "looks good")]
+    rows = [
+        ("User", "task"),
+        ("Lead (-> Coder)", "write it"),
+        ("Coder", "done"),
+        ("Lead (-> Tester)", "test it"),
+        ("Tester", "looks good"),
+    ]
     assert HandoffTraceLocator().locate(_trajectory(rows)) == Prediction("Lead", 4)
 
 
@@ -711,8 +724,14 @@ def test_release_layout_loads_from_the_root_the_records_folder_and_the_registry(
     assert loaded.errors == [] and len(loaded.trajectories) == 7
     assert [len(t) for t in loaded.trajectories] == [12, 60, 130, 150, 240, 410, 90]
     assert [paper_source(t) for t in loaded.trajectories] == [
-        "SWE-bench Pro", "Terminal Bench 2", "TravelPlanner", "TravelPlanner", "VitaBench",
-        "WebArena Verified", "WebArena Verified"]
+        "SWE-bench Pro",
+        "Terminal Bench 2",
+        "TravelPlanner",
+        "TravelPlanner",
+        "VitaBench",
+        "WebArena Verified",
+        "WebArena Verified",
+    ]
     assert all(t.label.role in {"DiagnostAgent", "Orchestrator", "Planner"} for t in loaded.trajectories)
     # a fetched copy: the registry's root is the layout the fixture has, found through its lock file
     home = tmp_path / "home"
@@ -721,8 +740,13 @@ def test_release_layout_loads_from_the_root_the_records_folder_and_the_registry(
     assert data.locate("longrca-bench", "longrca") is None
     shutil.copytree(RELEASE, home / ds.name)
     files = sorted(p.relative_to(home / ds.name).as_posix() for p in (home / ds.name).rglob("*") if p.is_file())
-    digests = {f: {"sha256": hashlib.sha256((home / ds.name / f).read_bytes()).hexdigest(),
-                   "size": (home / ds.name / f).stat().st_size} for f in files}
+    digests = {
+        f: {
+            "sha256": hashlib.sha256((home / ds.name / f).read_bytes()).hexdigest(),
+            "size": (home / ds.name / f).stat().st_size,
+        }
+        for f in files
+    }
     lock = {"name": ds.name, "revision": ds.revision, "listing": files, "files": digests}
     data.lock_path(ds).write_text(json.dumps(lock), encoding="utf-8")
     located = data.locate("longrca-bench", "longrca")
@@ -792,13 +816,20 @@ def test_the_release_section_is_skipped_with_one_line_and_scores_the_records_it_
     with pytest.raises(RcakitError, match="^parameter 'longrca': 'nowhere' is neither a data set"):
         evaluation.longrca_release("nowhere", locators, paper_description())
     run = evaluation.longrca_release(str(RELEASE), locators, paper_description())
-    assert run.report.splitlines() == [f"{RELEASE}: 7 good records, 0 bad",
-                                       f"{RELEASE}: differs from the paper's description on 21 of 21 checks"]
+    assert run.report.splitlines() == [
+        f"{RELEASE}: 7 good records, 0 bad",
+        f"{RELEASE}: differs from the paper's description on 21 of 21 checks",
+    ]
     assert run.numbers["n"] == 7 and run.numbers["checks"]["trajectories"]["release"] == 7
     assert run.scored.table.loc["handoff_trace", "n"] == 7
     # the MAE is weighted by the paper's source names, not the id prefixes
-    assert set(run.scored.cases["terminal"]["source"]) == {"SWE-bench Pro", "Terminal Bench 2", "TravelPlanner",
-                                                           "VitaBench", "WebArena Verified"}
+    assert set(run.scored.cases["terminal"]["source"]) == {
+        "SWE-bench Pro",
+        "Terminal Bench 2",
+        "TravelPlanner",
+        "VitaBench",
+        "WebArena Verified",
+    }
     assert sum(b["n"] for b in run.numbers["terminal"]["length_bins"].values()) == 7
     assert run.compare_llm(None, locators, None, 1) is None
 
@@ -825,17 +856,31 @@ def test_run_with_the_release_fixture_draws_the_workbench_strata_figure(tmp_path
     from rcakit import chapters
     from rcakit.paths import project_root
 
-    env = {**os.environ, "RCAKIT_BOOK_DIR": str(tmp_path / "book"), "RCAKIT_RESULTS_DIR": str(tmp_path / "results"),
-           "RCAKIT_DATA_DIR": str(tmp_path / "empty-home"), "RCAKIT_PROGRESS": "0"}
+    env = {
+        **os.environ,
+        "RCAKIT_BOOK_DIR": str(tmp_path / "book"),
+        "RCAKIT_RESULTS_DIR": str(tmp_path / "results"),
+        "RCAKIT_DATA_DIR": str(tmp_path / "empty-home"),
+        "RCAKIT_PROGRESS": "0",
+    }
     fixture = RELEASE.relative_to(project_root()).as_posix()  # a project-relative path, as a user types it
     (tmp_path / "cwd").mkdir()
-    done = subprocess.run([sys.executable, "-m", "rcakit.cli", "run", "longrca-strata", "--quick", "-p", "longrca",
-                           fixture], cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "rcakit.cli", "run", "longrca-strata", "--quick", "-p", "longrca", fixture],
+        cwd=tmp_path / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     notebook = tmp_path / "book" / "chapters" / (chapters.get("longrca-strata").notebook.stem + ".ipynb")
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    named = [c for c in cells if c["metadata"].get("mystnb", {}).get("figure", {}).get("name")
-             == "fig-longrca-strata-release"]
+    named = [
+        c
+        for c in cells
+        if c["metadata"].get("mystnb", {}).get("figure", {}).get("name") == "fig-longrca-strata-release"
+    ]
     assert len(named) == 1
     assert any("image/png" in out.get("data", {}) for out in named[0]["outputs"])
     report = "".join(t for c in cells for out in c.get("outputs", []) for t in out.get("text", []))
@@ -871,8 +916,9 @@ def test_the_llm_locators_run_on_a_seeded_sample_of_the_release_records(tmp_path
     locators = offline_locators(0)
     run = evaluation.longrca_release(str(RELEASE), locators, paper_description())
     usage = Accounting()
-    compared = run.compare_llm(ScriptedProvider(first_option), locators, usage, 2, seed=0, prompt_tokens=512,
-                               max_questions=4)
+    compared = run.compare_llm(
+        ScriptedProvider(first_option), locators, usage, 2, seed=0, prompt_tokens=512, max_questions=4
+    )
     assert list(compared.cases) == ["LongRCA Bench"]
     assert all(len(frame) == 2 for frame in compared.cases["LongRCA Bench"].values())
     assert list(compared.table.loc["LongRCA Bench"].index) == [loc.name for loc in locators] + list(LLM_LOCATORS)

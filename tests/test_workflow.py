@@ -44,8 +44,9 @@ def split_task(b: str, c: str) -> Task:
 
 
 def dual_task(b: str) -> Task:
-    return Task(f"Compute {b}. The last digit of the result is {expression_value(b) % 10}.", "dual", (b, b),
-                expression_value(b))
+    return Task(
+        f"Compute {b}. The last digit of the result is {expression_value(b) % 10}.", "dual", (b, b), expression_value(b)
+    )
 
 
 def recorded(kind: str, task: Task, faults: dict, case_id: str = "hand"):
@@ -82,6 +83,7 @@ class Logged(ScriptedPolicy):
 
 # --- expressions, tasks, graph ------------------------------------------------------------------
 
+
 def test_expressions_parse_left_to_right_and_reject_malformed_text():
     assert parse_expression("12 * 7 + 5") == (12, (("*", 7), ("+", 5)))
     assert expression_value("12 * 7 + 5 - 3") == 86
@@ -102,6 +104,7 @@ def test_graph_is_the_run_s_reads():
 
 
 # --- the family --------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def cases():
@@ -151,6 +154,7 @@ def test_alternative_or_needs_both_results_wrong():
 
 # --- replay touches only downstream agents; the counter ------------------------------------------
 
+
 def test_replay_reexecutes_only_downstream_agents():
     w = recorded("single", split_task("3 * 4 + 1", "5 * 6 - 2"), {"B1": 2})
     log = []
@@ -192,6 +196,7 @@ def test_theta_is_applied_to_the_shared_seeds():
 
 # --- the pilot ---------------------------------------------------------------------------------
 
+
 def test_run_pilot_scores_and_saving(cases):
     out = run_pilot(cases)
     assert out["n_cases"] == 24 and out["planted_recovered"] == 24
@@ -225,6 +230,7 @@ def test_prefix_stable_and_errors():
 
 
 # --- the llm policy against the fake Ollama server ------------------------------------------------
+
 
 def exact_agents(messages) -> str:
     """A deterministic 'model': each agent's reply, computed from its prompt."""
@@ -282,6 +288,7 @@ def test_llm_planner_failure_is_a_clean_run_failure_counted_apart(tmp_path):
 
 
 # --- the chapter's pilot section: hand-built cases, the table, the claims ------------------------
+
 
 def test_hand_pilot_cases_take_the_kind_of_their_faults():
     assert hand_pilot_case({"B0": 2, "C0": 1}, "3 * 4", "5 * 6").case.family == fam({"B0", "C0"})

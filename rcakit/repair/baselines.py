@@ -95,6 +95,7 @@ def baseline_methods(budgets: dict[str, int], seed: int, w: int = 4, q: int = 2)
     matched-budget random-pairs baseline, whose draws are seeded by (seed,
     case, schedule)).
     """
+
     def random_at_budget(case: Case, oracle: Oracle) -> RepairResult:
         rng = np.random.default_rng([seed, case.seed, oracle.schedule])
         return random_pairs(case, oracle, budgets[case.case_id], rng)

@@ -118,7 +118,8 @@ def _plantings(kind: str, g: nx.DiGraph, chains: dict[str, list[str]]) -> list[t
     if kind in ("joint_and", "alt_or"):
         return [(u, v) for u in chains["B"] for v in chains["C"] if not s.comparable(u, v)]
     return [
-        (u, v) for u, v in itertools.permutations(in_slice, 2)
+        (u, v)
+        for u, v in itertools.permutations(in_slice, 2)
         if g.nodes[u]["agent"] != g.nodes[v]["agent"] and v in s.desc[u]
     ]
 
@@ -150,8 +151,15 @@ def _n_orders(g: nx.DiGraph) -> int:
     return len(list(itertools.islice(nx.all_topological_sorts(g), N_SCHEDULES)))
 
 
-def _build(kind: str, g: nx.DiGraph, chains: dict[str, list[str]], *, faults: tuple[str, ...],
-           rng: np.random.Generator, case_id: str) -> Case:
+def _build(
+    kind: str,
+    g: nx.DiGraph,
+    chains: dict[str, list[str]],
+    *,
+    faults: tuple[str, ...],
+    rng: np.random.Generator,
+    case_id: str,
+) -> Case:
     """A case of ``kind`` on a copy of ``g`` with ``faults`` planted, its join gate and three schedules."""
     g = g.copy()
     for f in faults:
@@ -180,20 +188,30 @@ def controlled_dag_benchmark(cases_per_type: int = 30, seed: int = 0) -> list[Ca
 
 def benchmark_table(cases: list[Case]) -> pd.DataFrame:
     """Per type: cases, mean candidates, mean edges, and how many cases have three distinct schedules."""
-    frame = pd.DataFrame({
-        "kind": [case.kind for case in cases],
-        "candidates (mean)": [len(case.candidates) for case in cases],
-        "edges (mean)": [case.graph.number_of_edges() for case in cases],
-        "distinct schedules": [len(set(case.schedules)) == N_SCHEDULES for case in cases],
-    })
-    table = frame.groupby("kind").agg({"kind": "size", "candidates (mean)": "mean", "edges (mean)": "mean",
-                                       "distinct schedules": "sum"})
+    frame = pd.DataFrame(
+        {
+            "kind": [case.kind for case in cases],
+            "candidates (mean)": [len(case.candidates) for case in cases],
+            "edges (mean)": [case.graph.number_of_edges() for case in cases],
+            "distinct schedules": [len(set(case.schedules)) == N_SCHEDULES for case in cases],
+        }
+    )
+    table = frame.groupby("kind").agg(
+        {"kind": "size", "candidates (mean)": "mean", "edges (mean)": "mean", "distinct schedules": "sum"}
+    )
     return table.rename(columns={"kind": "cases"}).reindex([k for k in KINDS if k in table.index])
 
 
-def hand_built_case(edges: Iterable[tuple[str, str]], faults: Iterable[str], *, redundant: Iterable[str] = (),
-                    schedules: Iterable[tuple[str, ...]] | None = None, sink: str = SINK, case_id: str = "hand",
-                    seed: int = 0) -> Case:
+def hand_built_case(
+    edges: Iterable[tuple[str, str]],
+    faults: Iterable[str],
+    *,
+    redundant: Iterable[str] = (),
+    schedules: Iterable[tuple[str, ...]] | None = None,
+    sink: str = SINK,
+    case_id: str = "hand",
+    seed: int = 0,
+) -> Case:
     """A case from an edge list; an event's agent is its name without the trailing digits (``B1`` -> ``B``).
 
     Every event but the sink is intervenable; ``faults`` carry injected

@@ -47,14 +47,23 @@ def theta_label(theta: ThetaLike) -> str:
     return str(threshold(theta))
 
 
-def _gcjr_hidden(case: Case, oracle: Oracle, *, fraction: float, seed: int, draw: int,
-                 config: SearchConfig = GCJR) -> RepairResult:
+def _gcjr_hidden(
+    case: Case, oracle: Oracle, *, fraction: float, seed: int, draw: int, config: SearchConfig = GCJR
+) -> RepairResult:
     view = hide_edges(case.graph, fraction, np.random.default_rng([seed, case.seed, draw]))
     return gcjr(case, oracle, config, graph=view)
 
 
-def hidden_edge_sweep(cases: list[Case], fractions: Sequence[float], *, draws: int, seed: int,
-                      q: int = 2, r: int = 3, theta: ThetaLike = THETA) -> pd.DataFrame:
+def hidden_edge_sweep(
+    cases: list[Case],
+    fractions: Sequence[float],
+    *,
+    draws: int,
+    seed: int,
+    q: int = 2,
+    r: int = 3,
+    theta: ThetaLike = THETA,
+) -> pd.DataFrame:
     """GCJR with a fraction of edges hidden from its view; the oracle keeps the true graph.
 
     Draw d hides a nested prefix of one random edge permutation per case, so
@@ -71,8 +80,14 @@ def hidden_edge_sweep(cases: list[Case], fractions: Sequence[float], *, draws: i
     return pd.concat(frames, ignore_index=True)
 
 
-def noise_sweep(cases: list[Case], *, noise_levels: Sequence[float], r_values: Sequence[int],
-                theta_values: Sequence[ThetaLike], q: int = 2) -> pd.DataFrame:
+def noise_sweep(
+    cases: list[Case],
+    *,
+    noise_levels: Sequence[float],
+    r_values: Sequence[int],
+    theta_values: Sequence[ThetaLike],
+    q: int = 2,
+) -> pd.DataFrame:
     """GCJR and exhaustive search under per-seed replay noise, for each (noise, r, θ).
 
     Scored against the noiseless family. GCJR runs under all three schedules,
@@ -84,12 +99,16 @@ def noise_sweep(cases: list[Case], *, noise_levels: Sequence[float], r_values: S
     """
     for values, name in ((noise_levels, "noise_levels"), (r_values, "r_values"), (theta_values, "theta_values")):
         _require(values, name)
-    methods = {"GCJR": (functools.partial(gcjr, config=replace(GCJR, q=q)), (0, 1, 2)),
-               "exhaustive": (functools.partial(exhaustive, q=q), (0,))}
+    methods = {
+        "GCJR": (functools.partial(gcjr, config=replace(GCJR, q=q)), (0, 1, 2)),
+        "exhaustive": (functools.partial(exhaustive, q=q), (0,)),
+    }
     frames = []
     for noise, r, theta in itertools.product(noise_levels, r_values, theta_values):
-        runs = {name: evaluate_method(cases, m, q=q, r=r, theta=theta, noise=noise, schedules=schedules)
-                for name, (m, schedules) in methods.items()}
+        runs = {
+            name: evaluate_method(cases, m, q=q, r=r, theta=theta, noise=noise, schedules=schedules)
+            for name, (m, schedules) in methods.items()
+        }
         agree = (runs["GCJR"]["family"] == runs["exhaustive"]["family"]).to_numpy()
         for name, frame in runs.items():
             frame = frame.assign(method=name, noise=noise, r=r, theta=theta_label(theta), agree=agree)
@@ -104,8 +123,9 @@ class CostTerms(NamedTuple):
     admitted_sets: int  # p
 
 
-def gcjr_cost_terms(case: Case, *, r: int = 3, theta: ThetaLike = THETA, noise: float = 0.0, schedule: int = 0,
-                    q: int = 2) -> CostTerms:
+def gcjr_cost_terms(
+    case: Case, *, r: int = 3, theta: ThetaLike = THETA, noise: float = 0.0, schedule: int = 0, q: int = 2
+) -> CostTerms:
     """m and p of GCJR's cost r(1+m+p), read from the graph, not from a search.
 
     m: intervenable events in the failure slice B(o). p: sets of 2..q slice
@@ -127,14 +147,22 @@ def gcjr_cost_terms(case: Case, *, r: int = 3, theta: ThetaLike = THETA, noise: 
     for clique in nx.enumerate_all_cliques(pairs):
         if len(clique) > q:
             break
-        if len(clique) >= 2 and not any(succeeds(frozenset(t)) for k in range(1, len(clique))
-                                        for t in itertools.combinations(clique, k)):
+        if len(clique) >= 2 and not any(
+            succeeds(frozenset(t)) for k in range(1, len(clique)) for t in itertools.combinations(clique, k)
+        ):
             p += 1
     return CostTerms(len(scope), p)
 
 
-def cost_check(cases: list[Case], gcjr_frame: pd.DataFrame, exhaustive_frame: pd.DataFrame, *, r: int,
-               theta: ThetaLike = THETA, q: int = 2) -> pd.DataFrame:
+def cost_check(
+    cases: list[Case],
+    gcjr_frame: pd.DataFrame,
+    exhaustive_frame: pd.DataFrame,
+    *,
+    r: int,
+    theta: ThetaLike = THETA,
+    q: int = 2,
+) -> pd.DataFrame:
     """The oracle's counted calls beside r(1+m+p) for GCJR and r(1 + Σ_{k<=q} C(n,k)) for exhaustive search.
 
     At q = 2 the second is the paper's r(1+n+C(n,2)). Both frames come from
@@ -142,13 +170,15 @@ def cost_check(cases: list[Case], gcjr_frame: pd.DataFrame, exhaustive_frame: pd
     schedule; m and p come from ``gcjr_cost_terms``.
     """
     terms = [gcjr_cost_terms(case, r=r, theta=theta, q=q) for case in cases]
-    frame = pd.DataFrame({
-        "case_id": [case.case_id for case in cases],
-        "kind": [case.kind for case in cases],
-        "n": [len(case.candidates) for case in cases],
-        "m": [m for m, _ in terms],
-        "p": [p for _, p in terms],
-    })
+    frame = pd.DataFrame(
+        {
+            "case_id": [case.case_id for case in cases],
+            "kind": [case.kind for case in cases],
+            "n": [len(case.candidates) for case in cases],
+            "m": [m for m, _ in terms],
+            "p": [p for _, p in terms],
+        }
+    )
     frame["in_scope"] = gcjr_frame.set_index("case_id").loc[frame["case_id"], "in_scope"].to_numpy()
     frame["gcjr_counted"] = gcjr_frame.set_index("case_id").loc[frame["case_id"], "replays"].to_numpy()
     frame["gcjr_formula"] = r * (1 + frame["m"] + frame["p"])
@@ -192,11 +222,15 @@ def cost_summary(cost: pd.DataFrame, r: int) -> dict:
 
 # --- the main comparison (GCJR §Results) ------------------------------------------------
 
-def gcjr_and_exhaustive(cases: list[Case], *, q: int = 2, r: int = 3,
-                        theta: ThetaLike = THETA) -> dict[str, pd.DataFrame]:
+
+def gcjr_and_exhaustive(
+    cases: list[Case], *, q: int = 2, r: int = 3, theta: ThetaLike = THETA
+) -> dict[str, pd.DataFrame]:
     """GCJR and exhaustive search on every case under all three schedules, noiseless."""
-    methods = {"GCJR": functools.partial(gcjr, config=replace(GCJR, q=q)),
-               "exhaustive": functools.partial(exhaustive, q=q)}
+    methods = {
+        "GCJR": functools.partial(gcjr, config=replace(GCJR, q=q)),
+        "exhaustive": functools.partial(exhaustive, q=q),
+    }
     return {name: evaluate_method(cases, m, q=q, r=r, theta=theta) for name, m in methods.items()}
 
 
@@ -240,21 +274,25 @@ def per_kind_comparison(runs: Runs) -> pd.DataFrame:
     control of GCJR §Limitations).
     """
     gcjr_kinds, exhaustive_kinds = per_kind(runs["GCJR"]), per_kind(runs["exhaustive"])
-    return pd.DataFrame({
-        "gcjr_fem": gcjr_kinds["fem"],
-        "exhaustive_fem": exhaustive_kinds["fem"],
-        "gcjr_mean_replays": gcjr_kinds["replays"],
-        "exhaustive_mean_replays": exhaustive_kinds["replays"],
-        "gcjr_empty": gcjr_kinds["empty"],
-        "in_scope": gcjr_kinds["in_scope"],
-    })
+    return pd.DataFrame(
+        {
+            "gcjr_fem": gcjr_kinds["fem"],
+            "exhaustive_fem": exhaustive_kinds["fem"],
+            "gcjr_mean_replays": gcjr_kinds["replays"],
+            "exhaustive_mean_replays": exhaustive_kinds["replays"],
+            "gcjr_empty": gcjr_kinds["empty"],
+            "in_scope": gcjr_kinds["in_scope"],
+        }
+    )
 
 
 def per_kind_numbers(comparison: pd.DataFrame) -> dict:
     """``per_kind_comparison`` as the chapter records it: type -> numbers, without the in-scope share."""
     rows = comparison.drop(columns="in_scope")
-    return {kind: {**rows.loc[kind].astype(float).to_dict(), "gcjr_empty": int(rows["gcjr_empty"][kind])}
-            for kind in rows.index}
+    return {
+        kind: {**rows.loc[kind].astype(float).to_dict(), "gcjr_empty": int(rows["gcjr_empty"][kind])}
+        for kind in rows.index
+    }
 
 
 def scoped_cases(cases: list[Case], frame: pd.DataFrame) -> list[Case]:
@@ -265,17 +303,27 @@ def scoped_cases(cases: list[Case], frame: pd.DataFrame) -> list[Case]:
 
 # --- ablations and baselines (GCJR §Experiments, §Limitations) --------------------------
 
-def ablation_runs(cases: list[Case], hidden_sweep: pd.DataFrame | None, *, q: int = 2, r: int = 3,
-                  theta: ThetaLike = THETA, reference: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+
+def ablation_runs(
+    cases: list[Case],
+    hidden_sweep: pd.DataFrame | None,
+    *,
+    q: int = 2,
+    r: int = 3,
+    theta: ThetaLike = THETA,
+    reference: pd.DataFrame | None = None,
+) -> dict[str, pd.DataFrame]:
     """Each ablation of ``search.ABLATIONS`` on every case (first schedule), plus 10% hidden edges.
 
     ``reference`` is an existing GCJR evaluation reused as the ``gcjr`` row;
     ``hidden_edges_10`` is the 0.1 slice of ``hidden_sweep`` (every draw),
     left out when ``hidden_sweep`` is None.
     """
-    frames = {name: evaluate_method(cases, functools.partial(gcjr, config=cfg), q=q, r=r, theta=theta,
-                                    schedules=(0,))
-              for name, cfg in ablation_configs(q).items() if not (name == "gcjr" and reference is not None)}
+    frames = {
+        name: evaluate_method(cases, functools.partial(gcjr, config=cfg), q=q, r=r, theta=theta, schedules=(0,))
+        for name, cfg in ablation_configs(q).items()
+        if not (name == "gcjr" and reference is not None)
+    }
     if reference is not None:
         frames = {"gcjr": reference, **frames}
     if hidden_sweep is not None:
@@ -335,12 +383,24 @@ def ablation_beside_paper(numbers: Mapping, published: Mapping) -> pd.DataFrame:
         "no minimality: MV (in scope)": ("no_minimality_mv", numbers["no_minimality"]["mv"]),
         "10% hidden edges: FEM (in scope)": ("hidden_edges_10_fem", numbers["hidden_edges_10"]["fem"]),
     }
-    return pd.DataFrame({"paper": {k: published[key] for k, (key, _) in rows.items()},
-                         "workbench": {k: value for k, (_, value) in rows.items()}})
+    return pd.DataFrame(
+        {
+            "paper": {k: published[key] for k, (key, _) in rows.items()},
+            "workbench": {k: value for k, (_, value) in rows.items()},
+        }
+    )
 
 
-def baseline_runs(cases: list[Case], gcjr_frame: pd.DataFrame, *, seed: int, window: int = 4, q: int = 2,
-                  r: int = 3, theta: ThetaLike = THETA) -> dict[str, pd.DataFrame]:
+def baseline_runs(
+    cases: list[Case],
+    gcjr_frame: pd.DataFrame,
+    *,
+    seed: int,
+    window: int = 4,
+    q: int = 2,
+    r: int = 3,
+    theta: ThetaLike = THETA,
+) -> dict[str, pd.DataFrame]:
     """The five baselines on every case under all three schedules; random pairs gets GCJR's replays per case."""
     budgets = dict(zip(gcjr_frame["case_id"], gcjr_frame["replays"], strict=True))
     methods = baseline_methods(budgets, seed, w=window, q=q)
@@ -349,13 +409,18 @@ def baseline_runs(cases: list[Case], gcjr_frame: pd.DataFrame, *, seed: int, win
 
 def shapley_beside_paper(summary: Mapping, published: Mapping) -> pd.DataFrame:
     """Exact Shapley top-2 beside the paper's RS@1, macro FEM and MV, with RS@1 read both ways."""
-    return pd.DataFrame({"paper": [published["rs1"], published["macro_fem"], published["mv"]],
-                         "workbench": [summary["rs1"], summary["macro_fem"], summary["mv"]],
-                         "workbench, RS@1 as repair success": [summary["repair_success1"], None, None]},
-                        index=["RS@1", "macro FEM", "MV"])
+    return pd.DataFrame(
+        {
+            "paper": [published["rs1"], published["macro_fem"], published["mv"]],
+            "workbench": [summary["rs1"], summary["macro_fem"], summary["mv"]],
+            "workbench, RS@1 as repair success": [summary["repair_success1"], None, None],
+        },
+        index=["RS@1", "macro FEM", "MV"],
+    )
 
 
 # --- the hidden-edge and stochastic-replay sweeps, summarised ---------------------------
+
 
 def hidden_edge_curve(sweep: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """In-scope FEM and recall per (fraction, draw), and their mean, min and max over draws per fraction."""
@@ -380,5 +445,11 @@ def sc_under_noise(summary: pd.DataFrame, r: int, theta: ThetaLike) -> dict | No
     levels = sorted(level for level in sc.index if level > 0)
     if not levels:
         return None
-    return {"noise": float(levels[0]), "r": r, "theta": label, "gcjr": float(sc.loc[levels[0]]),
-            "largest_noise": float(levels[-1]), "gcjr_largest_noise": float(sc.loc[levels[-1]])}
+    return {
+        "noise": float(levels[0]),
+        "r": r,
+        "theta": label,
+        "gcjr": float(sc.loc[levels[0]]),
+        "largest_noise": float(levels[-1]),
+        "gcjr_largest_noise": float(sc.loc[levels[-1]]),
+    }

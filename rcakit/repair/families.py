@@ -39,8 +39,9 @@ def minimal_sets(sets: Iterable[frozenset]) -> frozenset:
     return frozenset(s for s in sets if not any(t < s for t in sets))
 
 
-def ranked(family: Iterable[frozenset[str]], means: Mapping[frozenset[str], Fraction | float],
-           order: Sequence[str]) -> tuple[frozenset[str], ...]:
+def ranked(
+    family: Iterable[frozenset[str]], means: Mapping[frozenset[str], Fraction | float], order: Sequence[str]
+) -> tuple[frozenset[str], ...]:
     """``family`` best first: smaller sets, then higher mean replay success, then the earliest event in ``order``."""
     pos = {v: i for i, v in enumerate(order)}
     return tuple(sorted(family, key=lambda s: (len(s), -means[s], min(pos[v] for v in s))))

@@ -66,14 +66,16 @@ def draw_case(case: Case, ax: Axes, *, legend: bool = True) -> Axes:
     pos = layered_layout(drawn)
     nx.draw_networkx_edges(drawn, pos, ax=ax, arrowsize=10, node_size=700, edge_color="#555555")
     nx.draw_networkx_nodes(drawn, pos, ax=ax, node_size=700, node_color=[NODE_KINDS[k][1] for k in kinds])
-    nx.draw_networkx_labels(drawn, pos, {v: event_label(case, v) for v in drawn}, ax=ax, font_size=8,
-                            font_color="white", font_weight="bold")
+    nx.draw_networkx_labels(
+        drawn, pos, {v: event_label(case, v) for v in drawn}, ax=ax, font_size=8, font_color="white", font_weight="bold"
+    )
     if legend:
         present = [k for k in NODE_KINDS if k in kinds]
-        handles = [Line2D([], [], marker="o", linestyle="", markersize=9, color=NODE_KINDS[k][1],
-                          label=NODE_KINDS[k][0]) for k in present]
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False,
-                  fontsize=9)
+        handles = [
+            Line2D([], [], marker="o", linestyle="", markersize=9, color=NODE_KINDS[k][1], label=NODE_KINDS[k][0])
+            for k in present
+        ]
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False, fontsize=9)
     ax.margins(0.06)
     ax.axis("off")
     return ax
@@ -81,8 +83,9 @@ def draw_case(case: Case, ax: Axes, *, legend: bool = True) -> Axes:
 
 def hidden_edge_figure(by_draw: pd.DataFrame, paper_fem: float, ax: Axes) -> Axes:
     """In-scope FEM and recall against the hidden fraction (band: range over draws), the paper's 10% FEM as a cross."""
-    long = by_draw.rename(columns={"fem": "FEM"}).melt(id_vars=["fraction", "draw"], value_vars=["FEM", "recall"],
-                                                        var_name="metric")
+    long = by_draw.rename(columns={"fem": "FEM"}).melt(
+        id_vars=["fraction", "draw"], value_vars=["FEM", "recall"], var_name="metric"
+    )
     sns.lineplot(long, x="fraction", y="value", hue="metric", marker="o", errorbar=("pi", 100), ax=ax)
     ax.scatter([0.1], [paper_fem], marker="x", color="black", zorder=3, label="paper, 10%")
     ax.set_xlabel("fraction of edges hidden from GCJR")
@@ -100,15 +103,37 @@ def noise_figure(summary: pd.DataFrame) -> sns.FacetGrid:
     thetas = sorted(summary["theta"].unique(), key=threshold)
     rs = sorted(summary["r"].unique())
     data = summary.assign(seeds=summary["r"].map(lambda r: f"r = {r}"))
-    palette = dict(zip((f"r = {r}" for r in rs), sns.color_palette("rocket", len(rs) + 1)[:len(rs)], strict=True))
-    grid = sns.relplot(data, x="noise", y="fem", hue="seeds", hue_order=list(palette), style="method", col="theta",
-                       col_order=thetas, kind="line", marker="o", palette=palette, height=2.5, aspect=0.95,
-                       col_wrap=min(len(thetas), 3), facet_kws={"legend_out": False})
+    palette = dict(zip((f"r = {r}" for r in rs), sns.color_palette("rocket", len(rs) + 1)[: len(rs)], strict=True))
+    grid = sns.relplot(
+        data,
+        x="noise",
+        y="fem",
+        hue="seeds",
+        hue_order=list(palette),
+        style="method",
+        col="theta",
+        col_order=thetas,
+        kind="line",
+        marker="o",
+        palette=palette,
+        height=2.5,
+        aspect=0.95,
+        col_wrap=min(len(thetas), 3),
+        facet_kws={"legend_out": False},
+    )
     grid.set_titles("θ = {col_name}")
     grid.set_axis_labels("", "FEM (in scope)")
     grid.axes.flat[min(len(thetas), 3) // 2].set_xlabel("per-seed flip probability")
     grid.set(ylim=(-0.03, 1.05))
-    sns.move_legend(grid, "upper center", bbox_to_anchor=(0.5, 0.02), ncol=len(rs) + 4, frameon=False, title=None,
-                    columnspacing=1.0, handlelength=1.6)
+    sns.move_legend(
+        grid,
+        "upper center",
+        bbox_to_anchor=(0.5, 0.02),
+        ncol=len(rs) + 4,
+        frameon=False,
+        title=None,
+        columnspacing=1.0,
+        handlelength=1.6,
+    )
     grid.figure.tight_layout()
     return grid

@@ -26,8 +26,12 @@ from rcakit import RcakitError
 
 KINDS = ("single", "joint_and", "alt_or", "sequential_joint")
 IN_SCOPE_KINDS = KINDS[:3]  # Sequential-Joint lies outside GCJR's declared domain
-KIND_LABELS = {"single": "Single", "joint_and": "Joint-AND", "alt_or": "Alternative-OR",
-               "sequential_joint": "Sequential-Joint"}  # the paper's names of the four types, for tables
+KIND_LABELS = {
+    "single": "Single",
+    "joint_and": "Joint-AND",
+    "alt_or": "Alternative-OR",
+    "sequential_joint": "Sequential-Joint",
+}  # the paper's names of the four types, for tables
 
 
 @dataclass(frozen=True, eq=False)

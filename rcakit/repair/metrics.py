@@ -72,8 +72,16 @@ def counted_run(case: Case, method: Method, **oracle_args: Any) -> tuple[RepairR
     return method(case, oracle), oracle.calls
 
 
-def evaluate_method(cases: list[Case], method: Method, *, q: int = 2, r: int = 3, theta: ThetaLike = THETA,
-                    noise: float = 0.0, schedules: Iterable[int] = (0, 1, 2)) -> pd.DataFrame:
+def evaluate_method(
+    cases: list[Case],
+    method: Method,
+    *,
+    q: int = 2,
+    r: int = 3,
+    theta: ThetaLike = THETA,
+    noise: float = 0.0,
+    schedules: Iterable[int] = (0, 1, 2),
+) -> pd.DataFrame:
     """Run ``method`` on every case under each schedule; one row per case.
 
     Metrics and ``replays`` come from the first schedule listed; ``sc``
@@ -85,17 +93,19 @@ def evaluate_method(cases: list[Case], method: Method, *, q: int = 2, r: int = 3
         truth = true_family(case, q)
         runs = [counted_run(case, method, r=r, theta=theta, noise=noise, schedule=s) for s in schedules]
         first, calls = runs[0]
-        rows.append({
-            "case_id": case.case_id,
-            "kind": case.kind,
-            "in_scope": in_domain(case, truth),
-            "n": len(case.candidates),
-            **family_scores(case, first, truth),
-            "sc": float(all(res.family == first.family for res, _ in runs)),
-            "replays": calls,
-            "family": format_family(first.family),
-            "truth": format_family(truth),
-        })
+        rows.append(
+            {
+                "case_id": case.case_id,
+                "kind": case.kind,
+                "in_scope": in_domain(case, truth),
+                "n": len(case.candidates),
+                **family_scores(case, first, truth),
+                "sc": float(all(res.family == first.family for res, _ in runs)),
+                "replays": calls,
+                "family": format_family(first.family),
+                "truth": format_family(truth),
+            }
+        )
     return pd.DataFrame(rows)
 
 

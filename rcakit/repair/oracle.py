@@ -47,8 +47,12 @@ class _Plan:
         order = list(nx.topological_sort(g))
         pos = {v: i for i, v in enumerate(order)}
         self.steps = [
-            (case.index.get(v, -1), g.nodes[v]["fault"], g.nodes[v]["gate"] == "all",
-             [pos[u] for u in g.predecessors(v)])
+            (
+                case.index.get(v, -1),
+                g.nodes[v]["fault"],
+                g.nodes[v]["gate"] == "all",
+                [pos[u] for u in g.predecessors(v)],
+            )
             for v in order
         ]
         self.sink = pos[case.sink]
@@ -128,8 +132,9 @@ class ReplayOracle(SharedSeedOracle):
 
     __slots__ = ("noise",)
 
-    def __init__(self, case: Case, r: int = 3, theta: ThetaLike = THETA, *, noise: float = 0.0,
-                 schedule: int = 0) -> None:
+    def __init__(
+        self, case: Case, r: int = 3, theta: ThetaLike = THETA, *, noise: float = 0.0, schedule: int = 0
+    ) -> None:
         if not 0.0 <= noise < 1.0:
             raise RcakitError(f"ReplayOracle: noise = {noise!r} is outside [0, 1)")
         super().__init__(case, r, theta, schedule)
@@ -137,8 +142,9 @@ class ReplayOracle(SharedSeedOracle):
 
     def successes(self, events: frozenset[str]) -> int:
         """Σ_j Y_j(S) of one set, from the case's memo."""
-        return int(seed_outcomes(self.case, self.case.mask(events), self.r, noise=self.noise,
-                                 schedule=self.schedule).sum())
+        return int(
+            seed_outcomes(self.case, self.case.mask(events), self.r, noise=self.noise, schedule=self.schedule).sum()
+        )
 
     def replay_every_subset(self) -> np.ndarray:
         """h_θ of every subset of the candidates, indexed by bitmask, in one vectorised pass (charges r·2^n)."""

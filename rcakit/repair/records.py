@@ -27,13 +27,24 @@ def hidden_curve_records(curve: pd.DataFrame) -> list[dict]:
 def noise_records(summary: pd.DataFrame) -> dict[str, list[dict]]:
     """The stochastic sweep as the chapter records it: GCJR rows, and exhaustive rows without SC."""
     by_method = {name: rows.drop(columns="method") for name, rows in summary.groupby("method")}
-    return {"stochastic": by_method["GCJR"].to_dict("records"),
-            "stochastic_exhaustive": by_method["exhaustive"].drop(columns="sc").to_dict("records")}
+    return {
+        "stochastic": by_method["GCJR"].to_dict("records"),
+        "stochastic_exhaustive": by_method["exhaustive"].drop(columns="sc").to_dict("records"),
+    }
 
 
-def chapter_numbers(*, runs: Runs, ablation: Mapping[str, Any], baselines: pd.DataFrame, curve: pd.DataFrame,
-                    stochastic: pd.DataFrame, sc_noise: Mapping[str, Any], cost: Mapping[str, Any],
-                    pilot: Mapping[str, Any], q: int) -> dict[str, Any]:
+def chapter_numbers(
+    *,
+    runs: Runs,
+    ablation: Mapping[str, Any],
+    baselines: pd.DataFrame,
+    curve: pd.DataFrame,
+    stochastic: pd.DataFrame,
+    sc_noise: Mapping[str, Any],
+    cost: Mapping[str, Any],
+    pilot: Mapping[str, Any],
+    q: int,
+) -> dict[str, Any]:
     """Every section's numbers under the keys ``data/claims.yaml`` reads: the main comparison, the
     ablations, the baselines (GCJR's own row left out), the hidden-edge curve, the noise sweep, SC under
     noise, the replay cost, the four-agent pilot and the closed forms at this ``q``."""

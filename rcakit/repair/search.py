@@ -67,8 +67,9 @@ ABLATIONS = {
 }
 
 
-def replay_search(case: Case, oracle: Oracle, pool: list[str], config: SearchConfig, *,
-                  structure: Structure | None = None) -> RepairResult:
+def replay_search(
+    case: Case, oracle: Oracle, pool: list[str], config: SearchConfig, *, structure: Structure | None = None
+) -> RepairResult:
     """Replay ∅, every singleton of ``pool``, then larger sets level by level.
 
     ∅ is replayed once (h(∅) = 0 is assumed; its replay is charged, as the
@@ -95,8 +96,7 @@ def replay_search(case: Case, oracle: Oracle, pool: list[str], config: SearchCon
     return RepairResult(family, ranked(family, means, pool))
 
 
-def gcjr(case: Case, oracle: Oracle, config: SearchConfig = GCJR,
-         graph: nx.DiGraph | None = None) -> RepairResult:
+def gcjr(case: Case, oracle: Oracle, config: SearchConfig = GCJR, graph: nx.DiGraph | None = None) -> RepairResult:
     """Graph-Constrained Joint Replay on GCJR's view of the graph.
 
     ``graph`` is the dependency graph GCJR sees (default: the true one); the

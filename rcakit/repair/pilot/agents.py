@@ -111,8 +111,9 @@ class ScriptedPolicy:
         if self.slip == 0.0:
             return 0
         label = -1 if key.label == RECORD else int(key.label)
-        u = np.random.default_rng([self.seed, zlib.crc32(key.case_id.encode()), zlib.crc32(key.event.encode()),
-                                   label + 1]).random()
+        u = np.random.default_rng(
+            [self.seed, zlib.crc32(key.case_id.encode()), zlib.crc32(key.event.encode()), label + 1]
+        ).random()
         return int(u < self.slip)
 
 
@@ -154,11 +155,19 @@ class ChargedChat:
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return self._provider.count_tokens(messages)
 
-    def chat(self, messages: Sequence[Message], *, temperature: float = 0.0, seed: int = 0, max_tokens: int = 256,
-             json_schema: dict | None = None) -> Reply:
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_tokens: int = 256,
+        json_schema: dict | None = None,
+    ) -> Reply:
         self._charge(1)
-        return self._provider.chat(messages, temperature=temperature, seed=seed, max_tokens=max_tokens,
-                                   json_schema=json_schema)
+        return self._provider.chat(
+            messages, temperature=temperature, seed=seed, max_tokens=max_tokens, json_schema=json_schema
+        )
 
 
 class LLMPolicy:
@@ -166,8 +175,9 @@ class LLMPolicy:
 
     name = "llm"
 
-    def __init__(self, provider: Provider | None, seed: int = 0, charge: Charge = uncharged,
-                 max_tokens: int = 128) -> None:
+    def __init__(
+        self, provider: Provider | None, seed: int = 0, charge: Charge = uncharged, max_tokens: int = 128
+    ) -> None:
         if provider is None or not provider:
             raise RcakitError("provider: the llm policy needs a language model (e.g. llamacpp:smollm2)")
         self.provider, self.seed, self.max_tokens = provider, int(seed), max_tokens
@@ -176,12 +186,21 @@ class LLMPolicy:
     def bound(self, charge: Charge) -> LLMPolicy:
         return LLMPolicy(self.provider, self.seed, charge, self.max_tokens)
 
-    def _ask(self, agent: str, prompt: str, validate: Callable[[Any], dict], key: Key, *,
-             schema: dict | None = None) -> AgentMessage:
-        messages = [{"role": "system", "content": SYSTEM.format(role=ROLES[agent])},
-                    {"role": "user", "content": prompt}]
-        return ask_json(self.chat, messages, validate, seed=request_seed(self.seed, key.text()),
-                        max_tokens=self.max_tokens, schema=schema)
+    def _ask(
+        self, agent: str, prompt: str, validate: Callable[[Any], dict], key: Key, *, schema: dict | None = None
+    ) -> AgentMessage:
+        messages = [
+            {"role": "system", "content": SYSTEM.format(role=ROLES[agent])},
+            {"role": "user", "content": prompt},
+        ]
+        return ask_json(
+            self.chat,
+            messages,
+            validate,
+            seed=request_seed(self.seed, key.text()),
+            max_tokens=self.max_tokens,
+            schema=schema,
+        )
 
     def plan(self, task: Task, key: Key) -> AgentMessage:
         return self._ask("A", PLAN_PROMPT.format(task=task.text), _plan_shape, key, schema=_PLAN_SHAPE.schema)
@@ -194,8 +213,14 @@ class LLMPolicy:
         return self._ask("D", prompt, Shape(answer=int), key)
 
 
-def make_policy(policy: str = "scripted", provider: str | Provider | None = None, *, seed: int = 0,
-                slip: float = 0.0, timeout: float | None = None) -> Policy:
+def make_policy(
+    policy: str = "scripted",
+    provider: str | Provider | None = None,
+    *,
+    seed: int = 0,
+    slip: float = 0.0,
+    timeout: float | None = None,
+) -> Policy:
     """The policy a chapter parameter names; ``provider`` is a spec string or a provider object.
 
     A spec string is built with :func:`rcakit.llm.provider_from_spec` (each
@@ -205,7 +230,10 @@ def make_policy(policy: str = "scripted", provider: str | Provider | None = None
     if policy == "scripted":
         return ScriptedPolicy(slip, seed)
     if policy == "llm":
-        chat = cached(provider_from_spec(provider, timeout=timeout, param="provider")) \
-            if isinstance(provider, str) else provider
+        chat = (
+            cached(provider_from_spec(provider, timeout=timeout, param="provider"))
+            if isinstance(provider, str)
+            else provider
+        )
         return LLMPolicy(chat, seed)
     raise RcakitError(f"policy: expected one of {', '.join(POLICIES)}, got {policy!r}")

@@ -29,14 +29,22 @@ from rcakit.repair.shared_seeds import THETA, ThetaLike
 SCORED = ("fem", "rs1", "mv")
 
 
-def _agents(policy: str | Policy, provider: str | Provider | None, *, seed: int, slip: float,
-            timeout: float | None = None) -> Policy:
+def _agents(
+    policy: str | Policy, provider: str | Provider | None, *, seed: int, slip: float, timeout: float | None = None
+) -> Policy:
     return make_policy(policy, provider, seed=seed, slip=slip, timeout=timeout) if isinstance(policy, str) else policy
 
 
-def evaluate_pilot(cases: list[WorkflowCase], policy: str | Policy = "scripted",
-                   provider: str | Provider | None = None, *, seed: int = 0, slip: float = 0.0, r: int = 3,
-                   theta: ThetaLike = THETA) -> pd.DataFrame:
+def evaluate_pilot(
+    cases: list[WorkflowCase],
+    policy: str | Policy = "scripted",
+    provider: str | Provider | None = None,
+    *,
+    seed: int = 0,
+    slip: float = 0.0,
+    r: int = 3,
+    theta: ThetaLike = THETA,
+) -> pd.DataFrame:
     """GCJR and exhaustive search on each case, each with its own oracle; one row per case.
 
     The reference family is exhaustive search's (the paper's FEM in the
@@ -50,26 +58,40 @@ def evaluate_pilot(cases: list[WorkflowCase], policy: str | Policy = "scripted",
             oracle = WorkflowOracle(w, agents, r=r, theta=theta)
             runs[name] = (method(w.case, oracle), oracle)
         truth = runs["exhaustive"][0].family
-        rows.append({
-            "case_id": w.case.case_id,
-            "kind": w.case.kind,
-            "n": len(w.case.candidates),
-            **{f"gcjr_{k}": v for k, v in family_scores(w.case, runs["gcjr"][0], truth).items() if k in SCORED},
-            **{f"exhaustive_{k}": v for k, v in family_scores(w.case, runs["exhaustive"][0], w.case.family).items()
-               if k in SCORED},
-            "gcjr_calls": runs["gcjr"][1].calls,
-            "exhaustive_calls": runs["exhaustive"][1].calls,
-            "planted": truth == w.case.family,
-            "clean_fails": not w.clean_correct,
-            "failed_passes": w.failed_correct,
-            "seeds_disagree": bool(runs["exhaustive"][1].seed_splits or runs["gcjr"][1].seed_splits),
-        })
+        rows.append(
+            {
+                "case_id": w.case.case_id,
+                "kind": w.case.kind,
+                "n": len(w.case.candidates),
+                **{f"gcjr_{k}": v for k, v in family_scores(w.case, runs["gcjr"][0], truth).items() if k in SCORED},
+                **{
+                    f"exhaustive_{k}": v
+                    for k, v in family_scores(w.case, runs["exhaustive"][0], w.case.family).items()
+                    if k in SCORED
+                },
+                "gcjr_calls": runs["gcjr"][1].calls,
+                "exhaustive_calls": runs["exhaustive"][1].calls,
+                "planted": truth == w.case.family,
+                "clean_fails": not w.clean_correct,
+                "failed_passes": w.failed_correct,
+                "seeds_disagree": bool(runs["exhaustive"][1].seed_splits or runs["gcjr"][1].seed_splits),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def run_pilot(cases: list[WorkflowCase] | None = None, *, n_cases: int = 24, seed: int = 0,
-              policy: str | Policy = "scripted", provider: str | Provider | None = None, slip: float = 0.0, r: int = 3,
-              theta: ThetaLike = THETA, timeout: float | None = None) -> dict:
+def run_pilot(
+    cases: list[WorkflowCase] | None = None,
+    *,
+    n_cases: int = 24,
+    seed: int = 0,
+    policy: str | Policy = "scripted",
+    provider: str | Provider | None = None,
+    slip: float = 0.0,
+    r: int = 3,
+    theta: ThetaLike = THETA,
+    timeout: float | None = None,
+) -> dict:
     """The pilot's numbers (GCJR §Key results, DualSolve-MAS): FEM, RS@1, MV and mean calls, and the saving.
 
     GCJR is scored against exhaustive search's family, exhaustive search
@@ -87,10 +109,12 @@ def run_pilot(cases: list[WorkflowCase] | None = None, *, n_cases: int = 24, see
     gcjr_calls, exh_calls = frame["gcjr_calls"].mean(), frame["exhaustive_calls"].mean()
     return {
         "n_cases": len(frame),
-        "gcjr": {**{k: float(frame[f"gcjr_{k}"].mean()) for k in SCORED}, "mean_calls": float(gcjr_calls),
-                 "fem_regular": float(regular["gcjr_fem"].mean()) if len(regular) else float("nan")},
-        "exhaustive": {**{k: float(frame[f"exhaustive_{k}"].mean()) for k in SCORED},
-                       "mean_calls": float(exh_calls)},
+        "gcjr": {
+            **{k: float(frame[f"gcjr_{k}"].mean()) for k in SCORED},
+            "mean_calls": float(gcjr_calls),
+            "fem_regular": float(regular["gcjr_fem"].mean()) if len(regular) else float("nan"),
+        },
+        "exhaustive": {**{k: float(frame[f"exhaustive_{k}"].mean()) for k in SCORED}, "mean_calls": float(exh_calls)},
         "saving": float(1 - gcjr_calls / exh_calls) if exh_calls else float("nan"),
         "planted_recovered": int(frame["planted"].sum()),
         "clean_failures": int(frame["clean_fails"].sum()),
@@ -126,7 +150,11 @@ def pilot_beside_paper(numbers: Mapping, paper: Mapping) -> pd.DataFrame:
 
     The counts shown apart (and FEM over the regular cases) have no paper value.
     """
-    rows = {label: {"paper": float("nan") if theirs is None else _dotted(paper, theirs),
-                    "workbench": _dotted(numbers, ours)}
-            for label, (ours, theirs) in PILOT_ROWS.items()}
+    rows = {
+        label: {
+            "paper": float("nan") if theirs is None else _dotted(paper, theirs),
+            "workbench": _dotted(numbers, ours),
+        }
+        for label, (ours, theirs) in PILOT_ROWS.items()
+    }
     return pd.DataFrame.from_dict(rows, orient="index").astype(float)

@@ -78,8 +78,7 @@ def last_step(graph: nx.DiGraph, agent: str) -> str:
     return max((v for v in graph if graph.nodes[v]["agent"] == agent), key=lambda v: int(v[1:]))
 
 
-def execute(event: str, graph: nx.DiGraph, task: Task, messages: Messages, *, policy: Policy,
-            key: Key) -> AgentMessage:
+def execute(event: str, graph: nx.DiGraph, task: Task, messages: Messages, *, policy: Policy, key: Key) -> AgentMessage:
     """One agent execution from the messages it reads; an unusable input gives ``None`` without a call."""
     if event == PLANNER:
         return policy.plan(task, key)
@@ -105,8 +104,16 @@ def corrupted(message: AgentMessage, offset: int) -> AgentMessage:
     return None if message is None else {"value": message["value"] + offset}
 
 
-def run(graph: nx.DiGraph, task: Task, policy: Policy, key: tuple[str, int | str], *, faults: Mapping[str, int],
-        base: Messages | None = None, redo: Iterable[str] | None = None) -> dict[str, AgentMessage]:
+def run(
+    graph: nx.DiGraph,
+    task: Task,
+    policy: Policy,
+    key: tuple[str, int | str],
+    *,
+    faults: Mapping[str, int],
+    base: Messages | None = None,
+    redo: Iterable[str] | None = None,
+) -> dict[str, AgentMessage]:
     """Execute the events of ``redo`` (default: all) in topological order, the rest taken from ``base``.
 
     A faulty event adds its offset every time it executes.
@@ -166,8 +173,9 @@ def schedules_of(graph: nx.DiGraph, k: int = 3) -> tuple:
     return (first, *itertools.islice(others, k - 1))
 
 
-def build_case(kind: str, task: Task, policy: Policy, *, case_id: str, seed: int,
-               offsets: Mapping[str, int]) -> WorkflowCase:
+def build_case(
+    kind: str, task: Task, policy: Policy, *, case_id: str, seed: int, offsets: Mapping[str, int]
+) -> WorkflowCase:
     """Record the clean run, corrupt the chosen events, re-execute their downstream: the failed run."""
     graph = workflow_graph(task)
     for event in offsets:
@@ -176,14 +184,21 @@ def build_case(kind: str, task: Task, policy: Policy, *, case_id: str, seed: int
     clean = run(graph, task, recorder, (case_id, RECORD), faults={})
     downstream = set(offsets).union(*(nx.descendants(graph, v) for v in offsets))
     failed = run(graph, task, recorder, (case_id, RECORD), faults=offsets, base=clean, redo=downstream)
-    family = frozenset(frozenset([v]) for v in offsets) if kind in ("single", "alt_or") else \
-        frozenset([frozenset(offsets)])
+    family = (
+        frozenset(frozenset([v]) for v in offsets) if kind in ("single", "alt_or") else frozenset([frozenset(offsets)])
+    )
     case = Case(case_id, kind, graph, SINK, family, schedules_of(graph), seed)
     return WorkflowCase(case, task, dict(offsets), clean, failed)
 
 
-def pilot_cases(n_cases: int = 24, seed: int = 0, policy: str | Policy = "scripted", *,
-                provider: str | Provider | None = None, slip: float = 0.0) -> list[WorkflowCase]:
+def pilot_cases(
+    n_cases: int = 24,
+    seed: int = 0,
+    policy: str | Policy = "scripted",
+    *,
+    provider: str | Provider | None = None,
+    slip: float = 0.0,
+) -> list[WorkflowCase]:
     """``n_cases`` workflow cases cycling Single, Joint-AND, Alternative-OR; case i depends on (seed, i) only.
 
     ``policy`` is ``"scripted"``, ``"llm"`` (with ``provider``, a spec string
@@ -200,13 +215,15 @@ def pilot_cases(n_cases: int = 24, seed: int = 0, policy: str | Policy = "script
         rng = np.random.default_rng([seed, i])
         task = make_task(FORMS[kind], rng)
         offsets = plant_offsets(kind, workflow_graph(task), rng)
-        cases.append(build_case(kind, task, agents, case_id=f"{kind}-{i:03d}", seed=int(rng.integers(2**31)),
-                                offsets=offsets))
+        cases.append(
+            build_case(kind, task, agents, case_id=f"{kind}-{i:03d}", seed=int(rng.integers(2**31)), offsets=offsets)
+        )
     return cases
 
 
-def hand_pilot_case(faults: Mapping[str, int], b: str, c: str | None = None,
-                    policy: Policy | None = None) -> WorkflowCase:
+def hand_pilot_case(
+    faults: Mapping[str, int], b: str, c: str | None = None, policy: Policy | None = None
+) -> WorkflowCase:
     """A hand-built workflow case: the task of :func:`hand_task`, ``faults`` offsets on chosen steps.
 
     Its kind, and so its planted family, is Joint-AND for a split task with
@@ -229,8 +246,9 @@ class WorkflowOracle(SharedSeedOracle):
     __slots__ = ("wcase", "__policy", "seed_splits")
     charges_seeds = False  # the agents charge each execution; replaying ∅ executes none
 
-    def __init__(self, wcase: WorkflowCase, policy: Policy, *, r: int = 3, theta: ThetaLike = THETA,
-                 schedule: int = 0) -> None:
+    def __init__(
+        self, wcase: WorkflowCase, policy: Policy, *, r: int = 3, theta: ThetaLike = THETA, schedule: int = 0
+    ) -> None:
         super().__init__(wcase.case, r, theta, schedule)
         self.wcase = wcase
         self.__policy = policy.bound(self.charge)
@@ -243,8 +261,15 @@ class WorkflowOracle(SharedSeedOracle):
         self.case.mask(events)  # a non-candidate is a one-line error
         base = dict(w.failed) | {v: w.clean[v] for v in events}
         downstream = set().union(*(nx.descendants(self.case.graph, v) for v in events)) - events
-        return run(self.case.graph, w.task, self.__policy, (self.case.case_id, seed), faults=w.faults, base=base,
-                   redo=downstream)
+        return run(
+            self.case.graph,
+            w.task,
+            self.__policy,
+            (self.case.case_id, seed),
+            faults=w.faults,
+            base=base,
+            redo=downstream,
+        )
 
     def successes(self, events: frozenset[str]) -> int:
         """Σ_j Y_j(S): the replays under the r seeds whose answer is right."""
