@@ -20,7 +20,7 @@ import pandas as pd
 from rcakit import trajectories as tr
 from rcakit.llm import Accounting, provider_from_spec
 from rcakit.paths import resolve
-from rcakit.trajectories import evaluation
+from rcakit.trajectories import llm_evaluation
 
 
 def main() -> None:
@@ -44,9 +44,9 @@ def main() -> None:
     for name, trajectories in sets.items():
         if args.sets and name not in args.sets:
             continue
-        picked = evaluation.llm_subset(trajectories, args.cases, args.seed)
+        picked = llm_evaluation.llm_subset(trajectories, args.cases, args.seed)
         start = time.perf_counter()
-        cases, cost = evaluation.evaluate_llm(
+        cases, cost = llm_evaluation.evaluate_llm(
             model,
             picked,
             usage,
@@ -60,7 +60,7 @@ def main() -> None:
             f"{time.perf_counter() - start:.1f} s for all four methods",
             flush=True,
         )
-        spreads[name] = evaluation.step_distribution(cases)
+        spreads[name] = llm_evaluation.step_distribution(cases)
         rows[name] = pd.DataFrame.from_dict(cost, orient="index")
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", None)

@@ -13,7 +13,7 @@ from rcakit.llm import Accounting, NullProvider, ResponseCache, cached, request_
 from rcakit.llm.prompts import Budget
 from rcakit.llm.testing import ScriptedProvider
 from rcakit.trajectories import Label, Prediction, Step, Trajectory, score_cases
-from rcakit.trajectories.evaluation import (
+from rcakit.trajectories.llm_evaluation import (
     LLM_LOCATORS,
     compare_llm,
     cost_row,
@@ -285,7 +285,7 @@ def test_rcta_drops_its_latest_candidates_when_the_final_question_does_not_fit()
 
 def test_compare_llm_puts_the_offline_locators_beside_and_merges_sets(tmp_path, monkeypatch):
     from rcakit.trajectories import HandoffTraceLocator, TerminalLocator
-    from rcakit.trajectories.evaluation import merge_comparisons
+    from rcakit.trajectories.llm_evaluation import merge_comparisons
 
     monkeypatch.setenv("RCAKIT_LLM_CACHE", str(tmp_path))
     sets = {"a": [trajectory(16, root=r, tid=f"a/{r}") for r in (0, 3, 5)], "b": [trajectory(12, tid="b/1")]}

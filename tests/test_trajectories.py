@@ -628,21 +628,21 @@ def test_knob_sweep_changes_one_knob_per_row_on_the_same_draw():
 
 
 def test_generator_from_params_takes_the_chapter_knobs():
-    from rcakit.trajectories import evaluation
+    from rcakit.trajectories import experiments
 
     params = {"n_trajectories": 12, "signal_clarity": 0.2, "seed": 3, "provider": "none"}
-    assert evaluation.generator_from_params(params) == GeneratorConfig(n=12, signal_clarity=0.2)
+    assert experiments.generator_from_params(params) == GeneratorConfig(n=12, signal_clarity=0.2)
 
 
 def test_published_figure6_recovers_whole_cases_and_table4():
     from rcakit import claims
-    from rcakit.trajectories import evaluation
+    from rcakit.trajectories import experiments
 
     tables = [claims.published("longrca-strata", t) for t in ("table4", "table7", "table8")]
-    published = evaluation.published_figure6(*tables)
+    published = experiments.published_figure6(*tables)
     assert (published.totals["length bins"] - published.totals["Table 4 exact"]).abs().max() < 0.0006
     assert published.numbers["bins_total"]["distance"]["RCTA"] == pytest.approx(275 / 1140)
-    facts = evaluation.rcta_length_facts(published.length)
+    facts = experiments.rcta_length_facts(published.length)
     assert (facts["rcta_gt400_k"], facts["rcta_gt400_n"]) == (13, 42) and facts["rcta_gt400_holds_others"]
     lo, hi = proportion_confint(13, 42, method="wilson")
     assert facts["rcta_gt400_width"] == pytest.approx(100 * (hi - lo))
@@ -663,30 +663,30 @@ def test_real_log_scoring_merges_the_analytic_random_baseline_and_the_margins():
 
 def test_who_and_when_facts_cover_only_the_subsets_read():
     """A folder holding one subset gives that subset's facts and none of the other's (no NaN to glue)."""
-    from rcakit.trajectories import evaluation, offline_locators
+    from rcakit.trajectories import evaluation, experiments, offline_locators
 
     steps = tuple(Step(i, ["Planner", "WebSurfer"][i % 2], None, f"step {i} reports the price") for i in range(6))
     logs = [Trajectory(f"h{i}", "Hand-Crafted", "task", steps[: 4 + i], Label("WebSurfer", 1)) for i in range(2)]
     subsets = {"Hand-Crafted": logs}
     scored = evaluation.score_subsets(offline_locators(0), subsets, evaluation.official_denominators(subsets, False))
-    facts = evaluation.who_and_when_facts(scored)
+    facts = experiments.who_and_when_facts(scored)
     assert facts["who_n_hand"] == 2 and facts["hand_max_length"] == 5
     assert not any(k.endswith("_algo") or k.startswith("algo_") for k in facts)
     assert not any(isinstance(v, float) and np.isnan(v) for v in facts.values())
-    numbers = evaluation.who_and_when_numbers(scored, rejected=0)
+    numbers = experiments.who_and_when_numbers(scored, rejected=0)
     assert set(numbers["who_and_when"]) == {"Hand-Crafted"}
     assert list(evaluation.beside_published(claims_block(), scored).columns) == ["Hand-Crafted"]
 
 
 @needs_who_and_when
 def test_who_and_when_facts_name_the_same_numbers_as_without_the_logs():
-    from rcakit.trajectories import WHO_AND_WHEN_SUBSETS, evaluation, offline_locators
+    from rcakit.trajectories import WHO_AND_WHEN_SUBSETS, evaluation, experiments, offline_locators
 
     loaded = read_who_and_when(WHO_AND_WHEN)
     subsets = loaded.by_source(WHO_AND_WHEN_SUBSETS)
     assert [len(ts) for ts in subsets.values()] == [58, 126]
     scored = evaluation.score_subsets(offline_locators(0), subsets, evaluation.official_denominators(subsets, True))
-    facts = evaluation.who_and_when_facts(scored)
+    facts = experiments.who_and_when_facts(scored)
     assert {"who_n_hand", "gain_algo", "hand_bin_min", "hand_min_width", "algo_root1"} <= set(facts)
     assert (facts["who_n_hand"], facts["who_official_algo"]) == (58, 126)
     beside = evaluation.beside_published(claims_block(), scored)
@@ -805,17 +805,17 @@ def test_release_checks_match_a_release_shaped_as_the_paper_says_and_report_ever
 
 def test_the_release_section_is_skipped_with_one_line_and_scores_the_records_it_is_given(tmp_path, monkeypatch):
     from rcakit import data
-    from rcakit.trajectories import evaluation, offline_locators
+    from rcakit.trajectories import experiments, offline_locators
 
     monkeypatch.setenv("RCAKIT_DATA_DIR", str(tmp_path / "empty-home"))
     locators = offline_locators(0)
-    skipped = evaluation.longrca_release("none", locators, paper_description())
+    skipped = experiments.longrca_release("none", locators, paper_description())
     assert skipped.scored is None and "\n" not in skipped.report and "longrca = none" in skipped.report
-    unfetched = evaluation.longrca_release("longrca-bench", locators, paper_description())
+    unfetched = experiments.longrca_release("longrca-bench", locators, paper_description())
     assert unfetched.scored is None and unfetched.report == data.fetch_hint("longrca-bench", "longrca")
     with pytest.raises(RcakitError, match="^parameter 'longrca': 'nowhere' is neither a data set"):
-        evaluation.longrca_release("nowhere", locators, paper_description())
-    run = evaluation.longrca_release(str(RELEASE), locators, paper_description())
+        experiments.longrca_release("nowhere", locators, paper_description())
+    run = experiments.longrca_release(str(RELEASE), locators, paper_description())
     assert run.report.splitlines() == [
         f"{RELEASE}: 7 good records, 0 bad",
         f"{RELEASE}: differs from the paper's description on 21 of 21 checks",
@@ -897,7 +897,7 @@ def test_the_llm_locators_run_on_a_seeded_sample_of_the_release_records(tmp_path
 
     from rcakit.llm import Accounting
     from rcakit.llm.testing import ScriptedProvider
-    from rcakit.trajectories import evaluation, offline_locators
+    from rcakit.trajectories import experiments, llm_evaluation, offline_locators
     from rcakit.trajectories.llm_locators import LLM_LOCATORS
 
     def first_option(messages) -> str:  # every question answered with its first option
@@ -914,7 +914,7 @@ def test_the_llm_locators_run_on_a_seeded_sample_of_the_release_records(tmp_path
 
     monkeypatch.setenv("RCAKIT_LLM_CACHE", str(tmp_path / "cache"))
     locators = offline_locators(0)
-    run = evaluation.longrca_release(str(RELEASE), locators, paper_description())
+    run = experiments.longrca_release(str(RELEASE), locators, paper_description())
     usage = Accounting()
     compared = run.compare_llm(
         ScriptedProvider(first_option), locators, usage, 2, seed=0, prompt_tokens=512, max_questions=4
@@ -924,5 +924,5 @@ def test_the_llm_locators_run_on_a_seeded_sample_of_the_release_records(tmp_path
     assert list(compared.table.loc["LongRCA Bench"].index) == [loc.name for loc in locators] + list(LLM_LOCATORS)
     assert sorted(usage) == sorted(f"LongRCA Bench.{name}" for name in LLM_LOCATORS)
     assert all(usage[key].cases == 2 and usage[key].calls >= 1 for key in usage)
-    picked = evaluation.llm_subset(run.scored.trajectories, 2, 0)
+    picked = llm_evaluation.llm_subset(run.scored.trajectories, 2, 0)
     assert list(compared.cases["LongRCA Bench"]["rcta"]["id"]) == [t.id for t in picked]

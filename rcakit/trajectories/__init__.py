@@ -14,7 +14,9 @@ synthetic long-horizon runs. Submodules, by concept:
 - :mod:`~rcakit.trajectories.rcta`: an RCTA-style pipeline on a language model (imported on demand);
 - :mod:`~rcakit.trajectories.metrics`: LongRCA scoring and the Who&When official scorer;
 - :mod:`~rcakit.trajectories.strata`: length and root-to-end bins with Wilson intervals;
-- :mod:`~rcakit.trajectories.evaluation`: run locators over sets, the Explore sweep, tables and costs;
+- :mod:`~rcakit.trajectories.evaluation`: run locators over sets, the Explore sweep, tables and strata;
+- :mod:`~rcakit.trajectories.llm_evaluation`: the language-model locators on a seeded subset, with their cost;
+- :mod:`~rcakit.trajectories.experiments`: the longrca-strata chapter's setup, facts, records and release run;
 - :mod:`~rcakit.trajectories.plotting`: the two-panel strata figure in the layout of LongRCA Figure 6.
 
 Used in the chapters: `longrca-strata`.
