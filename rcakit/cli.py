@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 
-from rcakit import RcakitError, chapters, runner
+from rcakit import RcakitError, chapters, runner, staging
 
 
 class _Parser(argparse.ArgumentParser):
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             "notebooks and results are unchanged",
             130,
         )
-    except runner.Terminated:
+    except staging.Terminated:
         return _fail(
             "rcakit: terminated; finished cases are kept in their stores and the last good "
             "notebooks and results are unchanged",

@@ -10,6 +10,7 @@ running cell (:class:`interrupts_reach_the_kernel`) and prints the kernel's
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -119,3 +120,19 @@ class kernel_warnings:
             sys.stderr.write(path.read_text(encoding="utf-8", errors="replace"))
         finally:
             path.unlink(missing_ok=True)
+
+
+class quiet_loggers:
+    """Silence library loggers (nbclient's "Kernel died ...") for the length of a run."""
+
+    def __init__(self, *names: str) -> None:
+        self.loggers = [logging.getLogger(name) for name in names]
+
+    def __enter__(self) -> None:
+        self.levels = [logger.level for logger in self.loggers]
+        for logger in self.loggers:
+            logger.setLevel(logging.CRITICAL)
+
+    def __exit__(self, *exc: object) -> None:
+        for logger, level in zip(self.loggers, self.levels, strict=True):
+            logger.setLevel(level)

@@ -19,26 +19,21 @@ re-executes only the chapters that are missing or stale.
 
 from __future__ import annotations
 
-import atexit
 import json
-import logging
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rcakit import RcakitError, chapters, provenance
+from rcakit import RcakitError, chapters, provenance, staging
 from rcakit.io import atomic_write, publish, writable_dir
-from rcakit.kernel import interrupts_reach_the_kernel, ipc_kernel_manager, kernel_warnings
+from rcakit.kernel import interrupts_reach_the_kernel, ipc_kernel_manager, kernel_warnings, quiet_loggers
 from rcakit.llm.spec import TIMEOUT_ENV, default_timeout
 from rcakit.paths import book_dir, project_root, resolve
-from rcakit.results import STAGE_ENV, results_dir
+from rcakit.results import results_dir
 
 
 class ChapterFailed(RuntimeError):
@@ -269,11 +264,11 @@ def run_chapter(
     remove_stale(folder)
     out = folder / (chapter.notebook.stem + ".ipynb")
     nb = _prepare(jupytext.read(chapter.notebook), chapter, params)
-    tmp = folder / f".{chapter.notebook.stem}.{os.getpid()}{RUNNING_SUFFIX}"
-    stage = results_dir() / f".{chapter_id}.{os.getpid()}{STAGE_SUFFIX}"
-    with _cleanup(tmp, stage):
+    tmp = folder / f".{chapter.notebook.stem}.{os.getpid()}{staging.RUNNING_SUFFIX}"
+    stage = results_dir() / f".{chapter_id}.{os.getpid()}{staging.STAGE_SUFFIX}"
+    with staging.cleanup(tmp, stage):
         try:
-            with kernel_warnings(), _staged_results(stage):
+            with kernel_warnings(), staging.staged_results(stage):
                 _execute(chapter_id, nb, tmp, out, params, show_progress)
             _finish(tmp, chapter, params)
             for staged in sorted(stage.glob("*.json")) if stage.is_dir() else []:
@@ -288,125 +283,9 @@ def run_chapter(
     return out
 
 
-RUNNING_SUFFIX = ".running.ipynb"
-STAGE_SUFFIX = ".staged"
-_TEMPORARY: set[Path] = set()  # this process's running notebooks and staging folders, for SIGTERM and exit
-
-
-class _cleanup:
-    """Remove a run's temporary notebook and staging folder however the run ends (atexit and SIGTERM too)."""
-
-    def __init__(self, *paths: Path) -> None:
-        self.paths = paths
-
-    def __enter__(self) -> None:
-        _TEMPORARY.update(self.paths)
-        _install_terminate_handler()
-
-    def __exit__(self, *exc: object) -> None:
-        for path in self.paths:
-            _discard(path)
-            _TEMPORARY.discard(path)
-
-
-def _discard(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        _remove(path)
-
-
-def _discard_all() -> None:
-    for path in list(_TEMPORARY):
-        _discard(path)
-    _TEMPORARY.clear()
-
-
-class Terminated(BaseException):
-    """SIGTERM reached a run: unwind (removing temporary files), then exit with status 143."""
-
-
-def _on_terminate(signum: int, frame: Any) -> None:
-    raise Terminated
-
-
-_HANDLER_INSTALLED = False
-
-
-def _install_terminate_handler() -> None:
-    global _HANDLER_INSTALLED
-    if _HANDLER_INSTALLED:
-        return
-    atexit.register(_discard_all)
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
-        signal.SIG_DFL,
-        None,
-    ):
-        signal.signal(signal.SIGTERM, _on_terminate)
-    _HANDLER_INSTALLED = True
-
-
-class _staged_results:
-    """Point ``rcakit.results.record`` at the staging folder for the length of the run."""
-
-    def __init__(self, stage: Path) -> None:
-        self.stage = stage
-
-    def __enter__(self) -> None:
-        self.before = os.environ.get(STAGE_ENV)
-        os.environ[STAGE_ENV] = str(self.stage)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.before is None:
-            os.environ.pop(STAGE_ENV, None)
-        else:
-            os.environ[STAGE_ENV] = self.before
-
-
-def _owner(path: Path) -> int | None:
-    """The pid recorded in a temporary file's name (``.<stem>.<pid>.running.ipynb``), if any."""
-    parts = path.name.split(".")
-    digits = [p for p in parts if p.isdigit()]
-    return int(digits[-1]) if digits else None
-
-
-def _alive(pid: int | None) -> bool:
-    if pid is None or pid == os.getpid():
-        return pid == os.getpid()
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale(folder: Path | None = None) -> list[Path]:
-    """Remove running notebooks and staging folders left by dead runs; return what was removed.
-
-    A file whose recorded pid is a live process belongs to a run in progress
-    and is left alone. One that cannot be removed is a one-line ``RcakitError``
-    naming it (it would break the book build).
-    """
-    folders = [folder or chapters_dir(), results_dir()]
-    removed = []
-    for where in folders:
-        if not where.is_dir():
-            continue
-        for path in sorted([*where.glob(f".*{RUNNING_SUFFIX}"), *where.glob(f".*{STAGE_SUFFIX}")]):
-            if _alive(_owner(path)):
-                continue
-            try:
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-            except FileNotFoundError:
-                continue
-            except OSError as err:
-                raise RcakitError(
-                    f"{path}: a dead run's temporary file cannot be removed ({err.strerror or err}); remove it by hand"
-                ) from None
-            removed.append(path)
-    return removed
+    """:func:`rcakit.staging.remove_stale` over the chapters folder and the results folder."""
+    return staging.remove_stale([folder or chapters_dir(), results_dir()])
 
 
 def _execute(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool) -> None:
@@ -425,7 +304,7 @@ def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, sho
     from nbclient.exceptions import DeadKernelError
 
     try:
-        with _quiet_loggers("traitlets", "papermill", "nbclient"):  # rcakit says what failed, in one line
+        with quiet_loggers("traitlets", "papermill", "nbclient"):  # rcakit says what failed, in one line
             _execute_notebook(papermill, nb, tmp, params, show_progress, log)
     except DeadKernelError:
         raise ChapterFailed(
@@ -454,22 +333,6 @@ def _execute_notebook(papermill: Any, nb: Any, tmp: Path, params: dict, show_pro
         log_output=False,
         kernel_manager_class=ipc_kernel_manager(log),
     )
-
-
-class _quiet_loggers:
-    """Silence library loggers (nbclient's "Kernel died ...") for the length of a run."""
-
-    def __init__(self, *names: str) -> None:
-        self.loggers = [logging.getLogger(name) for name in names]
-
-    def __enter__(self) -> None:
-        self.levels = [logger.level for logger in self.loggers]
-        for logger in self.loggers:
-            logger.setLevel(logging.CRITICAL)
-
-    def __exit__(self, *exc: object) -> None:
-        for logger, level in zip(self.loggers, self.levels, strict=True):
-            logger.setLevel(level)
 
 
 def _first_line(text: str) -> str:

@@ -34,6 +34,7 @@ SECTIONS = [
     ("rcakit.runner", "Running chapters and the book"),
     ("rcakit.provenance", "What produced a page"),
     ("rcakit.kernel", "The kernel a chapter runs in"),
+    ("rcakit.staging", "A run's temporary files"),
     ("rcakit.inputs", "Inputs checked before a kernel starts"),
     ("rcakit.tables", "Tables"),
     ("rcakit.progress", "Progress and warnings on the terminal"),

@@ -1,0 +1,151 @@
+"""A run's temporary files: the notebook papermill writes and the results staged beside it.
+
+``rcakit.runner`` executes a chapter into ``.<stem>.<pid>.running.ipynb`` and
+points ``rcakit.results.record`` at ``.<chapter>.<pid>.staged/``; only a run
+in which every cell succeeded publishes both. :class:`cleanup` removes them
+however the run ends: normally, on an exception, at interpreter exit, or on
+SIGTERM (turned into :class:`Terminated`, so every ``finally`` runs).
+:func:`remove_stale` removes what a killed process left, recognising it by the
+pid in its name.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rcakit import RcakitError
+from rcakit.results import STAGE_ENV
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+RUNNING_SUFFIX = ".running.ipynb"
+STAGE_SUFFIX = ".staged"
+_TEMPORARY: set[Path] = set()  # this process's running notebooks and staging folders, for SIGTERM and exit
+
+
+class cleanup:
+    """Remove a run's temporary notebook and staging folder however the run ends (atexit and SIGTERM too)."""
+
+    def __init__(self, *paths: Path) -> None:
+        self.paths = paths
+
+    def __enter__(self) -> None:
+        _TEMPORARY.update(self.paths)
+        _install_terminate_handler()
+
+    def __exit__(self, *exc: object) -> None:
+        for path in self.paths:
+            _discard(path)
+            _TEMPORARY.discard(path)
+
+
+def _discard(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        _remove(path)
+
+
+def _discard_all() -> None:
+    for path in list(_TEMPORARY):
+        _discard(path)
+    _TEMPORARY.clear()
+
+
+class Terminated(BaseException):
+    """SIGTERM reached a run: unwind (removing temporary files), then exit with status 143."""
+
+
+def _on_terminate(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+_HANDLER_INSTALLED = False
+
+
+def _install_terminate_handler() -> None:
+    global _HANDLER_INSTALLED
+    if _HANDLER_INSTALLED:
+        return
+    atexit.register(_discard_all)
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+        signal.SIG_DFL,
+        None,
+    ):
+        signal.signal(signal.SIGTERM, _on_terminate)
+    _HANDLER_INSTALLED = True
+
+
+class staged_results:
+    """Point ``rcakit.results.record`` at the staging folder for the length of the run."""
+
+    def __init__(self, stage: Path) -> None:
+        self.stage = stage
+
+    def __enter__(self) -> None:
+        self.before = os.environ.get(STAGE_ENV)
+        os.environ[STAGE_ENV] = str(self.stage)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.before is None:
+            os.environ.pop(STAGE_ENV, None)
+        else:
+            os.environ[STAGE_ENV] = self.before
+
+
+def _owner(path: Path) -> int | None:
+    """The pid recorded in a temporary file's name (``.<stem>.<pid>.running.ipynb``), if any."""
+    parts = path.name.split(".")
+    digits = [p for p in parts if p.isdigit()]
+    return int(digits[-1]) if digits else None
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(folders: Iterable[Path]) -> list[Path]:
+    """Remove running notebooks and staging folders that dead runs left in ``folders``; return them.
+
+    A file whose recorded pid is a live process belongs to a run in progress
+    and is left alone. One that cannot be removed is a one-line ``RcakitError``
+    naming it (it would break the book build).
+    """
+    removed = []
+    for where in folders:
+        if not where.is_dir():
+            continue
+        for path in sorted([*where.glob(f".*{RUNNING_SUFFIX}"), *where.glob(f".*{STAGE_SUFFIX}")]):
+            if _alive(_owner(path)):
+                continue
+            try:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                raise RcakitError(
+                    f"{path}: a dead run's temporary file cannot be removed ({err.strerror or err}); remove it by hand"
+                ) from None
+            removed.append(path)
+    return removed
