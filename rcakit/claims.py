@@ -503,9 +503,10 @@ def _identity_line(identities: pd.DataFrame) -> str | None:
     checked = identities[identities["verdict"].isin(["agrees", "differs"])]
     failing = checked[checked["verdict"] == "differs"]
     held = len(checked) - len(failing)
-    text = f"**Correctness checks** (identities, not reproductions): {held} of {len(checked)} hold"
     others = identities["verdict"].value_counts().drop(["agrees", "differs"], errors="ignore")
-    text += "".join(f"; {n} {_IDENTITY_WORDS.get(str(v), v)}" for v, n in others.items())
+    parts = [f"{held} of {len(checked)} hold"] if len(checked) else []
+    parts += [f"{n} {_IDENTITY_WORDS.get(str(v), v)}" for v, n in others.items()]
+    text = "**Correctness checks** (identities, not reproductions): " + "; ".join(parts)
     if len(failing):
         text += "; failing: " + "; ".join(_md(c) for c in failing["claim"])
     return text + "."
