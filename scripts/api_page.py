@@ -18,6 +18,7 @@ SECTIONS = [
     ("rcakit", "The package"),
     ("rcakit.scm", "Structural causal models"),
     ("rcakit.shapley", "Shapley values"),
+    ("rcakit.fidelity", "Replay fidelity"),
     ("rcakit.repair", "Minimal repair families"),
     ("rcakit.rag", "Agentic retrieval"),
     ("rcakit.trajectories", "Long trajectories"),

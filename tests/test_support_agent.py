@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rcakit import RcakitError, claims, scm
-from rcakit.llm import ResponseCache, cached, provider_from_spec
+from rcakit.llm import ReplayChannel, ResponseCache, cached, provider_from_spec
 from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from rcakit.scm import support_agent as sa
 
@@ -167,6 +167,6 @@ def test_a_drifting_model_gives_a_deterministic_rate_below_one(tmp_path):
 
 def test_replay_channel_names_its_own_cache_entry():
     inner = ScriptedProvider(lambda m: "REFUND")
-    channel = scm.ReplayChannel(inner)
+    channel = ReplayChannel(inner)
     assert channel.name == "scripted+replay" and channel.model == inner.model
     assert channel.chat([{"role": "user", "content": "x"}], seed=3).text == "REFUND" and len(inner.calls) == 1

@@ -18,6 +18,7 @@ call is bounded by ``timeout`` seconds (``check_timeout``; default
 from rcakit.llm.accounting import Accounting, MethodUsage
 from rcakit.llm.base import ContextOverflow, NullProvider, Provider, Reply, request_seed
 from rcakit.llm.cache import CachedProvider, ResponseCache, cache_totals, cached, default_cache
+from rcakit.llm.replay import ReplayChannel
 from rcakit.llm.spec import check_spec, check_timeout, probe, provider_from_spec
 from rcakit.llm.structured import Shape, ask_json, parse_json
 
@@ -28,6 +29,7 @@ __all__ = [
     "MethodUsage",
     "NullProvider",
     "Provider",
+    "ReplayChannel",
     "Reply",
     "ResponseCache",
     "Shape",

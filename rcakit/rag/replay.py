@@ -7,13 +7,13 @@ nothing: a miss, an abstention). :func:`record_reads` runs a question once
 and keeps every read's inputs (the documents shown, the relation, the
 subject, the read key that seeds it) and its action. :func:`replay_reads`
 asks a reader again from exactly those inputs with the same seeds, and
-:class:`rcakit.scm.replay.ActionMatch` counts the share whose action matches,
+:class:`rcakit.fidelity.ActionMatch` counts the share whose action matches,
 
 .. math:: \mathrm{AMR} = \frac{1}{|K|} \sum_{k \in K} \mathbf{1}[\hat a_k = a_k],
 
 with its Wilson interval. The rule reader replays exactly (its draws are
 keyed by the read), so its rate is 1. An LLM reader is replayed through
-:class:`rcakit.scm.replay.ReplayChannel`, under its own cache name, so the
+:class:`rcakit.llm.ReplayChannel`, under its own cache name, so the
 response cache cannot answer the replay with the recorded reply; a rerun
 reads the replay's own answers back. Which traces are replayed is a choice
 the paper leaves open: the clean traces of the first questions of the world.
@@ -27,11 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rcakit import RcakitError
+from rcakit.fidelity import ActionMatch
 from rcakit.llm.cache import CachedProvider, cached
+from rcakit.llm.replay import ReplayChannel
 from rcakit.parallel import Runner
 from rcakit.rag.agent import ActingReader, Agent, LLMReader, Reader, Trace
 from rcakit.rag.world import Paragraph, Question, Relation
-from rcakit.scm.replay import ActionMatch, ReplayChannel
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,7 @@ from rcakit.scm.model import (
     uniform_policy,
 )
 from rcakit.scm.replay import (
-    ActionMatch,
     RecordedRun,
-    ReplayChannel,
     action_match_rate,
     record_failing_run,
     record_run,
@@ -82,7 +80,6 @@ from rcakit.scm.support_agent import (
 
 __all__ = [
     "COVERAGE_VARIANTS",
-    "ActionMatch",
     "Contrastive",
     "CoverageVariant",
     "Do",
@@ -94,7 +91,6 @@ __all__ = [
     "REFUND_SYSTEM",
     "Record",
     "RecordedRun",
-    "ReplayChannel",
     "RolloutValue",
     "SCM",
     "SCMShapley",

@@ -13,10 +13,9 @@ with a Wilson interval. CAR reports this rate rather than assuming replay is
 exact: a scripted policy and a single-stream local model with a fixed seed
 replay exactly, while hosted inference may not (§3).
 
-A cached model would answer a replay from the cache, so the rate would be 1
-whatever the model does. :class:`ReplayChannel` gives the replay its own
-cache name: the replay asks the model again once, and a rerun of the chapter
-reads the replay's own answer back.
+The rate itself (:class:`rcakit.fidelity.ActionMatch`) and the replay's own
+cache name for a model (:class:`rcakit.llm.ReplayChannel`) live outside the
+SCMs, since the RAG lab's replay uses them too.
 
 Used in the chapter ``car-shapley``.
 """
@@ -25,12 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from rcakit import RcakitError, stats
-from rcakit.llm.base import Message, Provider, Reply, request_seed
+from rcakit import RcakitError
+from rcakit.fidelity import ActionMatch
+from rcakit.llm.base import request_seed
 from rcakit.scm.model import SCM, Record
 
 
@@ -82,36 +81,6 @@ def record_failing_run(
     return None
 
 
-@dataclass(frozen=True)
-class ActionMatch:
-    """Per replayed step: the recorded action, the replayed one, and whether they match."""
-
-    steps: tuple[int, ...]
-    recorded: tuple[Any, ...]
-    replayed: tuple[Any, ...]
-
-    @property
-    def matches(self) -> tuple[bool, ...]:
-        return tuple(a == b for a, b in zip(self.recorded, self.replayed, strict=True))
-
-    @property
-    def n(self) -> int:
-        return len(self.steps)
-
-    @property
-    def rate(self) -> float:
-        """The action-match rate: the share of replayed steps whose action matches."""
-        return sum(self.matches) / self.n if self.n else float("nan")
-
-    def ci(self, alpha: float = 0.05) -> tuple[float, float]:
-        """The Wilson interval of the rate."""
-        return stats.wilson_ci(sum(self.matches), self.n, alpha)
-
-    def __add__(self, other: ActionMatch) -> ActionMatch:
-        """Pool two replays (e.g. of several recorded runs) into one count."""
-        return ActionMatch(self.steps + other.steps, self.recorded + other.recorded, self.replayed + other.replayed)
-
-
 def action_match_rate(
     scm: SCM, record: Sequence[Record], seeds: Sequence[int], steps: Sequence[int] | None = None
 ) -> ActionMatch:
@@ -127,26 +96,3 @@ def action_match_rate(
     chosen = tuple(range(scm.n_steps)) if steps is None else tuple(int(k) for k in steps)
     replayed = tuple(scm.steps[k].policy(record[k].context, np.random.default_rng(int(seeds[k]))) for k in chosen)
     return ActionMatch(chosen, tuple(record[k].action for k in chosen), replayed)
-
-
-class ReplayChannel:
-    """A provider seen under its own cache name (``<name>+replay``), the request unchanged.
-
-    Behind :func:`rcakit.llm.cached` a replay then reaches the model instead
-    of reading the recorded run's reply, and is itself cached for a rerun.
-    """
-
-    def __init__(self, provider: Provider) -> None:
-        self.provider = provider
-        self.name = f"{provider.name}+replay"
-        self.model = provider.model
-        self.context_window = provider.context_window
-
-    def __repr__(self) -> str:
-        return f"ReplayChannel({self.provider!r})"
-
-    def count_tokens(self, messages: Sequence[Message]) -> int:
-        return self.provider.count_tokens(messages)
-
-    def chat(self, messages: Sequence[Message], **options: Any) -> Reply:
-        return self.provider.chat(messages, **options)

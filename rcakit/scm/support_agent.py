@@ -34,16 +34,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rcakit.fidelity import ActionMatch
 from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Provider
 from rcakit.llm.cache import cached
+from rcakit.llm.replay import ReplayChannel
 from rcakit.scm.contrastive import Contrastive, contrastive_effects
 from rcakit.scm.llm_policy import parse_refund, policy_from_llm
 from rcakit.scm.model import SCM, Policy, PolicyStep, Record, bernoulli_policy
 from rcakit.scm.replay import (
-    ActionMatch,
     RecordedRun,
-    ReplayChannel,
     action_match_rate,
     record_failing_run,
     record_run,
