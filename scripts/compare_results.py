@@ -98,18 +98,16 @@ def run_chapters(code: Path, chapters: list[str], out: Path, quick: bool) -> dic
     return failures
 
 
+def _python_in(code: Path, source: str) -> str:
+    """What ``python -c source`` prints with the checkout ``code`` first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    proc = subprocess.run([sys.executable, "-c", source], cwd=code, env=env, capture_output=True, text=True, check=True)
+    return proc.stdout
+
+
 def rcakit_of(code: Path) -> Path:
     """The folder of the rcakit package that Python imports when ``code`` comes first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    proc = subprocess.run(
-        [sys.executable, "-c", "import rcakit; print(rcakit.__file__)"],
-        cwd=code,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(proc.stdout.strip()).parent
+    return Path(_python_in(code, "import rcakit; print(rcakit.__file__)").strip()).parent
 
 
 def git(*args: str) -> str:
@@ -117,16 +115,8 @@ def git(*args: str) -> str:
 
 
 def chapter_order(code: Path) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    proc = subprocess.run(
-        [sys.executable, "-c", "from rcakit import chapters; print(*chapters.ORDER)"],
-        cwd=code,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return [c for c in proc.stdout.split() if c not in SKIPPED]
+    order = _python_in(code, "from rcakit import chapters; print(*chapters.ORDER)")
+    return [c for c in order.split() if c not in SKIPPED]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -149,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         failures = {}
         if args.base_results is None:
             revision = git("rev-parse", "--verify", args.base + "^{commit}").strip()
-            tree = Path(tmp) / "base"
+            tree = Path(tmp) / "base-checkout"  # apart from work / "base", which outlives the checkout
             git("worktree", "add", "--detach", str(tree), revision)
             try:
                 if rcakit_of(tree) != tree / "rcakit":
