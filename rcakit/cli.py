@@ -74,7 +74,6 @@ def _book(args: argparse.Namespace) -> None:
 
     from rcakit import provenance
 
-    runner.remove_stale()
     plan = []
     for cid in chapters.PAGES:
         params = runner.book_parameters(cid, defaults=args.defaults, quick=args.quick)
@@ -82,7 +81,7 @@ def _book(args: argparse.Namespace) -> None:
         plan.append((cid, params))
     for cid, params in tqdm(plan, desc="chapters", file=sys.stderr, disable=not _on_terminal()):
         chapter = chapters.get(cid)
-        reason = provenance.why_stale(chapter, runner.chapters_dir() / (chapter.notebook.stem + ".ipynb"), params)
+        reason = provenance.why_stale(chapter, runner.executed_notebook(chapter), params)
         if reason is None:
             print(f"{cid}: up to date", file=sys.stderr)
             continue

@@ -77,10 +77,8 @@ def input_state(chapter: chapters.Chapter, params: Mapping[str, Any]) -> dict[st
     state = {}
     for name, kind in chapter.paths.items():
         if kind == "data":
-            value = str(params[name])
-            state[name] = (
-                "absent" if value in chapters.UNSET or value == "none" else path_state(data.locate(value, name))
-            )
+            value = params[name]
+            state[name] = "absent" if value in chapters.UNSET else path_state(data.locate(str(value), name))
     if chapter.reads_results:
         folder = results_dir()
         files = sorted(folder.glob("*.json")) if folder.is_dir() else []

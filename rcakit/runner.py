@@ -45,6 +45,11 @@ def chapters_dir() -> Path:
     return book_dir() / "chapters"
 
 
+def executed_notebook(chapter: chapters.Chapter, folder: Path | None = None) -> Path:
+    """Where a chapter's executed notebook lands: ``<folder or chapters_dir()>/<stem>.ipynb``."""
+    return (folder or chapters_dir()) / (chapter.notebook.stem + ".ipynb")
+
+
 def run_parameters(chapter_id: str, overrides: Mapping[str, Any] | None = None, quick: bool = False) -> dict:
     """The checked parameters of a run: defaults, then ``quick`` values, then overrides.
 
@@ -66,7 +71,7 @@ def book_parameters(chapter_id: str, defaults: bool = False, quick: bool = False
     the defaults or the quick values.
     """
     chapter = chapters.get(chapter_id)
-    block = None if defaults or quick else provenance.read(chapters_dir() / (chapter.notebook.stem + ".ipynb"))
+    block = None if defaults or quick else provenance.read(executed_notebook(chapter))
     if block is None:
         return run_parameters(chapter_id, quick=quick)
     recorded = {k: v for k, v in block["parameters"].items() if k in chapter.parameters}
@@ -97,7 +102,7 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
             writable_dir(resolve(params[name]), where)
         elif kind == "store":
             writable_dir(store_folder(params[name]), where)
-        elif params[name] not in chapters.UNSET and params[name] != "none":
+        elif params[name] not in chapters.UNSET:
             _check_data(params[name], name, where)
     from rcakit.inputs import check_parameters  # data files, plug-ins, the scheduler: each read before a kernel
 
@@ -159,7 +164,7 @@ def present(chapter: chapters.Chapter, params: Mapping[str, Any], name: str) -> 
     exists; any other parameter (a model provider) when it is not ``none``.
     """
     value = params.get(name)
-    if value in chapters.UNSET or value == "none":
+    if value in chapters.UNSET:
         return False
     if chapter.paths.get(name) == "data":
         from rcakit import data
@@ -195,11 +200,7 @@ def rerun_note(chapter: chapters.Chapter, params: Mapping[str, Any]) -> str | No
     changed = {k: v for k, v in params.items() if v != chapter.parameters[k].default}
     if not changed:
         return None
-    quick = (
-        changed
-        and all(chapter.quick.get(k, object()) == v for k, v in changed.items())
-        and set(changed) == set(chapter.quick)
-    )
+    quick = changed == chapter.quick
     listed = ", ".join(f"`{k} = {v!r}` (default `{chapter.parameters[k].default!r}`)" for k, v in changed.items())
     how = "with the chapter's quick values (`--quick`)" if quick else "with parameters other than the defaults"
     return (
@@ -248,9 +249,9 @@ def run_chapter(
     into ``.<stem>.<pid>.running.ipynb`` and its results into a staging folder
     beside the results folder; only a run in which every cell succeeded
     publishes both, results first. A failing cell raises ``ChapterFailed``
-    naming the cell and the error and keeps the partly executed notebook as
-    ``<stem>.failed.ipynb``; the last good notebook and results stay byte for
-    byte. A SIGTERM, Ctrl-C or a dead kernel leaves no temporary file.
+    naming the cell and the error and keeps the partly executed notebook in
+    ``<book>/failed/`` (:func:`failed_dir`); the last good notebook and results
+    stay byte for byte. A SIGTERM, Ctrl-C or a dead kernel leaves no temporary file.
     Warnings the kernel raised for the person running it
     (``rcakit.progress.warn``) are printed on stderr afterwards.
     """
@@ -262,7 +263,7 @@ def run_chapter(
     folder = output_dir or chapters_dir()
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale(folder)
-    out = folder / (chapter.notebook.stem + ".ipynb")
+    out = executed_notebook(chapter, folder)
     nb = _prepare(jupytext.read(chapter.notebook), chapter, params)
     tmp = folder / f".{chapter.notebook.stem}.{os.getpid()}{staging.RUNNING_SUFFIX}"
     stage = results_dir() / f".{chapter_id}.{os.getpid()}{staging.STAGE_SUFFIX}"
@@ -274,7 +275,7 @@ def run_chapter(
             for staged in sorted(stage.glob("*.json")) if stage.is_dir() else []:
                 publish(staged, results_dir() / staged.name)
             publish(tmp, out)
-            _remove(failed_dir(folder) / out.name)
+            (failed_dir(folder) / out.name).unlink(missing_ok=True)
         except OSError as err:  # a disk that filled up during the run, say
             raise ChapterFailed(
                 f"chapter {chapter_id!r}: cannot write {err.filename or folder}: "
@@ -338,13 +339,6 @@ def _execute_notebook(papermill: Any, nb: Any, tmp: Path, params: dict, show_pro
 def _first_line(text: str) -> str:
     lines = str(text).strip().splitlines()
     return lines[0] if lines else ""
-
-
-def _remove(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def failed_dir(folder: Path | None = None) -> Path:

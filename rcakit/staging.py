@@ -23,14 +23,6 @@ from typing import Any
 from rcakit import RcakitError
 from rcakit.results import STAGE_ENV
 
-
-def _remove(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-
-
 RUNNING_SUFFIX = ".running.ipynb"
 STAGE_SUFFIX = ".staged"
 _TEMPORARY: set[Path] = set()  # this process's running notebooks and staging folders, for SIGTERM and exit
@@ -56,7 +48,7 @@ def _discard(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
-        _remove(path)
+        path.unlink(missing_ok=True)
 
 
 def _discard_all() -> None:
@@ -114,8 +106,11 @@ def _owner(path: Path) -> int | None:
 
 
 def _alive(pid: int | None) -> bool:
-    if pid is None or pid == os.getpid():
-        return pid == os.getpid()
+    """Whether ``pid`` names a running process (this one included); ``None`` never does."""
+    if pid is None:
+        return False
+    if pid == os.getpid():
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
