@@ -4,17 +4,20 @@ and nothing changed on disk (tests/bad_inputs.py lists the cases and tabulates t
 import json
 
 import pytest
-from bad_inputs import CASES, can_mount, expected, run_case
+from bad_inputs import CASES, can_mount, expected, nobody_can_run, run_case
 
 from rcakit.store import CaseStore
 
 MOUNT = can_mount()
+NOBODY = nobody_can_run()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input_is_one_line_and_changes_nothing(case, tmp_path):
     if case.mount and not MOUNT:
         pytest.skip("needs a tmpfs mount (root)")
+    if case.as_nobody and not NOBODY:
+        pytest.skip("the checkout is not readable by other users (under a 0700 folder): nobody cannot run rcakit")
     got = run_case(case, tmp_path)
     assert got.status == case.status, got.lines
     assert len(got.lines) == 1, got.lines
