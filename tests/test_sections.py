@@ -1,0 +1,33 @@
+"""rcakit.sections: the one shape a chapter reads from the package."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from rcakit.sections import Section, collect
+
+
+def test_collect_merges_numbers_and_refuses_a_key_named_twice() -> None:
+    a = Section(numbers={"main": {"fem": 1.0}})
+    b = Section(numbers={"cost": 3})
+    assert collect(a, b) == {"main": {"fem": 1.0}, "cost": 3}
+    with pytest.raises(ValueError, match="main"):
+        collect(a, Section(numbers={"main": {"fem": 0.5}}))
+
+
+def test_a_skipped_section_records_nothing_and_shows_its_reason() -> None:
+    skipped = Section.skip("no Who&When folder was given")
+    assert collect(Section(numbers={"x": 1}), skipped) == {"x": 1}
+    assert "no Who&When folder was given" in skipped.show().data
+    with pytest.raises(ValueError):
+        Section(table=pd.DataFrame({"a": [1]}), skipped="why")
+    with pytest.raises(ValueError):
+        Section.skip("  ")
+
+
+def test_show_formats_the_table_with_the_sections_decimals() -> None:
+    section = Section(table=pd.DataFrame({"fem": [0.123456]}), decimals=2)
+    assert "0.12" in section.show().to_html() and "0.123" not in section.show().to_html()
+    with pytest.raises(ValueError):
+        Section().show()
