@@ -283,9 +283,8 @@ def test_rcta_drops_its_latest_candidates_when_the_final_question_does_not_fit()
     assert "many" in locator.inputs.truncated
 
 
-def test_compare_llm_puts_the_offline_locators_beside_and_merges_sets(tmp_path, monkeypatch):
+def test_compare_llm_puts_the_offline_locators_beside_and_keeps_every_set(tmp_path, monkeypatch):
     from rcakit.trajectories import HandoffTraceLocator, TerminalLocator
-    from rcakit.trajectories.llm_evaluation import merge_comparisons
 
     monkeypatch.setenv("RCAKIT_LLM_CACHE", str(tmp_path))
     sets = {"a": [trajectory(16, root=r, tid=f"a/{r}") for r in (0, 3, 5)], "b": [trajectory(12, tid="b/1")]}
@@ -294,8 +293,10 @@ def test_compare_llm_puts_the_offline_locators_beside_and_merges_sets(tmp_path, 
     assert list(run.cases) == ["a", "b"] and all(len(frame) == 2 for frame in run.cases["a"].values())
     assert list(run.table.loc["a"].index) == ["terminal", "handoff_trace", *LLM_LOCATORS]
     assert run.numbers["b"]["step_by_step"]["predicted_steps"]["modal_step"] == 0  # "yes" at the first question
-    merged = merge_comparisons([None, run])
-    assert merged.numbers == run.numbers and merged.spread.equals(run.spread)
+    assert list(run.numbers) == ["a", "b"] and list(run.spread.index.get_level_values(0).unique()) == ["a", "b"]
+    assert run.spread.loc["b"].loc["step_by_step"].to_dict() == run.numbers["b"]["step_by_step"]["predicted_steps"]
+    with pytest.raises(TypeError):
+        compare_llm(ScriptedProvider(universal), sets, offline, Accounting(), 2)  # max_cases is keyword-only
 
 
 def test_cost_table_is_one_spelling_and_one_rounding_for_every_chapter():

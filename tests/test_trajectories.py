@@ -21,6 +21,7 @@ from rcakit.trajectories import (
     TerminalLocator,
     Trajectory,
     bin_of,
+    calibration_table,
     expected_random_accuracy,
     generate_benchmark,
     load_longrca,
@@ -386,7 +387,7 @@ def _loads_within(seconds: float, fn):
 def test_bad_folder_entries_are_reported_one_per_line_and_never_block(tmp_path, monkeypatch):
     import os
 
-    from rcakit.trajectories import loaders
+    from rcakit.trajectories import reading
 
     folder = tmp_path / "Hand-Crafted"
     folder.mkdir()
@@ -406,7 +407,7 @@ def test_bad_folder_entries_are_reported_one_per_line_and_never_block(tmp_path, 
             raise PermissionError(13, "Permission denied")
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(loaders.os, "open", refusing_open)
+    monkeypatch.setattr(reading.os, "open", refusing_open)
     write_json(folder / "9.json", _good_who_and_when_log())
 
     result = _loads_within(10, lambda: read_who_and_when(folder))
@@ -567,7 +568,7 @@ def test_bins_adding_back_to_table4_fail_when_the_count_recovery_breaks(monkeypa
 
 @needs_who_and_when
 def test_every_log_scored_claims_fail_when_annotations_name_other_agents(monkeypatch):
-    from rcakit.trajectories import evaluation, loaders, offline_locators, schema
+    from rcakit.trajectories import evaluation, offline_locators, records, schema
 
     def numbers() -> dict:
         result = read_who_and_when(WHO_AND_WHEN)
@@ -582,7 +583,7 @@ def test_every_log_scored_claims_fail_when_annotations_name_other_agents(monkeyp
     def handoff_only(text):  # the LongRCA rule alone: strip only a trailing (-> X)
         return " ".join(schema.split_handoff(text)[0].casefold().split()) if isinstance(text, str) else ""
 
-    monkeypatch.setattr(loaders, "normalise_role", handoff_only)
+    monkeypatch.setattr(records, "normalise_role", handoff_only)
     assert _verdicts(numbers(), "Who&When") == ["differs", "agrees"]  # log 24 is rejected: 57, not 58
 
 
@@ -634,18 +635,76 @@ def test_generator_from_params_takes_the_chapter_knobs():
     assert experiments.generator_from_params(params) == GeneratorConfig(n=12, signal_clarity=0.2)
 
 
+def test_the_synthetic_sections_record_the_scores_with_the_calibration_and_quote_the_lead():
+    from rcakit import sections
+    from rcakit.trajectories import evaluation, experiments, offline_locators
+
+    config = GeneratorConfig(n=60, decoy_rate=0.5)
+    syn = experiments.synthetic(offline_locators(3), 3, config)
+    bench = generate_benchmark(3, config)
+    assert [t.id for t in syn.bench] == [t.id for t in bench]
+    recorded = syn.scores.numbers["synthetic"]
+    assert recorded["calibration"] == shape_statistics(bench)
+    scored = evaluation.score_synthetic(offline_locators(3), bench)
+    assert {k: v for k, v in recorded.items() if k != "calibration"} == scored.numbers
+    assert syn.scores.facts == {
+        "syn_gain": pytest.approx(100 * scored.numbers["handoff_trace_gain"]),
+        "syn_role_gap": pytest.approx(100 * scored.numbers["handoff_trace_role_gap"]),
+    }
+    assert syn.scores.table.equals(scored.table) and syn.calibration.table.equals(calibration_table(bench))
+    strata = syn.strata.table  # both stratifications side by side, every locator, every bin labelled with its size
+    assert list(strata.index) == list(scored.table.index) and set(strata.columns.get_level_values(0)) == {
+        "length",
+        "distance",
+    }
+    assert sum(int(c.split("n=")[1].rstrip(")")) for c in strata["distance"].columns) == 60
+    length, distance = syn.strata_rows()
+    assert length.groupby("method")["n"].sum().eq(60).all() and distance.groupby("method")["n"].sum().eq(60).all()
+    assert syn.planted.table["hit"].between(0, 1).all()
+    assert sections.collect(syn.calibration, syn.scores, syn.strata, syn.planted) == syn.scores.numbers
+
+
+def test_explore_records_the_sweep_and_its_size():
+    from rcakit.trajectories import evaluation, experiments, offline_locators
+
+    base = GeneratorConfig(n=1140)
+    section = experiments.explore(offline_locators(0), base, 30, 5)
+    sweep = evaluation.knob_sweep(offline_locators(0), base, 30, 5)
+    assert section.table.equals(sweep) and section.numbers == {
+        "explore": {"exact": sweep.to_dict(orient="index"), "n": 30}
+    }
+
+
 def test_published_figure6_recovers_whole_cases_and_table4():
     from rcakit import claims
     from rcakit.trajectories import experiments
 
-    tables = [claims.published("longrca-strata", t) for t in ("table4", "table7", "table8")]
-    published = experiments.published_figure6(*tables)
-    assert (published.totals["length bins"] - published.totals["Table 4 exact"]).abs().max() < 0.0006
-    assert published.numbers["bins_total"]["distance"]["RCTA"] == pytest.approx(275 / 1140)
-    facts = experiments.rcta_length_facts(published.length)
+    table4, table7, table8 = (claims.published("longrca-strata", t) for t in ("table4", "table7", "table8"))
+    figure6 = experiments.published_figure6(table4, table7, table8)
+    totals = figure6.table
+    assert (totals["length bins"] - totals["Table 4 exact"]).abs().max() < 0.0006
+    assert list(figure6.numbers) == ["published"] and not figure6.facts and figure6.skipped is None
+    assert figure6.numbers["published"]["bins_total"]["distance"]["RCTA"] == pytest.approx(275 / 1140)
+    assert figure6.numbers["published"]["length_bins"]["RCTA"][">400"]["n"] == 42
+    rcta = experiments.rcta_length(table7)
+    facts = rcta.facts
     assert (facts["rcta_gt400_k"], facts["rcta_gt400_n"]) == (13, 42) and facts["rcta_gt400_holds_others"]
+    assert facts["rcta_length_le100"] == pytest.approx(100 * 119 / 393)  # 30.3% of 393 is 119 trajectories
     lo, hi = proportion_confint(13, 42, method="wilson")
-    assert facts["rcta_gt400_width"] == pytest.approx(100 * (hi - lo))
+    assert facts["rcta_gt400_width"] == pytest.approx(100 * (hi - lo)) and not rcta.numbers
+    assert rcta.table.loc["rcta_gt400_k"].item() == 13
+    # the separated pairs: every row's intervals are disjoint, and RCTA's <=100 is apart from 101-200
+    length, distance = experiments.published_bins(table7, table8)
+    pairs = experiments.separated_strata(table7, table8).table
+    assert set(pairs["stratum"]) == {"length", "distance"}
+    rows = {(r.method, r.bin, r["other bin"]) for _, r in pairs.iterrows()}
+    assert ("RCTA", "<=100", "101-200") in rows and ("RCTA", "<=100", ">400") not in rows
+    bins = length.set_index(["method", "bin"])
+    for _, r in pairs[pairs["stratum"] == "length"].iterrows():
+        a, b = bins.loc[(r["method"], r["bin"])], bins.loc[(r["method"], r["other bin"])]
+        assert a["hi"] < b["lo"] or b["hi"] < a["lo"]
+    assert not ((pairs["method"] == "RCTA") & (pairs["stratum"] == "distance")).any()  # no RCTA pair separates
+    assert experiments.table4(table4).table.loc["RCTA", "exact"] == 24.1
 
 
 def test_real_log_scoring_merges_the_analytic_random_baseline_and_the_margins():
@@ -661,36 +720,111 @@ def test_real_log_scoring_merges_the_analytic_random_baseline_and_the_margins():
     assert set(scored.numbers) >= {"handoff_trace_gain", "handoff_trace_role_gap"}
 
 
-def test_who_and_when_facts_cover_only_the_subsets_read():
-    """A folder holding one subset gives that subset's facts and none of the other's (no NaN to glue)."""
-    from rcakit.trajectories import evaluation, experiments, offline_locators
+def _who_and_when_folder(root: Path, subsets: dict[str, int]) -> Path:
+    """A Who&When-format folder: ``subsets`` maps a subset to its number of logs (4, 5, ... steps, root at 1)."""
+    for subset, count in subsets.items():
+        (root / subset).mkdir(parents=True)
+        for i in range(count):
+            log = _good_who_and_when_log(steps=4 + i)
+            log["history"][1]["content"] += " but the call failed with an error"
+            write_json(root / subset / f"{i + 1}.json", log)
+    return root
 
-    steps = tuple(Step(i, ["Planner", "WebSurfer"][i % 2], None, f"step {i} reports the price") for i in range(6))
-    logs = [Trajectory(f"h{i}", "Hand-Crafted", "task", steps[: 4 + i], Label("WebSurfer", 1)) for i in range(2)]
-    subsets = {"Hand-Crafted": logs}
-    scored = evaluation.score_subsets(offline_locators(0), subsets, evaluation.official_denominators(subsets, False))
-    facts = experiments.who_and_when_facts(scored)
-    assert facts["who_n_hand"] == 2 and facts["hand_max_length"] == 5
-    assert not any(k.endswith("_algo") or k.startswith("algo_") for k in facts)
+
+def _page_glue_names(tag: str) -> set[str]:
+    """The glue names the chapter's prose reads in the cells tagged ``tag``."""
+    import re
+
+    import jupytext
+
+    notebook = jupytext.read(Path(__file__).resolve().parents[1] / "notebooks" / "longrca_strata.md")
+    cells = [c for c in notebook.cells if c.cell_type == "markdown" and tag in c.metadata.get("tags", [])]
+    return {m.group(1).split(":")[0] for c in cells for m in re.finditer(r"\{glue:\w+\}`([^`]+)`", c.source)}
+
+
+@pytest.mark.parametrize(
+    "subsets", [{"Hand-Crafted": 3}, {"Algorithm-Generated": 2}, {"Hand-Crafted": 2, "Algorithm-Generated": 3}]
+)
+def test_a_folder_with_one_subset_glues_every_name_the_page_reads(tmp_path, subsets):
+    """A folder holding one subset gives that subset's numbers, and for the other a sentence saying it is
+    absent: every glue name the Who&When prose reads is glued, no number is NaN, none is made up."""
+    from IPython.display import Markdown
+
+    from rcakit.trajectories import experiments, offline_locators
+
+    folder = _who_and_when_folder(tmp_path / "who", subsets)
+    who = experiments.who_and_when(str(folder), offline_locators(0), claims_block())
+    assert set(who.sets) == set(subsets) and f"{folder}: {sum(subsets.values())} good records, 0 bad" in who.report
+    facts = who.scores.facts
+    assert _page_glue_names("needs-who_and_when_path") <= set(facts)
     assert not any(isinstance(v, float) and np.isnan(v) for v in facts.values())
-    numbers = experiments.who_and_when_numbers(scored, rejected=0)
-    assert set(numbers["who_and_when"]) == {"Hand-Crafted"}
-    assert list(evaluation.beside_published(claims_block(), scored).columns) == ["Hand-Crafted"]
+    assert set(who.scores.numbers["who_and_when"]) == set(subsets)
+    assert who.scores.numbers["who_and_when_details"]["rejected"] == 0
+    hand = "Hand-Crafted" in subsets
+    assert ("hand_crafted_strata" in who.scores.numbers["who_and_when_details"]) == hand
+    assert (who.error_words.skipped is None) == hand and (who.strata.skipped is None) == hand
+    assert list(who.beside.table.columns) == list(subsets)
+    for subset, key in (("Hand-Crafted", "hand"), ("Algorithm-Generated", "algo")):
+        if subset in subsets:
+            assert facts[f"who_n_{key}"] == subsets[subset] == facts[f"who_official_{key}"]
+            assert f"{subset} is scored on {subsets[subset]} logs" in facts["who_sizes_md"].data
+        else:
+            assert f"who_n_{key}" not in facts and f"gain_{key}" not in facts
+            assert f"his folder holds no {subset} logs" in facts["who_sizes_md"].data
+            assert f"not measured on {subset}" in facts["gain_md"].data
+    assert all(isinstance(facts[name], Markdown) for name in facts if name.endswith("_md"))
+    if hand:  # roots at step 1 of logs of 4, 5, ... steps: the longest has 3 + n steps
+        assert facts["hand_max_length"] == 3 + subsets["Hand-Crafted"]
+        assert facts["hand_longest_md"].data.startswith(
+            f"The longest Hand-Crafted log has {3 + subsets['Hand-Crafted']}"
+        )
+        assert who.error_words.table["logs"].sum() == subsets["Hand-Crafted"]
+    else:
+        assert facts["hand_terminal_md"].data == "This folder holds no Hand-Crafted logs."
+        assert "did not run: this folder holds no Hand-Crafted logs" in who.strata.show().data
+
+
+def test_without_the_logs_every_who_and_when_part_is_skipped_with_the_fetch_hint(tmp_path, monkeypatch):
+    from rcakit import data, sections
+    from rcakit.trajectories import experiments, offline_locators
+
+    monkeypatch.setenv("RCAKIT_DATA_DIR", str(tmp_path / "empty-home"))
+    who = experiments.who_and_when("who-and-when", offline_locators(0), claims_block())
+    hint = data.fetch_hint("who-and-when", "who_and_when_path")
+    assert who.report == hint and who.sets == {}
+    assert all(part.skipped == hint for part in (who.scores, who.beside, who.error_words, who.strata))
+    assert sections.collect(who.scores) == {}
+    with pytest.raises(RcakitError, match="nowhere"):
+        experiments.who_and_when(str(tmp_path / "nowhere"), offline_locators(0), claims_block())
+
+
+def test_the_random_sentence_reports_the_gap_to_the_printed_baseline():
+    from rcakit.trajectories import evaluation, offline_locators, real_logs
+
+    logs = [_traj(f"h{i}", "Hand-Crafted", 4 + i, "Executor", 2) for i in range(2)]  # mean 1/T = (1/4 + 1/5)/2
+    scored = evaluation.score_subsets(offline_locators(0), {"Hand-Crafted": logs}, {"Hand-Crafted": 2})
+    section = real_logs.scores_section(scored, claims_block(), rejected=1)
+    text = section.facts["random_md"].data
+    assert "For Hand-Crafted the mean of 1/T over its 2 logs is 22.50%, +18.34 points from the printed 4.16%" in text
+    assert text.endswith("this folder holds no Algorithm-Generated logs.")
+    assert section.numbers["who_and_when_details"]["rejected"] == 1
+    terminal = section.facts["hand_terminal_md"].data  # terminal blames step 3 or 4, never the root at 2
+    assert "(`terminal`, 0.0% strict" in terminal and "beats no published GPT-4o method" in terminal
 
 
 @needs_who_and_when
 def test_who_and_when_facts_name_the_same_numbers_as_without_the_logs():
-    from rcakit.trajectories import WHO_AND_WHEN_SUBSETS, evaluation, experiments, offline_locators
+    from rcakit.trajectories import experiments, offline_locators
 
-    loaded = read_who_and_when(WHO_AND_WHEN)
-    subsets = loaded.by_source(WHO_AND_WHEN_SUBSETS)
-    assert [len(ts) for ts in subsets.values()] == [58, 126]
-    scored = evaluation.score_subsets(offline_locators(0), subsets, evaluation.official_denominators(subsets, True))
-    facts = experiments.who_and_when_facts(scored)
+    who = experiments.who_and_when(str(WHO_AND_WHEN), offline_locators(0), claims_block())
+    assert [len(ts) for ts in who.sets.values()] == [58, 126]
+    facts = who.scores.facts
     assert {"who_n_hand", "gain_algo", "hand_bin_min", "hand_min_width", "algo_root1"} <= set(facts)
     assert (facts["who_n_hand"], facts["who_official_algo"]) == (58, 126)
-    beside = evaluation.beside_published(claims_block(), scored)
+    assert _page_glue_names("needs-who_and_when_path") <= set(facts)
+    beside = who.beside.table
     assert beside.loc["n (strict)"].tolist() == [58, 126] and "terminal (official)" in beside.index
+    assert "Hand-Crafted" in facts["who_sizes_md"].data and "no " not in facts["who_sizes_md"].data
 
 
 def claims_block() -> dict:
@@ -811,8 +945,11 @@ def test_the_release_section_is_skipped_with_one_line_and_scores_the_records_it_
     locators = offline_locators(0)
     skipped = experiments.longrca_release("none", locators, paper_description())
     assert skipped.scored is None and "\n" not in skipped.report and "longrca = none" in skipped.report
+    assert skipped.checks.skipped == skipped.scores.skipped == skipped.report and skipped.sets == {}
     unfetched = experiments.longrca_release("longrca-bench", locators, paper_description())
     assert unfetched.scored is None and unfetched.report == data.fetch_hint("longrca-bench", "longrca")
+    with pytest.raises(RcakitError, match="no records were scored"):
+        unfetched.strata()
     with pytest.raises(RcakitError, match="^parameter 'longrca': 'nowhere' is neither a data set"):
         experiments.longrca_release("nowhere", locators, paper_description())
     run = experiments.longrca_release(str(RELEASE), locators, paper_description())
@@ -820,8 +957,19 @@ def test_the_release_section_is_skipped_with_one_line_and_scores_the_records_it_
         f"{RELEASE}: 7 good records, 0 bad",
         f"{RELEASE}: differs from the paper's description on 21 of 21 checks",
     ]
-    assert run.numbers["n"] == 7 and run.numbers["checks"]["trajectories"]["release"] == 7
-    assert run.scored.table.loc["handoff_trace", "n"] == 7
+    numbers = run.checks.numbers["longrca"]
+    assert list(run.checks.numbers) == ["longrca"] and numbers["n"] == 7 and numbers["rejected"] == 0
+    assert numbers["checks"]["trajectories"]["release"] == 7 and len(numbers["differs"]) == 21
+    assert run.checks.table.loc["total steps", "release"] == 1092 and not run.checks.table["matches"].any()
+    assert run.scores.table.loc["handoff_trace", "n"] == 7 and not run.scores.numbers
+    assert [len(ts) for ts in run.sets.values()] == [7] and list(run.sets) == ["LongRCA Bench"]
+    length, distance = run.strata()
+    assert length.groupby("method", observed=True)["n"].sum().eq(7).all() and set(distance["bin"]) <= {
+        "<=10",
+        "11-50",
+        "51-100",
+        ">100",
+    }
     # the MAE is weighted by the paper's source names, not the id prefixes
     assert set(run.scored.cases["terminal"]["source"]) == {
         "SWE-bench Pro",
@@ -830,8 +978,7 @@ def test_the_release_section_is_skipped_with_one_line_and_scores_the_records_it_
         "VitaBench",
         "WebArena Verified",
     }
-    assert sum(b["n"] for b in run.numbers["terminal"]["length_bins"].values()) == 7
-    assert run.compare_llm(None, locators, None, 1) is None
+    assert sum(b["n"] for b in numbers["terminal"]["length_bins"].values()) == 7
 
 
 def test_preflight_accepts_a_data_set_name_fetched_or_not_and_refuses_a_missing_path(tmp_path, monkeypatch):
@@ -916,13 +1063,23 @@ def test_the_llm_locators_run_on_a_seeded_sample_of_the_release_records(tmp_path
     locators = offline_locators(0)
     run = experiments.longrca_release(str(RELEASE), locators, paper_description())
     usage = Accounting()
-    compared = run.compare_llm(
-        ScriptedProvider(first_option), locators, usage, 2, seed=0, prompt_tokens=512, max_questions=4
-    )
-    assert list(compared.cases) == ["LongRCA Bench"]
-    assert all(len(frame) == 2 for frame in compared.cases["LongRCA Bench"].values())
-    assert list(compared.table.loc["LongRCA Bench"].index) == [loc.name for loc in locators] + list(LLM_LOCATORS)
+    options = {"seed": 0, "prompt_tokens": 512, "max_questions": 4}
+    lm = experiments.language_models(ScriptedProvider(first_option), run.sets, locators, usage, max_cases=2, **options)
+    assert list(lm.costs.numbers) == ["llm"] and list(lm.costs.numbers["llm"]) == ["LongRCA Bench"]
+    assert list(lm.costs.table.loc["LongRCA Bench"].index) == [loc.name for loc in locators] + list(LLM_LOCATORS)
     assert sorted(usage) == sorted(f"LongRCA Bench.{name}" for name in LLM_LOCATORS)
     assert all(usage[key].cases == 2 and usage[key].calls >= 1 for key in usage)
+    assert lm.costs.table.loc[("LongRCA Bench", "rcta"), "n"] == 2
+    spread = lm.spread.table.loc["LongRCA Bench"]
+    assert list(spread.index) == list(LLM_LOCATORS) and (spread["modal_share"] <= 1).all()
+    for method, row in lm.costs.numbers["llm"]["LongRCA Bench"].items():
+        assert row["predicted_steps"] == spread.loc[method].to_dict()
+    # the same cases and their cost straight from compare_llm, on the same seeded sample
+    direct = llm_evaluation.compare_llm(
+        ScriptedProvider(first_option), run.sets, locators, Accounting(), max_cases=2, **options
+    )
+    assert direct.numbers == lm.costs.numbers["llm"]
     picked = llm_evaluation.llm_subset(run.scored.trajectories, 2, 0)
-    assert list(compared.cases["LongRCA Bench"]["rcta"]["id"]) == [t.id for t in picked]
+    assert list(direct.cases["LongRCA Bench"]["rcta"]["id"]) == [t.id for t in picked]
+    none = experiments.language_models(None, run.sets, locators, usage, max_cases=2)
+    assert none.costs.skipped == none.spread.skipped and "provider = none" in none.costs.skipped

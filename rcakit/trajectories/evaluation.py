@@ -5,7 +5,7 @@ The reusable evaluation: the offline locators on each set (:func:`evaluate`,
 of LongRCA §6, the published step accuracies beside the workbench's, and the
 Explore sweep over the generator's knobs (:func:`knob_sweep`). The language
 models' locators are evaluated in :mod:`rcakit.trajectories.llm_evaluation`,
-the longrca-strata chapter's own numbers come from
+the longrca-strata chapter's sections come from
 :mod:`rcakit.trajectories.experiments`.
 
 Used in the chapters: `longrca-strata`.
@@ -16,13 +16,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rcakit import RcakitError
-from rcakit.trajectories.loaders import WHO_AND_WHEN_SIZES
 from rcakit.trajectories.locators import OFFLINE_LOCATORS, Locator, error_word, expected_random_accuracy
 from rcakit.trajectories.metrics import score_cases, summarise
 from rcakit.trajectories.schema import Trajectory
@@ -33,9 +31,7 @@ from rcakit.trajectories.strata import (
     stratify,
 )
 from rcakit.trajectories.synthetic import GeneratorConfig, generate_benchmark, planted_features
-
-if TYPE_CHECKING:
-    pass
+from rcakit.trajectories.who_and_when_format import WHO_AND_WHEN_SIZES
 
 
 def evaluate(locators: Iterable[Locator], trajectories: Sequence[Trajectory]) -> dict[str, pd.DataFrame]:

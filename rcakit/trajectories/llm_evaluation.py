@@ -12,7 +12,7 @@ Used in the chapters: `longrca-strata`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ import pandas as pd
 from rcakit import RcakitError
 from rcakit.llm import Accounting, CachedProvider, Provider
 from rcakit.llm.accounting import cost_table
+from rcakit.trajectories.evaluation import evaluate, overall_table
 from rcakit.trajectories.llm_locators import (
     LLM_LOCATORS,
     AllAtOnceLocator,
@@ -36,9 +37,6 @@ from rcakit.trajectories.schema import Trajectory
 
 if TYPE_CHECKING:
     from rcakit.parallel import Progress, Runner
-
-
-from rcakit.trajectories.evaluation import evaluate, overall_table
 
 
 def llm_subset(trajectories: Sequence[Trajectory], n: int, seed: int) -> list[Trajectory]:
@@ -189,8 +187,8 @@ def compare_llm(
     sets: Mapping[str, Sequence[Trajectory]],
     offline: Sequence[Locator],
     accounting: Accounting,
-    max_cases: int,
     *,
+    max_cases: int,
     seed: int = 0,
     prompt_tokens: int | None = None,
     max_questions: int | None = None,
@@ -217,14 +215,3 @@ def compare_llm(
         spreads[name] = step_distribution(cases[name])
         numbers[name] = {m: {**row, "predicted_steps": spreads[name].loc[m].to_dict()} for m, row in rows.items()}
     return LLMComparison(cases, pd.concat(tables), pd.concat(spreads), numbers)
-
-
-def merge_comparisons(runs: Iterable[LLMComparison | None]) -> LLMComparison:
-    """One :class:`LLMComparison` from several (``None`` entries, sets not run, are skipped)."""
-    runs = [r for r in runs if r is not None]
-    return LLMComparison(
-        {k: v for r in runs for k, v in r.cases.items()},
-        pd.concat([r.table for r in runs]),
-        pd.concat([r.spread for r in runs]),
-        {k: v for r in runs for k, v in r.numbers.items()},
-    )

@@ -102,6 +102,7 @@ class LLMLocator(Locator):
         blocks: Sequence[Block],
         build: Callable[[list[str]], list],
         validate: Callable[[Any], Any],
+        *,
         seed: int,
         max_tokens: int | None = None,
     ) -> Any:
@@ -136,7 +137,7 @@ class AllAtOnceLocator(LLMLocator):
             )
 
         shape = Shape(role=roles, step=range(len(trajectory)))
-        answer = self.ask(trajectory, [step_block(trajectory.steps)], build, shape, seed)
+        answer = self.ask(trajectory, [step_block(trajectory.steps)], build, shape, seed=seed)
         return Prediction() if answer is None else Prediction(role=answer["role"], step=answer["step"])
 
 
@@ -175,7 +176,7 @@ class StepByStepLocator(LLMLocator):
                 self.inputs.unfinished.add(trajectory.id)
                 return Prediction()
             blocks = [step_block(steps[:1]), step_block(steps[1:i], keep="tail"), step_block([step])]
-            answer = self.ask(trajectory, blocks, build, self.ANSWER, seed)
+            answer = self.ask(trajectory, blocks, build, self.ANSWER, seed=seed)
             if answer is None:
                 return Prediction()
             if answer["error"] == "yes":
@@ -210,7 +211,7 @@ class BinarySearchLocator(LLMLocator):
                 )
 
             blocks = [step_block(steps[:1]), step_block(steps[lo : mid + 1]), step_block(steps[mid + 1 : hi + 1])]
-            answer = self.ask(trajectory, blocks, build, self.ANSWER, seed)
+            answer = self.ask(trajectory, blocks, build, self.ANSWER, seed=seed)
             if answer is None:
                 return Prediction()
             lo, hi = (lo, mid) if answer["half"] == "first" else (mid + 1, hi)

@@ -143,7 +143,7 @@ class RCTALocator(LLMLocator):
                 self.inputs.truncated.add(trajectory.id)
             clipped = Block(tuple((label, clip(text, self.step_chars)) for label, text in block.items))
             shape = Shape(purpose=PURPOSES, candidate=range(start, stop))
-            answer = self.ask(trajectory, [clipped], self._segment_build(trajectory, start, stop), shape, seed)
+            answer = self.ask(trajectory, [clipped], self._segment_build(trajectory, start, stop), shape, seed=seed)
             purpose, candidate = ("", None) if answer is None else (answer["purpose"], answer["candidate"])
             out.append((start, stop, purpose, candidate))
         return out
@@ -210,5 +210,5 @@ class RCTALocator(LLMLocator):
                 'Reply {"role": ..., "step": ...}.'
             )
 
-        answer = self.ask(trajectory, blocks, build, StepChoice(roles, allowed), seed)
+        answer = self.ask(trajectory, blocks, build, StepChoice(roles, allowed), seed=seed)
         return Prediction() if answer is None else Prediction(role=answer["role"], step=answer["step"])
