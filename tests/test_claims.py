@@ -1,4 +1,4 @@
-"""rcakit.claims: kinds, sections and links, verdict accounting, the verdict box; rcakit.claims_pages and tables."""
+"""rcakit.claims: kinds, sections and links, verdict accounting, the verdict box, the HTML pages; rcakit.tables."""
 
 import re
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rcakit import RcakitError, chapters, claims, claims_pages, runner, tables
+from rcakit import RcakitError, chapters, claims, runner, tables
 
 PAPER_CHAPTERS = [cid for cid in chapters.ORDER if cid != "claims"]
 
@@ -378,7 +378,7 @@ def test_a_note_and_a_reason_both_reach_the_table(fake_claims):
         "the paper's 0.783 is over all cases; on OR cases every run returns the pair",
         "counting conventions differ",
     ]
-    page = claims_pages.claims_html(claims.compare_all({"car-shapley": {"x": 1.0}}).query("chapter == 'car-shapley'"))
+    page = claims.claims_html(claims.compare_all({"car-shapley": {"x": 1.0}}).query("chapter == 'car-shapley'"))
     assert "<small>the paper&#x27;s 0.783 is over all cases" in page
 
 
@@ -447,7 +447,7 @@ def test_claims_html_shows_every_row_grouped_linked_and_coloured():
     from rcakit import plotting
 
     table = toy_table()
-    page = claims_pages.claims_html(table, {"a": "Chapter A"})
+    page = claims.claims_html(table, {"a": "Chapter A"})
     assert page.count('<a href="a.html#s">') == 3 and page.count('<a href="b.html#s">') == 4
     assert page.count("<small>asserted</small>") == 1  # the asserted column, not holds
     assert "a0 &lt;x&gt; &amp; y" in page and "<x>" not in page  # claim text is escaped
@@ -462,7 +462,7 @@ def test_claims_html_shows_every_row_grouped_linked_and_coloured():
 
 def test_claims_html_of_the_real_claims_has_one_link_per_claim():
     table = claims.compare_all({})
-    page = claims_pages.claims_html(table)
+    page = claims.claims_html(table)
     assert len(re.findall(r'<td[^>]*><a href="[a-z_]+\.html[^"]*">', page)) == len(table)
     assert "nan" not in page.lower().replace("nanc", "")
 
@@ -472,17 +472,17 @@ def test_parameter_table_lists_only_values_that_differ_from_the_defaults():
         "longrca-strata": {"params": {"seed": 0}},
         "car-shapley": {"params": {"q": 0.3, "n_permutations": 20, "seed": 0}},
     }
-    table = claims_pages.parameter_table(recorded)
+    table = claims.parameter_table(recorded)
     assert table.to_dict("records") == [
         {"chapter": "car-shapley", "parameter": "n_permutations", "value": "20", "default": "80"}
     ]
-    assert claims_pages.parameter_table({"car-shapley": {"params": {"q": 0.3}}}).empty
+    assert claims.parameter_table({"car-shapley": {"params": {"q": 0.3}}}).empty
 
 
 def test_missing_workbench_values_show_as_a_dash():
     table = toy_table()
     table["workbench"] = [float("nan"), None, 0.5, 1, 2, 3, None]
-    page = claims_pages.claims_html(table)
+    page = claims.claims_html(table)
     assert "nan" not in page and "None" not in page and page.count('<td style="white-space:nowrap">—') == 3
 
 
@@ -557,7 +557,7 @@ def test_in_book_order_follows_the_chapter_order_and_puts_unknown_ids_last():
 
 def test_a_chapter_comparison_links_each_claim_to_its_section_on_the_page():
     table = claims.compare("car-shapley", {}, {"q": 0.3})
-    shown = claims_pages.comparison(table)
+    shown = claims.comparison(table)
     page = shown._repr_html_()
     sections = [claims.section_anchor(s) for s in table["section"]]
     assert page.count('<a href="#') == len(table) and all(f'href="#{a}"' in page for a in sections)
@@ -580,7 +580,7 @@ def test_headline_numbers_split_what_was_not_measured_by_why():
         "identities_hold": 1,
         "identities_fail": 0,
     }
-    text = claims_pages.findings_markdown(table)
+    text = claims.findings_markdown(table)
     assert "1 need a data set or a language model" in text and "1 were not recorded" in text
     assert text.count("\n") == 4 and "class: verdict" in text
 

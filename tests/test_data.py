@@ -28,7 +28,7 @@ from shared_data import SHARED, fetch_shared_who_and_when, serve, who_and_when_t
 
 from rcakit import RcakitError, data
 from rcakit.cli import main
-from rcakit.data import download, formats
+from rcakit.data import download, formats, remote
 from rcakit.paths import project_root
 from rcakit.trajectories import read_who_and_when
 
@@ -204,7 +204,7 @@ def test_a_full_disk_mid_download_is_one_line_and_leaves_no_temporary_file(home,
     def no_space(fh, chunk):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(download, "_write", no_space)
+    monkeypatch.setattr(remote, "_write", no_space)
     with serve(lambda p: b"x" * 1000 if p == "LICENSE" else None) as url:
         monkeypatch.setenv("RCAKIT_DATA_URL", url)
         status, _, err = run_cli(capsys, "data", "fetch", "who-and-when")

@@ -308,7 +308,7 @@ def test_duplicate_keys_are_refused():
 
 def test_a_scheduler_that_does_not_answer_is_one_line(monkeypatch):
     pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
-    monkeypatch.setattr("rcakit.parallel.CONNECT_SECONDS", 1)
+    monkeypatch.setattr("rcakit.parallel.cluster.CONNECT_SECONDS", 1)
     with pytest.raises(RcakitError, match="^scheduler: cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         run_cases([("a", 1)], lambda i: {}, scheduler="tcp://127.0.0.1:9")
 
@@ -366,7 +366,7 @@ def test_a_port_that_is_not_dask_fails_the_probe_within_the_timeout(peer):
 
 def test_a_run_on_a_silent_scheduler_stops_within_the_connect_timeout(monkeypatch):
     pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
-    monkeypatch.setattr("rcakit.parallel.CONNECT_SECONDS", 2)
+    monkeypatch.setattr("rcakit.parallel.cluster.CONNECT_SECONDS", 2)
     with not_dask(None) as address:
         start = time.monotonic()
         with pytest.raises(

@@ -22,8 +22,11 @@ every later fetch verifies against that lock file.
 
 Modules: :mod:`~rcakit.data.catalog` (the registry, the data home, lock files,
 :func:`locate`), :mod:`~rcakit.data.formats` (the size and format checks of
-trust on first use), :mod:`~rcakit.data.download` (fetch and verify) and
-:mod:`~rcakit.data.cli` (``rcakit data list | fetch | verify | path``).
+trust on first use), :mod:`~rcakit.data.remote` (the downloader and the Hub's
+file list), :mod:`~rcakit.data.download` (:func:`fetch`: the plan, the staging
+folder, the lock file), :mod:`~rcakit.data.integrity` (:func:`verify`: re-hashing
+what is on disk) and :mod:`~rcakit.data.cli` (``rcakit data list | fetch |
+verify | path``).
 
 A chapter parameter that takes a data path also takes a registry name:
 :func:`locate` maps either to a local path. Used in the chapters:
@@ -46,8 +49,9 @@ from rcakit.data.catalog import (
     registry,
 )
 from rcakit.data.cli import add_commands
-from rcakit.data.download import FileCheck, fetch, verify
+from rcakit.data.download import fetch
 from rcakit.data.formats import Expectation
+from rcakit.data.integrity import FileCheck, verify
 
 __all__ = [
     "DataSet",

@@ -8,7 +8,8 @@ from typing import Any
 
 from rcakit import RcakitError
 from rcakit.data.catalog import data_home, get, is_fetched, local_path, lock_path, registry, size_text
-from rcakit.data.download import fetch, verify
+from rcakit.data.download import fetch
+from rcakit.data.integrity import verify
 
 _ACTIONS = (
     ("fetch", "download a data set (hashes, sizes and formats checked)"),

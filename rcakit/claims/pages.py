@@ -1,10 +1,11 @@
 """The claims laid out for pages: the closing page's tables, a chapter's comparison, the landing page's findings.
 
-:mod:`rcakit.claims` computes the verdicts; this module only lays them out:
-the table of every claim grouped by chapter and kind, with each verdict in the
-book's one palette (``rcakit.plotting.VERDICT_COLOURS``), and the table of
-the parameters each chapter ran with. Nothing is truncated; a value that does
-not apply is "—".
+:mod:`~rcakit.claims.verdicts` gives the verdicts and :mod:`~rcakit.claims.summary`
+counts them; this module only lays them out: the table of every claim
+grouped by chapter and kind, with each verdict in the book's one palette
+(``rcakit.plotting.VERDICT_COLOURS``), the table of the parameters each
+chapter ran with, and the landing page's findings in a few sentences. Nothing
+is truncated; a value that does not apply is "—".
 
 Used in the chapters: the closing page (``claims``), the landing page
 (``intro``: :func:`glue_findings`) and any chapter's comparison section
@@ -19,7 +20,16 @@ from typing import Any
 
 import pandas as pd
 
-from rcakit import claims
+from rcakit.claims.summary import (
+    HEADLINE,
+    chapter_page,
+    headline_counts,
+    headline_numbers,
+    in_book_order,
+    kind_order,
+    section_anchor,
+)
+from rcakit.claims.verdicts import paper_text, workbench_text
 from rcakit.plotting import VERDICT_COLOURS, tint
 from rcakit.tables import DASH, format_value
 
@@ -30,7 +40,7 @@ _CELL_STYLE = {"claim": "min-width:18em", "verdict": "min-width:9em", "workbench
 
 def chapter_link(chapter_id: str, title: str | None = None) -> str:
     """An HTML link to the chapter's page, labelled with its title."""
-    return f'<a href="{claims.chapter_page(chapter_id)}">{html.escape(title or chapter_id)}</a>'
+    return f'<a href="{chapter_page(chapter_id)}">{html.escape(title or chapter_id)}</a>'
 
 
 def verdict_badge(verdict: str) -> str:
@@ -47,7 +57,7 @@ def _small(text: str) -> str:
 def _cells(row: pd.Series) -> dict[str, str]:
     """The cells of one claim: the CI under the workbench value, the note under the claim,
     why it is not measured and "asserted" under the verdict."""
-    workbench = html.escape(claims.workbench_text(row["workbench"])) + _small(row["CI"])
+    workbench = html.escape(workbench_text(row["workbench"])) + _small(row["CI"])
     verdict = (
         verdict_badge(row["verdict"])
         + _small(row.get("why", ""))
@@ -56,7 +66,7 @@ def _cells(row: pd.Series) -> dict[str, str]:
     return {
         "claim": f'<a href="{html.escape(row["link"])}">{html.escape(row["claim"])}</a>' + _small(row.get("note", "")),
         "verdict": verdict,
-        "paper": html.escape(claims.paper_text(row["paper"])),
+        "paper": html.escape(paper_text(row["paper"])),
         "workbench": workbench,
         "rule": html.escape(row["rule"]) or DASH,
         "source": html.escape(str(row["source"])),
@@ -75,7 +85,7 @@ def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) ->
     rows); each claim links to the chapter section that computes it.
     """
     titles = titles or {}
-    counts = claims.headline_counts(table)
+    counts = headline_counts(table)
     body = []
     for key, group in table.groupby("chapter", sort=False):
         chapter_id = str(key)
@@ -97,7 +107,7 @@ def _claims_table(body: list[str]) -> str:
 def _kind_rows(group: pd.DataFrame) -> list[str]:
     """The rows of one chapter's claims, grouped by kind, mechanism first."""
     body = []
-    for kind in claims.kind_order(group["kind"]):
+    for kind in kind_order(group["kind"]):
         rows = group[group["kind"] == kind]
         for i, (_, row) in enumerate(rows.iterrows()):
             cells = _cells(row)
@@ -113,7 +123,7 @@ class Comparison:
 
     def __init__(self, table: pd.DataFrame) -> None:
         linked = table.copy()
-        linked["link"] = ["#" + claims.section_anchor(s) if s else "" for s in linked["section"]]
+        linked["link"] = ["#" + section_anchor(s) if s else "" for s in linked["section"]]
         self.table = linked
 
     def _repr_html_(self) -> str:
@@ -138,7 +148,7 @@ def _chapter_note(counts: Mapping[str, int]) -> str:
     """``"mechanism claims: 2 agree, 1 differ, 4 not measured"``, or that there are none."""
     parts = [f"{counts['agrees']} agree", f"{counts['differs']} differ"]
     parts += [f"{counts[v]} {v}" for v in ("not measured", "other parameters") if counts[v]]
-    mechanism = sum(int(counts[v]) for v in claims.HEADLINE)
+    mechanism = sum(int(counts[v]) for v in HEADLINE)
     return "mechanism claims: " + ", ".join(parts) if mechanism else "no mechanism claims"
 
 
@@ -155,7 +165,7 @@ def parameter_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
     from rcakit import chapters
 
     rows = []
-    for chapter_id in claims.in_book_order(recorded):
+    for chapter_id in in_book_order(recorded):
         defaults = chapters.get(chapter_id).defaults if chapter_id in chapters.PAGES else {}
         for name, value in (recorded[chapter_id].get("params") or {}).items():
             if name in defaults and value == defaults[name]:
@@ -189,8 +199,8 @@ def findings_markdown(table: pd.DataFrame) -> str:
     named apart and never counted as disagreeing; identity checks come last,
     as checks of the code. Every number comes from the table.
     """
-    n = claims.headline_numbers(table)
-    by_paper = claims.headline_counts(table, by="paper_name")
+    n = headline_numbers(table)
+    by_paper = headline_counts(table, by="paper_name")
     checked = by_paper["agrees"] + by_paper["differs"]
     sentences = [
         f"This book checks {_count(n['mechanism'], 'mechanism claim')}, the claims that test a paper and could "

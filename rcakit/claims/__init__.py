@@ -1,0 +1,117 @@
+"""The papers' published numbers, and how the workbench's numbers compare.
+
+``data/claims.yaml`` holds, per chapter id, the paper it reproduces and a list
+of claims; each claim names its source in the paper, the paper's value, the
+key under which the chapter records its own number, a rule and a kind. A
+chapter compares its numbers with ``comparison = claims.compare(...)``, shows
+the verdict box with ``claims.glue_verdict(comparison)`` and asserts the exact
+claims with ``claims.assert_holds(comparison)``; the closing page and the
+landing page read every chapter at once through :func:`compare_all`.
+
+Modules, each one concept:
+
+- :mod:`~rcakit.claims.ledger`: the claims file, read and checked;
+  :func:`published` blocks and the paper's names and values;
+- :mod:`~rcakit.claims.needs`: the optional inputs (data sets, a model) a
+  claim's chapter section needs, and why a claim is not measured;
+- :mod:`~rcakit.claims.verdicts`: the verdict rules, :func:`compare` and
+  :func:`assert_holds`;
+- :mod:`~rcakit.claims.verdict_box`: what a chapter shows, the verdict box and
+  the claims table beside the paper;
+- :mod:`~rcakit.claims.summary`: the book-wide table in book order, links to
+  the chapter sections, and the headline counts (mechanism claims only);
+- :mod:`~rcakit.claims.pages`: the HTML tables and the findings of the
+  closing page and the landing page.
+
+Every name below is imported from ``rcakit.claims``.
+"""
+
+from __future__ import annotations
+
+from rcakit.claims.ledger import (
+    KINDS,
+    UNCLASSIFIED,
+    chapter_claims,
+    chapters_with_claims,
+    claims_path,
+    paper_name,
+    paper_value,
+    published,
+)
+from rcakit.claims.needs import input_parameters, section_inputs
+from rcakit.claims.pages import (
+    Comparison,
+    chapter_link,
+    claims_html,
+    comparison,
+    findings_markdown,
+    glue_findings,
+    parameter_table,
+    verdict_badge,
+)
+from rcakit.claims.summary import (
+    HEADLINE,
+    chapter_page,
+    compare_all,
+    headline_counts,
+    headline_numbers,
+    in_book_order,
+    kind_order,
+    mechanism_summary,
+    section_anchor,
+    section_link,
+    verdict_counts,
+)
+from rcakit.claims.verdict_box import SHOWN_COLUMNS, glue_verdict, table, verdict_markdown
+from rcakit.claims.verdicts import (
+    EXACT_TOLERANCE,
+    VERDICTS,
+    assert_holds,
+    compare,
+    is_exact,
+    paper_text,
+    workbench_text,
+)
+
+__all__ = [
+    "EXACT_TOLERANCE",
+    "HEADLINE",
+    "KINDS",
+    "SHOWN_COLUMNS",
+    "UNCLASSIFIED",
+    "VERDICTS",
+    "claims_path",
+    "chapter_claims",
+    "chapters_with_claims",
+    "published",
+    "paper_value",
+    "paper_name",
+    "input_parameters",
+    "section_inputs",
+    "compare",
+    "assert_holds",
+    "is_exact",
+    "paper_text",
+    "workbench_text",
+    "verdict_markdown",
+    "glue_verdict",
+    "table",
+    "compare_all",
+    "section_anchor",
+    "chapter_page",
+    "section_link",
+    "in_book_order",
+    "kind_order",
+    "headline_counts",
+    "headline_numbers",
+    "mechanism_summary",
+    "verdict_counts",
+    "Comparison",
+    "comparison",
+    "chapter_link",
+    "verdict_badge",
+    "claims_html",
+    "parameter_table",
+    "findings_markdown",
+    "glue_findings",
+]

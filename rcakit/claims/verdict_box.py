@@ -1,0 +1,146 @@
+"""What a chapter shows of its comparison: the verdict box at its top, the claims table beside the paper.
+
+The verdict box is a MyST admonition made from :func:`rcakit.claims.compare`'s
+table and glued (myst-nb) for the chapter's first screen: mechanism claims are
+the verdict, identities are counted apart as correctness checks, and every
+other kind is counted in one line. Every character Markdown or MyST would read
+as markup is escaped, so a claim's text is shown as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from rcakit.claims.ledger import UNCLASSIFIED
+from rcakit.claims.verdicts import VERDICTS, paper_text, workbench_text
+from rcakit.tables import Table, format_table
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>$|~#])")
+SHOWN_COLUMNS = ("claim", "kind", "paper", "workbench", "rule", "verdict", "asserted")
+
+
+def _md(text: str) -> str:
+    """``text`` with every character that Markdown or MyST would read as markup escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: a capital first letter and a closing full stop."""
+    text = text.strip()
+    if not text:
+        return ""
+    return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
+
+
+def _line(row: Mapping) -> str:
+    values = f"paper {paper_text(row['paper'])}, here {workbench_text(row['workbench'], row['CI'])}"
+    note = _sentence(row["note"])
+    return f"- {_md(row['claim'])} ({_md(values)}).{' ' + _md(note) if note else ''}"
+
+
+def verdict_markdown(table: pd.DataFrame) -> str:
+    """A short MyST admonition from a chapter's :func:`compare` table: what reproduces, what does not, why.
+
+    Mechanism claims are the verdict: those that agree, those that differ, those
+    not measured and why (the input the section needs), those tied to the
+    paper's setting when the run used other parameters. Identities are counted
+    apart as correctness checks, with any that fail named; the other kinds are
+    counted in one line.
+    """
+    mechanism = table[table["kind"] == "mechanism"]
+    groups = {v: mechanism[mechanism["verdict"] == v] for v in VERDICTS}
+    lines = [":::{admonition} Verdict: what reproduces here", ":class: verdict tip", ""]
+    if len(mechanism):
+        checked = len(groups["agrees"]) + len(groups["differs"])
+        lead = (
+            f"**Mechanism claims checked here that agree with the paper: {len(groups['agrees'])} of {checked}**"
+            if checked
+            else "**No mechanism claim could be checked in this run**"
+        )
+        lines.append(lead + _not_counted(groups) + ".")
+    else:
+        lines.append("**This page reproduces no published number**: its claims are correctness checks.")
+    sections = [
+        ("Reproduces", "agrees"),
+        ("Does not reproduce", "differs"),
+        ("Not measured", "not measured"),
+        ("Not at the paper's setting", "other parameters"),
+        ("Reported without a rule", "reported"),
+    ]
+    for title, verdict in sections:
+        rows = groups[verdict]
+        if len(rows):
+            lines += ["", f"**{title}:**", ""]
+            lines += _missing_lines(rows) if verdict == "not measured" else [_line(r) for r in _records(rows)]
+    for line in (_identity_line(table[table["kind"] == "identity"]), _others_line(table)):
+        lines += ["", line] if line else []
+    return "\n".join([*lines, ":::"])
+
+
+def _not_counted(groups: Mapping[str, pd.DataFrame]) -> str:
+    unmeasured, elsewhere = len(groups["not measured"]), len(groups["other parameters"])
+    parts = [f"{unmeasured} not measured"] * bool(unmeasured) + [f"{elsewhere} not at the paper's setting"] * bool(
+        elsewhere
+    )
+    return f" ({' and '.join(parts)}, not counted as disagreeing)" if parts else ""
+
+
+def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in row.items()} for row in rows.to_dict("records")]
+
+
+def _missing_lines(rows: pd.DataFrame) -> list[str]:
+    """One line per reason: what is missing, then the claims that wait for it."""
+    return [
+        f"- {_md(_sentence(str(why))[:-1])}: {'; '.join(_md(c) for c in group['claim'])}."
+        for why, group in rows.groupby("why", sort=False)
+    ]
+
+
+_IDENTITY_WORDS = {"other parameters": "not checkable at these parameters"}
+
+
+def _identity_line(identities: pd.DataFrame) -> str | None:
+    if not len(identities):
+        return None
+    checked = identities[identities["verdict"].isin(["agrees", "differs"])]
+    failing = checked[checked["verdict"] == "differs"]
+    held = len(checked) - len(failing)
+    others = identities["verdict"].value_counts().drop(["agrees", "differs"], errors="ignore")
+    parts = [f"{held} of {len(checked)} hold"] if len(checked) else []
+    parts += [f"{n} {_IDENTITY_WORDS.get(str(v), v)}" for v, n in others.items()]
+    text = "**Correctness checks** (identities, not reproductions): " + "; ".join(parts)
+    if len(failing):
+        text += "; failing: " + "; ".join(_md(c) for c in failing["claim"])
+    return text + "."
+
+
+def _others_line(table: pd.DataFrame) -> str | None:
+    counts = table["kind"].value_counts()
+    others = [f"{counts[k]} {k}" for k in ("published", "calibrated", "not comparable", UNCLASSIFIED) if k in counts]
+    if not others:
+        return None
+    return f"Also compared, not counted as reproductions: {', '.join(others)} (the table below says why)."
+
+
+def glue_verdict(table: pd.DataFrame, name: str = "verdict") -> None:
+    """Glue the verdict box (:func:`verdict_markdown`) for the chapter's first screen, displaying nothing.
+
+    The chapter shows it near its top with a ``glue:md`` directive on
+    ``verdict`` in the ``myst`` format.
+    """
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(name, Markdown(verdict_markdown(table)), display=False)
+
+
+def table(comparison: pd.DataFrame, columns: Iterable[str] = SHOWN_COLUMNS) -> Table:
+    """A chapter's :func:`compare` table as its "Beside the paper" section shows it: the workbench's
+    value beside its interval, fixed decimals, every claim in full (``rcakit.tables.format_table``)."""
+    shown = comparison.assign(workbench=list(map(workbench_text, comparison["workbench"], comparison["CI"])))
+    return format_table(shown[[c for c in columns if c in shown.columns]], index=False)

@@ -1,0 +1,254 @@
+"""The verdict rules: how a chapter's numbers compare with the paper's, claim by claim.
+
+A claim's verdict follows the first rule it has (the claims come from
+:mod:`rcakit.claims.ledger`):
+
+- ``expect``: a comparison the measured value must satisfy, e.g. ``">= 0.45"``;
+- ``ci``: the dotted key of a measured ``[lo, hi]``; agrees if the paper's value is inside;
+- ``tolerance``: agrees if ``|measured - paper| <= tolerance``;
+- otherwise the row is shown with the verdict ``reported``.
+
+Each claim says what kind of agreement it can be (``kind``, one of
+:data:`KINDS`): an ``identity`` holds by construction
+when the code is correct (a correctness check, not a reproduction); a
+``mechanism`` claim is the workbench's own mechanism reproducing the paper
+without being built to; a ``calibrated`` one compares against a number a
+generator was fitted to; a ``published`` one is recomputed from the paper's
+own tables; ``not comparable`` is shown for context. ``section`` is the ``##``
+heading of the chapter section that computes the claim; the closing page links
+to it. ``note`` (``reason`` for a not-comparable claim) says in one line why
+the verdict is what it is; the chapter's verdict box shows it.
+
+When a verdict can be given:
+
+- A claim whose number was not recorded is ``not measured``. When the section
+  that computes it needs an input the run did not have (a data set or a
+  language model: a ``needs`` list of parameter names, or a ``when`` on such a
+  parameter), the row says so (:mod:`rcakit.claims.needs`); "not measured" is
+  never counted as disagreeing.
+- ``when`` (e.g. ``{q: 0.3}``) ties a claim to the paper's setting: under
+  other parameters its verdict is ``other parameters``. An ``identity`` holds at
+  every parameter value, so it is checked at any parameters: when its value
+  depends on them, ``expected`` names the recorded key (or ``params.<name>``)
+  of the value it must have at this run's parameters, used in place of the
+  paper's value or the ``expect`` threshold, and ``when`` then only says where
+  the paper's number applies. An identity whose ``expected`` value was not
+  recorded is ``not measured``, never checked against the paper's number. An
+  identity with a ``when`` and no ``expected`` is a scoped one (it holds for
+  ``agent: rule``, say); outside its scope it reads ``other parameters``.
+- A row checked against another number than the paper's (``expected``, or an
+  ``expect ==`` threshold) says which in its ``note`` when the claim has none.
+
+Claims marked ``holds: true`` are the ones the workbench is meant to reproduce.
+:func:`assert_holds` raises only for those that hold for every valid parameter
+value and seed (:func:`is_exact`): identities and recomputed published numbers
+with an exact rule. A statistical claim (an interval, a tolerance on an
+estimate, a mechanism) gets its verdict and never stops a chapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from rcakit.claims.ledger import OPERATORS, UNCLASSIFIED, chapter_claims
+from rcakit.claims.needs import input_parameters, why_missing
+from rcakit.results import lookup, to_jsonable
+from rcakit.tables import DASH, format_value, is_missing
+
+VERDICTS = ("agrees", "differs", "not measured", "other parameters", "reported")
+EXACT_TOLERANCE = 1e-6  # a tolerance at most this large is an equality up to rounding, not a statistical margin
+
+
+def paper_text(value: Any) -> str:
+    """The paper's value as printed (0.0416 stays 0.0416; 145.0 is 145)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return DASH if is_missing(value) else format_value(value, 3) if isinstance(value, (list, tuple)) else str(value)
+
+
+def workbench_text(value: Any, ci: str = "") -> str:
+    """The workbench's value with three decimals (a whole count as an integer), and its interval."""
+    if isinstance(value, float) and value.is_integer() and abs(value) >= 2:
+        text = str(int(value))
+    else:
+        text = format_value(value, 3)
+    return f"{text} {ci}" if ci else text
+
+
+def _get(tree: Mapping, key: str | None) -> Any:
+    if key is None:
+        return None
+    try:
+        value = lookup(tree, key)
+    except (KeyError, IndexError, TypeError):
+        return None
+    return None if is_missing(value) else value
+
+
+def _setting(claim: Mapping, inputs: Mapping[str, str]) -> dict[str, Any]:
+    """The part of ``when`` that is the paper's setting (not an input the section needs)."""
+    return {k: v for k, v in claim.get("when", {}).items() if k not in inputs}
+
+
+def _target(claim: Mapping, measured: Mapping, params: Mapping) -> Any:
+    """The value an identity must have at these parameters (its ``expected`` key), else None."""
+    key = claim.get("expected")
+    if key is None:
+        return None
+    if key.startswith("params."):
+        return params.get(key.removeprefix("params."))
+    return _get(measured, key)
+
+
+def _check(claim: Mapping, value: Any, ci: Any, target: Any) -> str:
+    """agrees / differs / reported by the claim's rule, against ``target`` when it is given."""
+    reference = claim["paper"] if target is None else target
+    if "expect" in claim:
+        op, _, threshold = str(claim["expect"]).partition(" ")
+        bound = float(threshold) if target is None else float(target)
+        return "agrees" if OPERATORS[op](value, bound) else "differs"
+    if ci is not None and None not in ci:
+        return "agrees" if ci[0] <= reference <= ci[1] else "differs"
+    if "tolerance" in claim:
+        return "agrees" if abs(value - reference) <= claim["tolerance"] else "differs"
+    return "reported"
+
+
+def _verdict(
+    claim: Mapping, value: Any, *, ci: Any, target: Any, params: Mapping | None, inputs: Mapping[str, str]
+) -> str:
+    if value is None or (claim.get("kind") == "identity" and "expected" in claim and target is None):
+        return "not measured"
+    setting = _setting(claim, inputs)
+    off_setting = params is not None and any(params.get(k) != v for k, v in setting.items())
+    if off_setting and (claim.get("kind") != "identity" or "expected" not in claim):
+        return "other parameters"
+    return _check(claim, value, ci, target)
+
+
+def is_exact(claim: Mapping) -> bool:
+    """Whether the claim holds for every valid parameter value and seed when the code is correct.
+
+    Identities whose rule is exact (an ``expect`` comparison or a tolerance of
+    at most :data:`EXACT_TOLERANCE`), and published numbers recomputed from the
+    paper's printed tables (no seed enters them; the tolerance is the printing's rounding).
+    An interval (``ci``) or a wider tolerance is a statistical statement that a
+    correct run misses at some seeds.
+    """
+    if claim.get("kind") not in ("identity", "published") or "ci" in claim:
+        return False
+    if "expect" in claim:
+        return True
+    if claim["kind"] == "published":  # arithmetic on the paper's printed numbers: no seed in it
+        return "tolerance" in claim
+    return "tolerance" in claim and float(claim["tolerance"]) <= EXACT_TOLERANCE
+
+
+def _asserted(claim: Mapping, params: Mapping | None, inputs: Mapping[str, str]) -> bool:
+    """``holds`` and exact, and checkable at these parameters."""
+    if not (claim.get("holds") and is_exact(claim)):
+        return False
+    setting = _setting(claim, inputs)
+    on_setting = params is None or all(params.get(k) == v for k, v in setting.items())
+    return on_setting or "expected" in claim
+
+
+def _rule(claim: Mapping, ci: Any) -> str:
+    """The rule as the tables show it; ``expected`` is the value an identity must have at this run's parameters."""
+    if "expected" in claim:
+        if "expect" in claim:
+            return f"{claim['expect'].split(' ')[0]} expected"
+        if "ci" in claim:
+            return "expected in CI"
+        return f"±{claim['tolerance']:g} of expected" if "tolerance" in claim else ""
+    if "expect" in claim:
+        return str(claim["expect"])
+    if ci is not None:
+        return "paper in CI"
+    if "tolerance" in claim:
+        return f"±{claim['tolerance']:g}"
+    return ""
+
+
+def _reference_note(claim: Mapping, target: Any, verdict: str) -> str:
+    """For a claim checked against another number than the paper's, which number that was.
+
+    So a row never reads "paper 0.783, workbench 1.000, agrees" without saying
+    what 1.000 was held to. A claim's own ``note`` says it better and wins.
+    """
+    if verdict not in ("agrees", "differs"):
+        return ""
+    op, _, threshold = str(claim.get("expect", "")).partition(" ")
+    reference = target if target is not None else (float(threshold) if op == "==" else None)
+    paper = claim["paper"]
+    if reference is None or not isinstance(paper, (int, float)) or float(reference) == float(paper):
+        return ""
+    held = "its value at these parameters, " if target is not None else ""
+    return f"checked against {held}{paper_text(reference)}, not the paper's {paper_text(paper)}"
+
+
+def _why(claim: Mapping, value: Any, *, chapter_id: str, inputs: Mapping[str, str], measured: Mapping) -> str:
+    """Why a claim is not measured: its section's missing input, or its identity's missing expected value."""
+    if value is not None:
+        return f"its value at these parameters ({claim['expected']}) was not recorded"
+    return why_missing(chapter_id, claim, inputs, measured)
+
+
+def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -> pd.DataFrame:
+    """One row per claim: its kind, the paper's value beside the workbench's, a verdict.
+
+    ``measured`` is the chapter's results dict (nested, as recorded, or the
+    numbers about to be recorded); ``params`` defaults to ``measured["params"]``
+    when that is present. Columns: ``claim, kind, source, paper, workbench, CI,
+    rule, verdict, why`` (why a number is not measured), ``note`` (why the
+    verdict is what it is), ``section`` (the chapter section that computes it),
+    ``holds`` and ``asserted`` (what :func:`assert_holds` checks).
+    """
+    measured = to_jsonable(measured)  # numpy arrays and frames become lists, as in the results file
+    if params is None:
+        params = measured.get("params")
+    entry = chapter_claims(chapter_id)
+    inputs = input_parameters(chapter_id)
+    rows = []
+    for claim in entry["claims"]:
+        value = _get(measured, claim["measured"])
+        ci = _get(measured, claim.get("ci"))
+        target = _target(claim, measured, params or {}) if claim.get("kind") == "identity" else None
+        verdict = _verdict(claim, value, ci=ci, target=target, params=params, inputs=inputs)
+        rows.append(
+            {
+                "claim": claim["claim"],
+                "kind": claim.get("kind", UNCLASSIFIED),
+                "source": claim["source"],
+                "paper": claim["paper"],
+                "workbench": value,
+                "CI": "" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                "rule": _rule(claim, ci),
+                "verdict": verdict,
+                "why": (
+                    _why(claim, value, chapter_id=chapter_id, inputs=inputs, measured=measured)
+                    if verdict == "not measured"
+                    else ""
+                ),
+                "note": str(claim.get("note") or claim.get("reason") or _reference_note(claim, target, verdict)),
+                "section": claim.get("section"),
+                "holds": bool(claim.get("holds", False)),
+                "asserted": _asserted(claim, params, inputs),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def assert_holds(table: pd.DataFrame) -> None:
+    """Raise ``AssertionError`` naming every asserted claim (exact, checkable here) that does not agree.
+
+    A claim that is not measured (its section needed an input this run did not
+    have) is not a failure.
+    """
+    asserted = table["asserted"] if "asserted" in table else table["holds"]
+    bad = table[asserted.astype(bool) & table["verdict"].isin(["differs"])]
+    if len(bad):
+        raise AssertionError("claims not reproduced: " + "; ".join(bad["claim"]))
