@@ -7,7 +7,7 @@ import pytest
 
 import rcakit.shapley
 from rcakit import scm, stats
-from rcakit.scm import examples
+from rcakit.scm import examples, experiments
 from rcakit.shapley import shapley_exact, shapley_permutation
 
 
@@ -156,19 +156,16 @@ def car_verdicts(n_permutations=80, samples_per_eval=12, budget=7680, seed=0):
     from rcakit import claims
 
     s = scm.interaction_scm(0.3, seed=seed)
-    est = scm.scm_shapley(s, n_permutations, samples_per_eval, budget, [seed, 1], seed)
-    check = scm.efficiency_from_v_empty(est)
-    measured = {
-        "interaction": {
-            "phi": est.values,
-            "phi_ci": np.column_stack([est.ci_low, est.ci_high]),
-            "analytic_phi": shapley_exact(s.analytic_v, 3),
-            "efficiency": est.efficiency,
-            "analytic_efficiency": 0.91,
-            "efficiency_gap": check["efficiency_gap"],
-            "efficiency_ci_from_v_empty": check["efficiency_ci"],
-        }
-    }
+    est = scm.scm_shapley(
+        s,
+        n_permutations=n_permutations,
+        samples_per_eval=samples_per_eval,
+        rollout_budget=budget,
+        value_seed=[seed, 1],
+        order_seed=seed,
+    )
+    split, efficiency = experiments.shapley_split(s, est), experiments.efficiency_check(s, est)
+    measured = {"interaction": {**split.numbers["interaction"], **efficiency.numbers["interaction"]}}
     table = claims.compare("car-shapley", measured, {"q": 0.3})
     return table.set_index("claim")["verdict"], table
 
@@ -233,7 +230,12 @@ def test_efficiency_identity_fails_when_a_held_step_is_re_decided(monkeypatch):
     monkeypatch.setattr(shapley_sweeps, "do_hold", lambda steps: model.Do(hold=frozenset(steps) - {1}))
     verdicts, _ = car_verdicts()
     s = scm.interaction_scm(0.3, seed=0)
-    assert scm.efficiency_from_v_empty(scm.scm_shapley(s, 10, 12, 0, 0, 0))["v_full"] < 1
+    assert (
+        scm.efficiency_from_v_empty(
+            scm.scm_shapley(s, n_permutations=10, samples_per_eval=12, rollout_budget=0, value_seed=0, order_seed=0)
+        )["v_full"]
+        < 1
+    )
     assert verdicts[TELESCOPES] == "differs"
 
 
@@ -261,16 +263,18 @@ def test_misattributing_reverse_walk_passes_the_identity_but_fails_the_split(mon
 
 def test_scm_shapley_spends_the_rollout_budget_in_whole_permutations():
     s = scm.interaction_scm(0.3, seed=0)
-    est = scm.scm_shapley(s, 100, 12, 1000, 0, 0)  # 96 rollouts per antithetic permutation: 10 fit
+    seeds = {"value_seed": 0, "order_seed": 0}
+    est = scm.scm_shapley(s, n_permutations=100, samples_per_eval=12, rollout_budget=1000, **seeds)  # 96 per pair
     assert est.permutations == 10 and est.truncated and est.evaluations * 12 == 960
-    assert scm.scm_shapley(s, 3, 12, 0, 0, 0).permutations == 3  # 0: no budget
+    assert scm.scm_shapley(s, n_permutations=3, samples_per_eval=12, rollout_budget=0, **seeds).permutations == 3
 
 
 def test_shapley_reruns_are_independent_and_reproducible():
     s = scm.interaction_scm(0.3, seed=0)
-    a = scm.shapley_reruns(s, 3, 10, 6, 0, seed=4)
+    small = {"n_permutations": 10, "samples_per_eval": 6, "rollout_budget": 0}
+    a = scm.shapley_reruns(s, 3, **small, seed=4)
     assert list(a.columns) == ["rerun", "player", "interval", "phi", "ci_low", "ci_high"] and len(a) == 9
-    assert a.equals(scm.shapley_reruns(s, 3, 10, 6, 0, seed=4))
+    assert a.equals(scm.shapley_reruns(s, 3, **small, seed=4))
     phi0 = a[a["player"] == 0]["phi"].to_numpy()
     assert len(set(phi0)) == 3  # each rerun draws afresh
     assert (a["ci_low"] <= a["phi"]).all() and (a["phi"] <= a["ci_high"]).all()
@@ -278,16 +282,17 @@ def test_shapley_reruns_are_independent_and_reproducible():
 
 def test_shapley_reruns_score_every_interval_on_the_same_draws():
     s = scm.interaction_scm(0.3, seed=0)
-    both = scm.shapley_reruns(s, 4, 6, 6, 0, seed=2, intervals=("normal", "student"))
+    small = {"n_permutations": 6, "samples_per_eval": 6, "rollout_budget": 0, "seed": 2}
+    both = scm.shapley_reruns(s, 4, **small, intervals=("normal", "student"))
     car, t = (both[both["interval"] == m].reset_index(drop=True) for m in ("normal", "student"))
     assert car["phi"].equals(t["phi"])  # one estimate, two intervals
     assert (t["ci_low"] < car["ci_low"]).all() and (car["ci_high"] < t["ci_high"]).all()
-    assert car.drop(columns="interval").equals(scm.shapley_reruns(s, 4, 6, 6, 0, seed=2).drop(columns="interval"))
+    assert car.drop(columns="interval").equals(scm.shapley_reruns(s, 4, **small).drop(columns="interval"))
 
 
 def test_shapley_convergence_reports_both_samplings_at_equal_rollouts():
     s = scm.interaction_scm(0.3, seed=0)
-    table = scm.shapley_convergence(s, scm.permutation_budgets(s, 12, [1, 10]), 2, 12, seed=0)
+    table = scm.shapley_convergence(s, scm.permutation_budgets(s, 12, [1, 10]), seeds=2, samples_per_eval=12, seed=0)
     assert len(table) == 2 * 2 * 2
     spent = table.groupby(["rollouts", "sampling"]).size()
     assert set(spent.index.get_level_values(0)) == {96, 960}
@@ -326,34 +331,35 @@ def test_coverage_study_finds_the_normal_quantile_short_with_few_permutations():
         assert cov["student", step] >= cov["car", step]  # same centre, larger quantile, same draws
     assert cov["car"].mean() < 0.9 < cov["student"].mean()
     assert cov["cached"].mean() < 0.7  # without the noise of v(S) in the spread the interval is far too short
-    facts = scm.coverage_facts(study)["few"]
+    facts = experiments.coverage_summary(study)["few"]
     assert facts["t_quantile"] == pytest.approx(4.303, abs=1e-3) and facts["reruns"] == 200
     assert facts["walks"][0]["width"] > 1.5 * facts["car"][0]["width"]  # the pairs cancel the ordering noise
 
 
 def test_coverage_reading_names_where_the_nominal_level_lies():
-    assert scm.coverage_reading(0.80, 0.90) == "below the nominal level"
-    assert scm.coverage_reading(0.93, 0.97) == "consistent with the nominal level"
-    assert scm.coverage_reading(0.96, 0.99) == "above the nominal level"
+    assert experiments.coverage_reading(0.80, 0.90) == "below the nominal level"
+    assert experiments.coverage_reading(0.93, 0.97) == "consistent with the nominal level"
+    assert experiments.coverage_reading(0.96, 0.99) == "above the nominal level"
 
 
 def test_cached_values_are_drawn_once_per_coalition():
     s = scm.interaction_scm(0.3, seed=0)
-    est = scm.scm_shapley(s, 10, 12, 0, 1, 2, cache_values=True)
+    small = {"n_permutations": 10, "samples_per_eval": 12, "rollout_budget": 0, "value_seed": 1, "order_seed": 2}
+    est = scm.scm_shapley(s, **small, cache_values=True)
     assert all(rollouts == 12 for _, rollouts in est.tallies.values()) and len(est.tallies) <= 8
-    fresh = scm.scm_shapley(s, 10, 12, 0, 1, 2)
+    fresh = scm.scm_shapley(s, **small)
     assert sum(r for _, r in fresh.tallies.values()) == fresh.spent == 10 * 2 * 4 * 12
 
 
 def test_scm_shapley_cost_is_counted_in_rollouts():
     s = scm.interaction_scm(0.3, seed=0)
-    est = scm.scm_shapley(s, 5, 12, 0, 1, 2)
+    est = scm.scm_shapley(s, n_permutations=5, samples_per_eval=12, rollout_budget=0, value_seed=1, order_seed=2)
     assert est.cost_per_evaluation == 12 and est.spent == 5 * 2 * 4 * 12 and est.walks == 10
 
 
 def test_efficiency_from_v_empty_recovers_the_empty_coalitions_count():
     s = scm.interaction_scm(0.3, seed=0)
-    est = scm.scm_shapley(s, 20, 6, 0, 3, 4)
+    est = scm.scm_shapley(s, n_permutations=20, samples_per_eval=6, rollout_budget=0, value_seed=3, order_seed=4)
     check = scm.efficiency_from_v_empty(est)
     assert check["walks"] == 40 and check["empty_rollouts"] == 240 == est.tallies[frozenset()][1]
     # the sum is exactly 1 - (bad among the empty coalitions' rollouts) / their number
@@ -440,3 +446,169 @@ def test_coverage_figure_draws_one_panel_per_setting_with_the_nominal_line():
     assert len(fig.axes) == 2 and [ax.get_title().split(" ")[0] for ax in fig.axes] == ["3", "2"]
     assert all(any(line.get_ydata()[0] == 0.95 for line in ax.get_lines()) for ax in fig.axes)
     plt.close(fig)
+
+
+# --- the chapter's sections (rcakit.scm.experiments) --------------------------
+
+
+def test_contrastive_locus_section_names_the_locus_and_records_its_effects():
+    pivotal = scm.pivotal_scm(p_bad=0.3, seed=0)
+    contrast = scm.contrastive_effects(pivotal, k_samples=80, seed=0)
+    section = experiments.contrastive_locus(pivotal, contrast)
+    assert section.numbers["pivotal"]["locus"] == 1 and section.facts["locus_text"].data == "step 1, `issue_refund`"
+    assert list(section.table.index) == pivotal.step_names and "step" not in section.table.columns
+    assert section.facts["effect"][2] == 0.0 == section.numbers["pivotal"]["effects"][2]
+    assert np.array_equal(section.numbers["pivotal"]["effect_ci"], contrast.table[["effect_lo", "effect_hi"]])
+    nowhere = experiments.contrastive_locus(pivotal, scm.Contrastive(contrast.table, None))
+    assert nowhere.numbers["pivotal"]["locus"] is None and nowhere.facts["locus_text"].data == "no step"
+
+
+def test_analytic_contrastive_effects_re_roll_the_later_bad_step():
+    from rcakit.scm.contrastive import analytic_effects
+
+    assert analytic_effects(scm.interaction_scm(0.3)) == pytest.approx([-(1 - 0.3**2), -(1 - 0.3), 0.0])
+    assert analytic_effects(scm.or_failure_scm(0.3)) == pytest.approx([-(0.7**2), 0.0, 0.0])  # v(empty set) = 1 - 0.7^2
+    with pytest.raises(ValueError, match="closed-form"):
+        analytic_effects(scm.pivotal_scm())
+
+
+def test_shapley_split_section_records_the_estimate_with_its_interval_method():
+    s = scm.interaction_scm(0.3, seed=0)
+    est = scm.scm_shapley(
+        s, n_permutations=6, samples_per_eval=4, rollout_budget=0, value_seed=1, order_seed=2, interval="student"
+    )
+    section = experiments.shapley_split(s, est)
+    recorded = section.numbers["interaction"]
+    assert (
+        recorded["phi_interval"] == "student" and recorded["rollouts"] == est.spent == section.facts["shapley_rollouts"]
+    )
+    assert np.array_equal(recorded["phi_ci"], np.column_stack([est.ci_low, est.ci_high]))
+    assert section.table["phi (analytic)"].tolist() == pytest.approx([0.455, 0.455, 0.0])
+    assert section.facts["analytic_phi"] == pytest.approx(0.455) and section.facts["phi"][1] == est.values[1]
+
+
+def test_efficiency_check_section_reads_the_closed_form_and_the_tallies():
+    s = scm.interaction_scm(0.5, seed=0)
+    est = scm.scm_shapley(s, n_permutations=20, samples_per_eval=6, rollout_budget=0, value_seed=3, order_seed=4)
+    section = experiments.efficiency_check(s, est)
+    assert section.facts["q2"] == 0.25 and section.facts["analytic_efficiency"] == 0.75
+    assert section.numbers["interaction"]["analytic_efficiency"] == 0.75
+    assert section.numbers["interaction"]["efficiency_gap"] < 1e-12 and section.facts["empty_rollouts"] == 240
+    assert section.table.loc["efficiency sum", "value"] == est.efficiency and section.decimals == 4
+
+
+def test_over_count_section_sums_the_absolute_effects_against_their_closed_form():
+    s = scm.interaction_scm(0.3, seed=0)
+    section = experiments.contrastive_over_count(s, k_samples=200, seed=1)
+    total = section.numbers["interaction"]["contrastive_abs_sum"]
+    assert total == section.facts["contrastive_abs_sum"] == pytest.approx(section.table["effect"].abs().sum())
+    assert section.facts["contrastive_abs_sum_analytic"] == pytest.approx(0.91 + 0.7)
+    assert abs(total - 1.61) < 0.15 and list(section.table.columns)[0] == "name"
+
+
+def test_or_failure_section_gives_each_bad_step_half_of_what_is_left():
+    table = experiments.or_failure_split(q=0.3, seed=0).table
+    assert table["phi (exact)"].tolist() == pytest.approx([0.245, 0.245, 0.0])
+
+
+def test_convergence_section_averages_over_seeds_per_sampling_and_budget():
+    runs = pd.DataFrame(
+        {
+            "rollouts": [96, 96, 96, 96],
+            "sampling": ["antithetic", "antithetic", "plain", "plain"],
+            "efficiency error": [0.1, 0.3, 0.2, 0.4],
+            "max per-player error": [0.0, 0.2, 0.5, 0.7],
+        }
+    )
+    table = experiments.convergence(runs).table
+    assert table.loc[96, ("efficiency error", "antithetic")] == pytest.approx(0.2)
+    assert table.loc[96, ("max per-player error", "plain")] == pytest.approx(0.6)
+
+
+def test_coverage_section_records_the_chapter_setting_and_reads_every_step():
+    s = scm.interaction_scm(0.3, seed=0)
+    study = scm.coverage_study({"chapter": (s, 3, 2, 0), "few": (s, 2, 2, 0)}, 6, seed=0, variants=["car", "student"])
+    section = experiments.coverage(study)
+    row = study.set_index(["setting", "variant", "step"]).loc[("chapter", "car", 0)]
+    recorded = section.numbers["interaction"]["coverage"]
+    assert recorded["car_phi_0"] == row["coverage"] and recorded["car_phi_0_ci"] == [
+        row["Wilson low"],
+        row["Wilson high"],
+    ]
+    reading = section.facts["chapter"]["car"][0]["reading"].data
+    assert reading == experiments.coverage_reading(row["Wilson low"], row["Wilson high"])
+    assert "reading" not in recorded["study"]["chapter"]["car"][0]  # the words are for the prose, not the results
+    assert section.facts["few"]["permutations"] == 2 and section.facts["few"]["t_quantile"] == pytest.approx(
+        12.706, 1e-3
+    )
+    assert section.table.index.names == ["setting", "interval", "step"] and "reruns" not in section.table.columns
+    few = experiments.coverage(study, setting="few").numbers["interaction"]["coverage"]["car_phi_0"]
+    assert few == study.set_index(["setting", "variant", "step"]).loc[("few", "car", 0), "coverage"]
+
+
+def test_the_interaction_sections_record_every_key_the_claims_read_once():
+    from rcakit import claims
+
+    s = scm.interaction_scm(0.3, seed=0)
+    est = scm.scm_shapley(s, n_permutations=4, samples_per_eval=4, rollout_budget=0, value_seed=0, order_seed=0)
+    study = scm.coverage_study({"chapter": (s, 3, 2, 0)}, 3, seed=0, variants=["car"])
+    parts = [
+        experiments.shapley_split(s, est),
+        experiments.efficiency_check(s, est),
+        experiments.coverage(study),
+        experiments.contrastive_over_count(s, k_samples=10, seed=0),
+    ]
+    keys = [key for part in parts for key in part.numbers["interaction"]]
+    assert len(keys) == len(set(keys))  # no section records another's key
+    read = {
+        path.split(".")[1]
+        for c in claims.chapter_claims("car-shapley")["claims"]
+        for path in (c.get("measured"), c.get("ci"), c.get("expected"))
+        if isinstance(path, str) and path.startswith("interaction.")
+    }
+    assert read <= set(keys)
+
+
+def test_combined_merges_the_sections_that_share_a_key_and_refuses_a_value_twice():
+    from rcakit.scm import records
+    from rcakit.sections import Section
+
+    split = Section(numbers={"interaction": {"phi": [0.5], "coverage": {"car_phi_0": 0.9}}})
+    check = Section(numbers={"interaction": {"efficiency_gap": 0.0, "coverage": {"study": {"few": 1}}}})
+    locus = Section(numbers={"pivotal": {"locus": 1}})
+    merged = records.combined(split, check, locus, Section.skip("no model")).numbers
+    assert merged == {
+        "interaction": {"phi": [0.5], "efficiency_gap": 0.0, "coverage": {"car_phi_0": 0.9, "study": {"few": 1}}},
+        "pivotal": {"locus": 1},
+    }
+    assert split.numbers["interaction"]["coverage"] == {"car_phi_0": 0.9}  # no part is written into
+    with pytest.raises(ValueError, match="'interaction.coverage.car_phi_0' comes from two sections"):
+        records.combined(split, Section(numbers={"interaction": {"coverage": {"car_phi_0": 0.5}}}))
+    with pytest.raises(ValueError, match="'pivotal.locus'"):
+        records.combined(locus, Section(numbers={"pivotal": {"locus": {"index": 1}}}))
+
+
+def test_the_chapter_sections_record_every_key_its_claims_read():
+    """Every results key ``data/claims.yaml`` reads for car-shapley comes from one section (no model: no ``llm``)."""
+    from rcakit import claims, results, sections
+    from rcakit.scm import records
+
+    pivotal, s = scm.pivotal_scm(seed=0), scm.interaction_scm(0.3, seed=0)
+    est = scm.scm_shapley(s, n_permutations=4, samples_per_eval=4, rollout_budget=0, value_seed=0, order_seed=0)
+    support = scm.support_report(k_samples=10, n_permutations=2, samples_per_eval=2, seed=0, extra_runs=1)
+    parts = [
+        experiments.contrastive_locus(pivotal, scm.contrastive_effects(pivotal, k_samples=10, seed=0)),
+        experiments.shapley_split(s, est),
+        experiments.coverage(scm.coverage_study({"chapter": (s, 3, 2, 0)}, 3, seed=0, variants=["car"])),
+        experiments.efficiency_check(s, est),
+        experiments.contrastive_over_count(s, k_samples=10, seed=0),
+        experiments.support_agent(support),
+        experiments.replay_action_match(support),
+        experiments.language_model_support("none", k_samples=2, n_permutations=1, seed=0, extra_runs=0, timeout=1.0),
+    ]
+    numbers = results.to_jsonable(sections.collect(records.combined(*parts)))
+    for claim in claims.chapter_claims("car-shapley")["claims"]:
+        for path in (claim.get("measured"), claim.get("ci"), claim.get("expected")):
+            if isinstance(path, str) and not path.startswith(("params.", "support_agent.llm")):
+                results.lookup(numbers, path)  # a KeyError names the key no section records
+    assert set(numbers) == {"interaction", "pivotal", "support_agent"}

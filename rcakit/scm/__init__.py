@@ -13,7 +13,8 @@
   action-match rate (CAR §3);
 - :mod:`rcakit.scm.support_agent`: the four-step support agent with an
   injected instruction, and its incident report (CAR Figure 1, §5);
-- :mod:`rcakit.scm.records`: every section's numbers as the one results dict the chapter records.
+- :mod:`rcakit.scm.records`: what each section of the chapter records, every key named once;
+- ``rcakit.scm.experiments``: the chapter's sections, each one :class:`rcakit.sections.Section`;
 - :mod:`rcakit.scm.plotting`: the coverage figure of the Shapley intervals (CAR §4).
 
 Used in the chapters: ``car-shapley`` and ``primer``.
@@ -59,9 +60,6 @@ from rcakit.scm.shapley_sweeps import (
     CoverageVariant,
     RolloutValue,
     SCMShapley,
-    coverage_facts,
-    coverage_reading,
-    coverage_readings,
     coverage_study,
     efficiency_from_v_empty,
     interval_coverage,
@@ -98,9 +96,6 @@ __all__ = [
     "action_match_rate",
     "bernoulli_policy",
     "contrastive_effects",
-    "coverage_facts",
-    "coverage_reading",
-    "coverage_readings",
     "coverage_study",
     "decision_lines",
     "do_edit_context",

@@ -26,7 +26,7 @@ class Contrastive:
     locus: int | None
 
 
-def contrastive_effects(scm: SCM, k_samples: int, seed: int, n_boot: int = 1000, level: float = 0.95) -> Contrastive:
+def contrastive_effects(scm: SCM, k_samples: int, seed: int, *, n_boot: int = 1000, level: float = 0.95) -> Contrastive:
     """Effect of step k: P(bad | steps < k held, k and later resampled) - P(bad | observed).
 
     P(bad | observed) is estimated by ``k_samples`` replays that hold every step.
@@ -59,3 +59,17 @@ def contrastive_effects(scm: SCM, k_samples: int, seed: int, n_boot: int = 1000,
     table = pd.DataFrame(rows)
     rescuing = table.index[table["effect_hi"] < 0]
     return Contrastive(table, int(rescuing.max()) if len(rescuing) else None)
+
+
+def analytic_effects(scm: SCM) -> list[float]:
+    r"""The contrastive effects in closed form, from the SCM's analytic :math:`v` (CAR §4).
+
+    Resampling step ``k`` and every later step, with the earlier steps held,
+    is :math:`v(\{0, \dots, k-1\})`; holding every step is :math:`v(N)`. So
+    :math:`\Delta_k = v(\{0, \dots, k-1\}) - v(N)`.
+    """
+    if scm.analytic_v is None:
+        raise ValueError("this SCM has no closed-form value function (analytic_v)")
+    v = scm.analytic_v
+    held_all = v(frozenset(range(scm.n_steps)))
+    return [v(frozenset(range(k))) - held_all for k in range(scm.n_steps)]

@@ -1,11 +1,16 @@
-"""What the car-shapley chapter records in ``results/car-shapley.json``, in one place.
+"""What each section of the car-shapley chapter records in ``results/car-shapley.json``, in one place.
 
-The chapter computes each section with :mod:`rcakit.scm` and
-:mod:`rcakit.shapley`; :func:`chapter_numbers` turns those sections into the
-one results dict the chapter compares with the paper (``data/claims.yaml``)
-and records, so no notebook assembles it by hand and every key is named once.
+Every function here returns one section's numbers under the results keys
+``data/claims.yaml`` reads: ``pivotal`` (the contrastive locus, CAR §4-5),
+``interaction`` (the Shapley split, its efficiency check, the coverage of its
+intervals and the over-count of contrastive effects, §4-5) and
+``support_agent`` (the incident report of Figure 1 and the replay
+action-match rate of §3). Each key is named once, here;
+``rcakit.scm.experiments`` wraps these numbers with the section's table and
+prose facts, :func:`combined` merges the sections that share a key, and
+:func:`rcakit.sections.collect` makes the results dict.
 
-Used in the chapters: `car-shapley`.
+Used in the chapters: ``car-shapley``.
 """
 
 from __future__ import annotations
@@ -15,46 +20,134 @@ from typing import Any
 
 import numpy as np
 
+from rcakit.fidelity import ActionMatch
 from rcakit.scm.contrastive import Contrastive
-from rcakit.scm.support_agent import SupportReport
-from rcakit.shapley import ShapleyEstimate
+from rcakit.scm.shapley_sweeps import SCMShapley
+from rcakit.scm.support_agent import SupportReport, is_injected
+from rcakit.sections import Section
+from rcakit.shapley import shapley_exact
 
 
-def chapter_numbers(
-    *,
-    shap: ShapleyEstimate,
-    phi_interval: str,
-    analytic: Sequence[float],
-    analytic_efficiency: float,
-    efficiency: Mapping[str, Any],
-    coverage: Mapping[str, Any],
-    contrastive_abs_sum: float,
-    contrast: Contrastive,
-    support: SupportReport,
-) -> dict[str, Any]:
-    """The interaction SCM's Shapley split with its intervals, efficiency and coverage (CAR §5), the
-    pivotal SCM's contrastive effects and locus (§4), and the support agent's report (§3, Figure 1)."""
-    car = coverage["chapter"]["car"][0]
+def contrast_numbers(contrast: Contrastive) -> dict[str, Any]:
+    """A contrastive estimate's locus, per-step effects and their bootstrap intervals (CAR §4)."""
+    return {
+        "locus": contrast.locus,
+        "effects": contrast.table["effect"],
+        "effect_ci": contrast.table[["effect_lo", "effect_hi"]].to_numpy(),
+    }
+
+
+def pivotal_numbers(contrast: Contrastive) -> dict[str, Any]:
+    """``pivotal``: the pivotal SCM's contrastive effects and locus (CAR §5)."""
+    return {"pivotal": contrast_numbers(contrast)}
+
+
+def split_numbers(estimate: SCMShapley, analytic: Sequence[float] | np.ndarray) -> dict[str, Any]:
+    """``interaction``: the Monte-Carlo Shapley values with their interval and its method, the analytic values,
+    the efficiency sum and what the estimate spent (CAR §4-5)."""
     return {
         "interaction": {
-            "phi": shap.values,
-            "phi_ci": np.column_stack([shap.ci_low, shap.ci_high]),
-            "phi_interval": phi_interval,
-            "efficiency": shap.efficiency,
-            "analytic_efficiency": analytic_efficiency,
-            "efficiency_gap": efficiency["efficiency_gap"],
-            "efficiency_ci_from_v_empty": efficiency["efficiency_ci"],
+            "phi": estimate.values,
+            "phi_ci": np.column_stack([estimate.ci_low, estimate.ci_high]),
+            "phi_interval": estimate.interval_method,
+            "efficiency": estimate.efficiency,
             "analytic_phi": analytic,
-            "rollouts": shap.spent,
-            "permutations": shap.permutations,
-            "truncated": shap.truncated,
-            "contrastive_abs_sum": contrastive_abs_sum,
-            "coverage": {"car_phi_0": car["coverage"], "car_phi_0_ci": [car["lo"], car["hi"]], "study": coverage},
-        },
-        "pivotal": {
-            "locus": contrast.locus,
-            "effects": contrast.table["effect"],
-            "effect_ci": contrast.table[["effect_lo", "effect_hi"]].to_numpy(),
-        },
-        "support_agent": support.numbers(),
+            "rollouts": estimate.spent,
+            "permutations": estimate.permutations,
+            "truncated": estimate.truncated,
+        }
     }
+
+
+def efficiency_numbers(check: Mapping[str, Any], analytic_efficiency: float) -> dict[str, Any]:
+    r"""``interaction``: the analytic efficiency sum, the gap between the sum and one minus
+    :math:`\hat v(\emptyset)`, and the sum's interval from that count
+    (:func:`rcakit.scm.efficiency_from_v_empty`, CAR §5)."""
+    return {
+        "interaction": {
+            "analytic_efficiency": analytic_efficiency,
+            "efficiency_gap": check["efficiency_gap"],
+            "efficiency_ci_from_v_empty": check["efficiency_ci"],
+        }
+    }
+
+
+def coverage_numbers(summary: Mapping[str, Any], setting: str) -> dict[str, Any]:
+    r"""``interaction.coverage``: CAR's interval for :math:`\phi_0` at ``setting`` (the chapter's), with
+    its Wilson interval, and the whole study (``rcakit.scm.experiments.coverage_summary``, CAR §4)."""
+    car = summary[setting]["car"][0]
+    return {
+        "interaction": {
+            "coverage": {"car_phi_0": car["coverage"], "car_phi_0_ci": [car["lo"], car["hi"]], "study": summary}
+        }
+    }
+
+
+def over_count_numbers(abs_sum: float) -> dict[str, Any]:
+    """``interaction``: the sum of the absolute contrastive effects of the interaction SCM (CAR §5)."""
+    return {"interaction": {"contrastive_abs_sum": abs_sum}}
+
+
+def replay_numbers(match: ActionMatch) -> dict[str, Any]:
+    """The replay action-match rate, its Wilson interval, and the replayed steps (CAR §3)."""
+    return {"action_match_rate": match.rate, "action_match_ci": list(match.ci()), "replayed_steps": match.n}
+
+
+def attribution_numbers(report: SupportReport) -> dict[str, Any]:
+    """The support agent's recorded run, contrastive effects, locus and Shapley values (CAR Figure 1).
+
+    ``locus`` and ``observed`` are None when no run refunded after the note, so
+    nothing was attributed; with the scripted policy the analytic Shapley values
+    follow.
+    """
+    if report.contrast is None:
+        return {"locus": None, "observed": None}
+    contrast, shap = report.attributed()
+    model = report.scm
+    out = {
+        "observed": [r.action for r in model.observed],
+        **contrast_numbers(contrast),
+        "locus_context_injected": contrast.locus is not None and is_injected(model.observed[contrast.locus].context),
+        "p_bad_do": contrast.table["p_bad_do"],
+        "shapley": shap.values,
+        "shapley_ci": np.column_stack([shap.ci_low, shap.ci_high]),
+    }
+    if model.analytic_v is not None:
+        out["analytic_shapley"] = shapley_exact(model.analytic_v, model.n_steps)
+    return out
+
+
+def support_numbers(report: SupportReport) -> dict[str, Any]:
+    """A support report's attribution and replay numbers together (the language-model run's record)."""
+    return {**attribution_numbers(report), **replay_numbers(report.replay)}
+
+
+def combined(*parts: Section) -> Section:
+    """The numbers of ``parts`` merged key by key into one section; a value given twice is an error.
+
+    :func:`rcakit.sections.collect` merges top-level keys only, and this
+    chapter's results nest the numbers of several sections under one key
+    (``interaction``: the split, its efficiency, coverage and over-count;
+    ``support_agent``: the report, its replay and the model's run). Skipped
+    sections give nothing; no part's numbers are changed.
+    """
+    numbers: dict[str, Any] = {}
+    for part in parts:
+        _merge_into(numbers, part.numbers, "")
+    return Section(numbers=numbers)
+
+
+def _merge_into(into: dict[str, Any], more: Mapping[str, Any], path: str) -> None:
+    for key, value in more.items():
+        here = f"{path}{key}"
+        if key in into and isinstance(into[key], dict) and isinstance(value, Mapping):
+            _merge_into(into[key], value, f"{here}.")
+        elif key in into:
+            raise ValueError(f"results key {here!r} comes from two sections; name each once")
+        else:
+            into[key] = _copied(value)
+
+
+def _copied(value: Any) -> Any:
+    """Nested mappings copied as dicts (merging never writes into a section's numbers); leaves as they are."""
+    return {k: _copied(v) for k, v in value.items()} if isinstance(value, Mapping) else value

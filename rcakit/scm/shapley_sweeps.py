@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from rcakit import stats
 from rcakit.scm.model import SCM, do_hold
@@ -74,6 +73,7 @@ class SCMShapley(ShapleyEstimate):
 
 def scm_shapley(
     model: SCM,
+    *,
     n_permutations: int,
     samples_per_eval: int,
     rollout_budget: int,
@@ -105,7 +105,7 @@ def scm_shapley(
     return SCMShapley(**vars(estimate), tallies=value.tallies)
 
 
-def efficiency_from_v_empty(estimate: SCMShapley, alpha: float = 0.05) -> dict:
+def efficiency_from_v_empty(estimate: SCMShapley, alpha: float = 0.05) -> dict[str, Any]:
     r"""The efficiency sum read as one minus an estimate of :math:`v(\emptyset)` (CAR §5).
 
     Every walk telescopes to :math:`\hat v(N) - \hat v(\emptyset)`, made of
@@ -137,6 +137,7 @@ def efficiency_from_v_empty(estimate: SCMShapley, alpha: float = 0.05) -> dict:
 def shapley_reruns(
     model: SCM,
     reruns: int,
+    *,
     n_permutations: int,
     samples_per_eval: int,
     rollout_budget: int,
@@ -157,11 +158,11 @@ def shapley_reruns(
         value_seed, order_seed = np.random.default_rng([seed, r]).integers(0, 2**31, size=2)
         est = scm_shapley(
             model,
-            n_permutations,
-            samples_per_eval,
-            rollout_budget,
-            int(value_seed),
-            int(order_seed),
+            n_permutations=n_permutations,
+            samples_per_eval=samples_per_eval,
+            rollout_budget=rollout_budget,
+            value_seed=int(value_seed),
+            order_seed=int(order_seed),
             cache_values=cache_values,
         )
         for method in intervals:
@@ -254,7 +255,14 @@ def coverage_study(
         setting_seed = int(np.random.default_rng([seed, i]).integers(0, 2**31))  # independent draws per setting
         runs = {
             cached: shapley_reruns(
-                model, reruns, n_permutations, samples_per_eval, budget, setting_seed, INTERVALS, cached
+                model,
+                reruns,
+                n_permutations=n_permutations,
+                samples_per_eval=samples_per_eval,
+                rollout_budget=budget,
+                seed=setting_seed,
+                intervals=INTERVALS,
+                cache_values=cached,
             )
             for cached in sorted({COVERAGE_VARIANTS[v].cached for v in variants})
         }
@@ -271,54 +279,6 @@ def coverage_study(
     return pd.concat(frames, ignore_index=True)
 
 
-def coverage_reading(low: float, high: float, level: float = 0.95) -> str:
-    """Where the nominal ``level`` lies against a coverage's Wilson interval ``[low, high]``, in words."""
-    if high < level:
-        return "below the nominal level"
-    if low > level:
-        return "above the nominal level"
-    return "consistent with the nominal level"
-
-
-def coverage_facts(study: pd.DataFrame, level: float = 0.95) -> dict:
-    """:func:`coverage_study`'s table as nested numbers for the prose and the results file.
-
-    ``{setting: {"reruns", "permutations", "t_quantile", variant: {step: {coverage, lo, hi, width}}}}``;
-    ``t_quantile`` is Student's quantile at the setting's permutations, beside the normal 1.96.
-    """
-    facts: dict = {}
-    for (setting, key), group in study.groupby(["setting", "variant"], sort=False):
-        m = int(group["permutations"].iloc[0])
-        entry = facts.setdefault(
-            setting,
-            {
-                "reruns": int(group["reruns"].iloc[0]),
-                "permutations": m,
-                "t_quantile": float(scipy_stats.t.ppf(0.5 + level / 2, max(m - 1, 1))),
-            },
-        )
-        entry[key] = {
-            int(r["step"]): {
-                "coverage": r["coverage"],
-                "lo": r["Wilson low"],
-                "hi": r["Wilson high"],
-                "width": r["mean width"],
-            }
-            for _, r in group.iterrows()
-        }
-    return facts
-
-
-def coverage_readings(study: pd.DataFrame, level: float = 0.95) -> dict[str, str]:
-    """``cov_<setting>_<variant>_<step>_reading`` -> :func:`coverage_reading` of that row, for the prose."""
-    return {
-        f"cov_{r['setting']}_{r['variant']}_{r['step']}_reading": coverage_reading(
-            r["Wilson low"], r["Wilson high"], level
-        )
-        for _, r in study.iterrows()
-    }
-
-
 def permutation_budgets(model: SCM, samples_per_eval: int, permutations: Sequence[int]) -> list[int]:
     """The rollouts that each count of antithetic permutations costs: 2 (n + 1) evaluations each."""
     per_permutation = 2 * (model.n_steps + 1) * samples_per_eval
@@ -326,7 +286,7 @@ def permutation_budgets(model: SCM, samples_per_eval: int, permutations: Sequenc
 
 
 def shapley_convergence(
-    model: SCM, budgets: Sequence[int], seeds: int, samples_per_eval: int, seed: int
+    model: SCM, budgets: Sequence[int], *, seeds: int, samples_per_eval: int, seed: int
 ) -> pd.DataFrame:
     """Error against the analytic values, antithetic against plain sampling, per rollout budget.
 
@@ -341,7 +301,15 @@ def shapley_convergence(
     for budget in budgets:
         for s in range(seeds):
             for antithetic in (True, False):
-                est = scm_shapley(model, 10**6, samples_per_eval, budget, [seed, s, budget], s, antithetic)
+                est = scm_shapley(
+                    model,
+                    n_permutations=10**6,
+                    samples_per_eval=samples_per_eval,
+                    rollout_budget=budget,
+                    value_seed=[seed, s, budget],
+                    order_seed=s,
+                    antithetic=antithetic,
+                )
                 rows.append(
                     {
                         "rollouts": est.spent,

@@ -50,7 +50,7 @@ from rcakit.scm.replay import (
     step_seeds,
 )
 from rcakit.scm.shapley_sweeps import scm_shapley
-from rcakit.shapley import ShapleyEstimate, shapley_exact
+from rcakit.shapley import ShapleyEstimate
 
 P_REFUND_REQUEST = 0.8  # read_ticket: the ticket is read as a refund request
 P_FULL_RECORD = 0.7  # lookup_order: the lookup fetches the notes with the order
@@ -202,56 +202,6 @@ class SupportReport:
             ]
         )
 
-    def replay_numbers(self) -> dict:
-        """The action-match rate, its Wilson interval, and the replayed steps (CAR §3)."""
-        return {
-            "action_match_rate": self.replay.rate,
-            "action_match_ci": list(self.replay.ci()),
-            "replayed_steps": self.replay.n,
-        }
-
-    def numbers(self) -> dict:
-        """The numbers to record (``locus`` None when no failing run turned up)."""
-        if self.contrast is None:
-            return {"locus": None, "observed": None, **self.replay_numbers()}
-        contrast, shap = self.attributed()
-        out = {
-            "observed": [r.action for r in self.scm.observed],
-            "locus": contrast.locus,
-            "locus_context_injected": contrast.locus is not None
-            and is_injected(self.scm.observed[contrast.locus].context),
-            "effects": contrast.table["effect"],
-            "effect_ci": contrast.table[["effect_lo", "effect_hi"]].to_numpy(),
-            "p_bad_do": contrast.table["p_bad_do"],
-            "shapley": shap.values,
-            "shapley_ci": np.column_stack([shap.ci_low, shap.ci_high]),
-            **self.replay_numbers(),
-        }
-        if self.scm.analytic_v is not None:
-            out["analytic_shapley"] = shapley_exact(self.scm.analytic_v, self.scm.n_steps)
-        return out
-
-    def summary(self, prefix: str) -> dict:
-        """Scalars for the chapter's prose, named ``<prefix>_<what>``: the locus, its
-        effect and interval, the Shapley values, and the action-match rate."""
-        values = {"amr": self.replay.rate, "amr_lo": self.replay.ci()[0], "replayed": self.replay.n}
-        if self.contrast is not None:
-            contrast, shap = self.attributed()
-            k, row = contrast.locus, contrast.table.iloc[contrast.locus or 0]
-            values |= {
-                "locus": k,
-                "locus_name": self.scm.step_names[k] if k is not None else "none",
-                "effect": float(row["effect"]),
-                "effect_lo": float(row["effect_lo"]),
-                "effect_hi": float(row["effect_hi"]),
-                "p_bad_locus": float(row["p_bad_do"]),
-                **{f"phi_{i}": float(v) for i, v in enumerate(shap.values)},
-            }
-        if self.scm.analytic_v is not None:
-            exact = shapley_exact(self.scm.analytic_v, self.scm.n_steps)
-            values |= {f"phi_exact_{i}": float(v) for i, v in enumerate(exact)}
-        return {f"{prefix}_{name}": value for name, value in values.items()}
-
     def figure_inputs(self) -> tuple:
         """The arguments of :func:`rcakit.plotting.support_report_figure`."""
         contrast, _ = self.attributed()
@@ -281,9 +231,9 @@ def replay_check(scm: SCM, replay_scm: SCM, run: RecordedRun, extra_runs: int, s
 
 
 def support_report(
-    refund_policy: Policy | None,
-    replay_policy: Policy | None,
     *,
+    refund_policy: Policy | None = None,
+    replay_policy: Policy | None = None,
     k_samples: int,
     n_permutations: int,
     samples_per_eval: int,
@@ -313,7 +263,14 @@ def support_report(
         )
     streams = np.random.default_rng([seed, 2]).integers(0, 2**31, size=3)
     contrast = contrastive_effects(agent, k_samples=k_samples, seed=int(streams[0]))
-    shap = scm_shapley(agent, n_permutations, samples_per_eval, 0, int(streams[1]), int(streams[2]))
+    shap = scm_shapley(
+        agent,
+        n_permutations=n_permutations,
+        samples_per_eval=samples_per_eval,
+        rollout_budget=0,
+        value_seed=int(streams[1]),
+        order_seed=int(streams[2]),
+    )
     return SupportReport(agent, run, replay_check(agent, replayer, run, extra_runs, seed), contrast, shap)
 
 
@@ -339,8 +296,8 @@ def llm_support_report(
     inner = getattr(model, "provider", model)
     replay_model = cached(ReplayChannel(inner), cache=getattr(model, "cache", None), accounting=accounting)
     return support_report(
-        llm_refund(model, temperature),
-        llm_refund(replay_model, temperature),
+        refund_policy=llm_refund(model, temperature),
+        replay_policy=llm_refund(replay_model, temperature),
         k_samples=k_samples,
         n_permutations=n_permutations,
         samples_per_eval=k_samples,
