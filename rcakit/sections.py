@@ -76,15 +76,32 @@ class Section:
 
 
 def collect(*sections: Section) -> dict[str, Any]:
-    """The numbers of all ``sections`` as one results dict; a key in two sections is an error.
+    """The numbers of all ``sections`` merged into one results dict; a value two sections give is an error.
 
-    Skipped sections contribute nothing, so a claim that reads their keys is
-    reported "not measured" by :func:`rcakit.claims.compare` rather than failing.
+    Sections may nest their numbers under a shared key (several sections of
+    one claim under ``interaction``, say): mappings merge key by key, and only
+    a leaf given twice is refused, so every recorded key is named once. No
+    section's numbers are written into. Skipped sections contribute nothing,
+    so a claim that reads their keys is reported "not measured" by
+    :func:`rcakit.claims.compare` rather than failing.
     """
     numbers: dict[str, Any] = {}
     for section in sections:
-        clash = numbers.keys() & section.numbers.keys()
-        if clash:
-            raise ValueError(f"results key(s) {sorted(clash)} come from two sections; name each once")
-        numbers.update(section.numbers)
+        _merge_into(numbers, section.numbers, "")
     return numbers
+
+
+def _merge_into(into: dict[str, Any], more: Mapping[str, Any], path: str) -> None:
+    for key, value in more.items():
+        here = f"{path}{key}"
+        if key in into and isinstance(into[key], dict) and isinstance(value, Mapping):
+            _merge_into(into[key], value, f"{here}.")
+        elif key in into:
+            raise ValueError(f"results key {here!r} comes from two sections; name each once")
+        else:
+            into[key] = _copied(value)
+
+
+def _copied(value: Any) -> Any:
+    """Nested mappings copied as dicts (merging never writes into a section's numbers); leaves as they are."""
+    return {k: _copied(v) for k, v in value.items()} if isinstance(value, Mapping) else value

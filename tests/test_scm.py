@@ -569,29 +569,9 @@ def test_the_interaction_sections_record_every_key_the_claims_read_once():
     assert read <= set(keys)
 
 
-def test_combined_merges_the_sections_that_share_a_key_and_refuses_a_value_twice():
-    from rcakit.scm import records
-    from rcakit.sections import Section
-
-    split = Section(numbers={"interaction": {"phi": [0.5], "coverage": {"car_phi_0": 0.9}}})
-    check = Section(numbers={"interaction": {"efficiency_gap": 0.0, "coverage": {"study": {"few": 1}}}})
-    locus = Section(numbers={"pivotal": {"locus": 1}})
-    merged = records.combined(split, check, locus, Section.skip("no model")).numbers
-    assert merged == {
-        "interaction": {"phi": [0.5], "efficiency_gap": 0.0, "coverage": {"car_phi_0": 0.9, "study": {"few": 1}}},
-        "pivotal": {"locus": 1},
-    }
-    assert split.numbers["interaction"]["coverage"] == {"car_phi_0": 0.9}  # no part is written into
-    with pytest.raises(ValueError, match="'interaction.coverage.car_phi_0' comes from two sections"):
-        records.combined(split, Section(numbers={"interaction": {"coverage": {"car_phi_0": 0.5}}}))
-    with pytest.raises(ValueError, match="'pivotal.locus'"):
-        records.combined(locus, Section(numbers={"pivotal": {"locus": {"index": 1}}}))
-
-
 def test_the_chapter_sections_record_every_key_its_claims_read():
     """Every results key ``data/claims.yaml`` reads for car-shapley comes from one section (no model: no ``llm``)."""
     from rcakit import claims, results, sections
-    from rcakit.scm import records
 
     pivotal, s = scm.pivotal_scm(seed=0), scm.interaction_scm(0.3, seed=0)
     est = scm.scm_shapley(s, n_permutations=4, samples_per_eval=4, rollout_budget=0, value_seed=0, order_seed=0)
@@ -606,7 +586,7 @@ def test_the_chapter_sections_record_every_key_its_claims_read():
         experiments.replay_action_match(support),
         experiments.language_model_support("none", k_samples=2, n_permutations=1, seed=0, extra_runs=0, timeout=1.0),
     ]
-    numbers = results.to_jsonable(sections.collect(records.combined(*parts)))
+    numbers = results.to_jsonable(sections.collect(*parts))
     for claim in claims.chapter_claims("car-shapley")["claims"]:
         for path in (claim.get("measured"), claim.get("ci"), claim.get("expected")):
             if isinstance(path, str) and not path.startswith(("params.", "support_agent.llm")):

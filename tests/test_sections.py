@@ -12,8 +12,19 @@ def test_collect_merges_numbers_and_refuses_a_key_named_twice() -> None:
     a = Section(numbers={"main": {"fem": 1.0}})
     b = Section(numbers={"cost": 3})
     assert collect(a, b) == {"main": {"fem": 1.0}, "cost": 3}
-    with pytest.raises(ValueError, match="main"):
+    with pytest.raises(ValueError, match="'main.fem'"):
         collect(a, Section(numbers={"main": {"fem": 0.5}}))
+
+
+def test_collect_merges_a_shared_key_leaf_by_leaf_without_writing_into_a_section() -> None:
+    split = Section(numbers={"interaction": {"phi": [0.4, 0.5]}})
+    coverage = Section(numbers={"interaction": {"coverage": {"car": 0.95}}})
+    assert collect(split, coverage) == {"interaction": {"phi": [0.4, 0.5], "coverage": {"car": 0.95}}}
+    assert split.numbers == {"interaction": {"phi": [0.4, 0.5]}}
+    with pytest.raises(ValueError, match="'interaction.coverage.car'"):
+        collect(coverage, Section(numbers={"interaction": {"coverage": {"car": 0.9}}}))
+    with pytest.raises(ValueError, match="'interaction'"):
+        collect(split, Section(numbers={"interaction": 1.0}))
 
 
 def test_a_skipped_section_records_nothing_and_shows_its_reason() -> None:

@@ -7,8 +7,8 @@ intervals and the over-count of contrastive effects, §4-5) and
 ``support_agent`` (the incident report of Figure 1 and the replay
 action-match rate of §3). Each key is named once, here;
 ``rcakit.scm.experiments`` wraps these numbers with the section's table and
-prose facts, :func:`combined` merges the sections that share a key, and
-:func:`rcakit.sections.collect` makes the results dict.
+prose facts, and :func:`rcakit.sections.collect` merges the sections that
+share a key into the results dict.
 
 Used in the chapters: ``car-shapley``.
 """
@@ -24,7 +24,6 @@ from rcakit.fidelity import ActionMatch
 from rcakit.scm.contrastive import Contrastive
 from rcakit.scm.shapley_sweeps import SCMShapley
 from rcakit.scm.support_agent import SupportReport, is_injected
-from rcakit.sections import Section
 from rcakit.shapley import shapley_exact
 
 
@@ -120,34 +119,3 @@ def attribution_numbers(report: SupportReport) -> dict[str, Any]:
 def support_numbers(report: SupportReport) -> dict[str, Any]:
     """A support report's attribution and replay numbers together (the language-model run's record)."""
     return {**attribution_numbers(report), **replay_numbers(report.replay)}
-
-
-def combined(*parts: Section) -> Section:
-    """The numbers of ``parts`` merged key by key into one section; a value given twice is an error.
-
-    :func:`rcakit.sections.collect` merges top-level keys only, and this
-    chapter's results nest the numbers of several sections under one key
-    (``interaction``: the split, its efficiency, coverage and over-count;
-    ``support_agent``: the report, its replay and the model's run). Skipped
-    sections give nothing; no part's numbers are changed.
-    """
-    numbers: dict[str, Any] = {}
-    for part in parts:
-        _merge_into(numbers, part.numbers, "")
-    return Section(numbers=numbers)
-
-
-def _merge_into(into: dict[str, Any], more: Mapping[str, Any], path: str) -> None:
-    for key, value in more.items():
-        here = f"{path}{key}"
-        if key in into and isinstance(into[key], dict) and isinstance(value, Mapping):
-            _merge_into(into[key], value, f"{here}.")
-        elif key in into:
-            raise ValueError(f"results key {here!r} comes from two sections; name each once")
-        else:
-            into[key] = _copied(value)
-
-
-def _copied(value: Any) -> Any:
-    """Nested mappings copied as dicts (merging never writes into a section's numbers); leaves as they are."""
-    return {k: _copied(v) for k, v in value.items()} if isinstance(value, Mapping) else value
