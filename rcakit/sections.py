@@ -22,13 +22,14 @@ Used in the chapters: every chapter with a results file.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
-from IPython.display import Markdown
+from IPython.display import HTML
 
 from rcakit import prose, tables
 
@@ -69,7 +70,10 @@ class Section:
     def show(self) -> Any:
         """The table as a reader sees it (fixed decimals, a dash for "not applicable"), or the skip note."""
         if self.skipped is not None:
-            return Markdown(f":::{{note}}\nThis section did not run: {self.skipped}\n:::")
+            return HTML(
+                '<div class="admonition note"><p class="admonition-title">Not run</p>'
+                f"<p>This section did not run: {html.escape(self.skipped)}</p></div>"
+            )
         if self.table is None:
             raise ValueError("this section has no table to show")
         return tables.format_table(self.table, self.decimals)
