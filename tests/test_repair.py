@@ -20,6 +20,7 @@ from rcakit import RcakitError, claims
 from rcakit.paths import project_root
 from rcakit.repair import (
     ABLATIONS,
+    KIND_LABELS,
     KINDS,
     THETA,
     Case,
@@ -30,6 +31,7 @@ from rcakit.repair import (
     benchmark_table,
     centrality,
     controlled_dag_benchmark,
+    cost,
     counted_run,
     distinct_schedules,
     evaluate_method,
@@ -52,6 +54,7 @@ from rcakit.repair import (
     scoped,
     shapley_top2,
     singleton_replay,
+    summaries,
     summarise,
     threshold,
     true_family,
@@ -185,7 +188,7 @@ def test_singleton_only_cannot_express_a_joint_repair():
 def test_call_counts_equal_the_cost_formulas(bench, r):
     for case in bench:
         n = len(case.candidates)
-        m, p = experiments.gcjr_cost_terms(case, r=r)
+        m, p = cost.gcjr_cost_terms(case, r=r)
         assert m == len([v for v in failure_slice(case.graph, case.sink) if v in case.index])
         assert counted_run(case, gcjr, r=r)[1] == r * (1 + m + p), case.case_id
         assert counted_run(case, exhaustive, r=r)[1] == r * (1 + n + comb(n, 2))
@@ -193,16 +196,16 @@ def test_call_counts_equal_the_cost_formulas(bench, r):
 
 def test_cost_terms_on_hand_built_dags():
     # joint_and: B0, C0 fail alone, their pair is admissible; every other pair is comparable or same-agent
-    assert experiments.gcjr_cost_terms(diamond("joint_and")) == (4, 1)
+    assert cost.gcjr_cost_terms(diamond("joint_and")) == (4, 1)
     # alt_or: B0 and C0 each succeed, so their pair is pruned
-    assert experiments.gcjr_cost_terms(diamond("alt_or")) == (4, 0)
+    assert cost.gcjr_cost_terms(diamond("alt_or")) == (4, 0)
     # an off-slice event is an intervenable candidate but not in m
     case = diamond("joint_and")
     g = case.graph.copy()
     g.add_node("Bx", agent="B", intervenable=True, fault=False, gate="any")
     g.add_edge("B0", "Bx")
     off = Case("hand-off", "joint_and", g, "out", case.family, tuple(s + ("Bx",) for s in case.schedules), 11)
-    assert len(off.candidates) == 5 and experiments.gcjr_cost_terms(off) == (4, 1)
+    assert len(off.candidates) == 5 and cost.gcjr_cost_terms(off) == (4, 1)
 
 
 def test_pruned_pairs_are_not_replayed():
@@ -263,9 +266,9 @@ def test_a_broken_search_fails_the_cost_check(bench, broken):
     cases = [c for c in bench if c.kind != "sequential_joint"]
     good = evaluate_method(cases, gcjr, schedules=(0,))
     ex = evaluate_method(cases, exhaustive, schedules=(0,))
-    assert experiments.cost_check(cases, good, ex, r=3)["gcjr_match"].all()
+    assert cost.cost_check(cases, good, ex, r=3)["gcjr_match"].all()
     bad = evaluate_method(cases, broken, schedules=(0,))
-    check = experiments.cost_check(cases, bad, ex, r=3)
+    check = cost.cost_check(cases, bad, ex, r=3)
     has_pair = check["p"] > 0
     assert has_pair.any()
     assert not check.loc[has_pair, "gcjr_match"].any()
@@ -552,9 +555,9 @@ def test_schedule_consistency_fails_for_an_order_dependent_method():
 def test_cost_check_matches_counted_calls(bench):
     g = evaluate_method(bench, gcjr, r=5, schedules=(0,))
     e = evaluate_method(bench, exhaustive, r=5, schedules=(0,))
-    cost = experiments.cost_check(bench, g, e, r=5)
-    assert cost["gcjr_match"].all() and cost["exhaustive_match"].all()
-    assert (cost["gcjr_counted"] == cost["gcjr_formula"]).all()
+    check = cost.cost_check(bench, g, e, r=5)
+    assert check["gcjr_match"].all() and check["exhaustive_match"].all()
+    assert (check["gcjr_counted"] == check["gcjr_formula"]).all()
 
 
 # --- identity claims fail when the code under them is broken ---------------------------
@@ -713,17 +716,15 @@ def test_every_asserted_identity_claim_fails_on_broken_code(bench):
     g = run(gcjr, schedules=(0,))
     ex = run(exhaustive, schedules=(0,))
     bad_ex = run(_exhaustive_with_a_repeat, schedules=(0,))
-    broken["cost.exhaustive_formula_match"] = float(
-        experiments.cost_check(inside, g, bad_ex, r=3)["exhaustive_match"].mean()
-    )
+    broken["cost.exhaustive_formula_match"] = float(cost.cost_check(inside, g, bad_ex, r=3)["exhaustive_match"].mean())
     # a GCJR that replays a pair twice saves less than the cost formulas say
-    broken["replay_reduction"] = experiments.replay_reduction(
+    broken["replay_reduction"] = summaries.replay_reduction(
         {"GCJR": run(_replays_a_pair_twice, schedules=(0,)), "exhaustive": ex}
     )
-    formula = experiments.cost_summary(experiments.cost_check(inside, g, ex, r=3), 3)["formula_reduction"]
-    context = {"closed": experiments.closed_forms(2), "cost": {"formula_reduction": formula}}
+    formula = cost.cost_summary(cost.cost_check(inside, g, ex, r=3), 3)["formula_reduction"]
+    context = {"closed": records.closed_forms(2), "cost": {"formula_reduction": formula}}
     assert (
-        verdict_of("replay_reduction", experiments.replay_reduction({"GCJR": g, "exhaustive": ex}), context) == "agrees"
+        verdict_of("replay_reduction", summaries.replay_reduction({"GCJR": g, "exhaustive": ex}), context) == "agrees"
     )
     # gcjr.sc and cost.gcjr_formula_match have their own tests above, the pilot's identities in test_workflow.py
     assert {k for k in asserted if not k.startswith("pilot.")} - set(broken) == {"gcjr.sc", "cost.gcjr_formula_match"}
@@ -735,15 +736,15 @@ def test_the_closed_forms_hold_at_q_1_and_q_3(bench):
     """The q-dependent identities take the values ``closed_forms`` gives at q = 1 and q = 3, not those of q = 2."""
     for q in (1, 3):
         frames = experiments.ablation_runs(bench, None, q=q)
-        numbers = experiments.ablation_numbers(frames)
+        numbers = records.ablation_numbers(frames)
         shapley = summarise(scoped(evaluate_method(bench, shapley_top2, q=q, schedules=(0,))))
-        closed = experiments.closed_forms(q)
+        closed = records.closed_forms(q)
         assert numbers["singleton_only"]["fem_joint_and"] == closed["singleton_only_fem_joint_and"], q
         assert numbers["no_minimality"]["fem_alt_or"] == closed["no_minimality_fem_alt_or"], q
         assert numbers["no_minimality"]["mv_alt_or"] == closed["no_minimality_mv_alt_or"], q
         assert shapley["macro_fem"] == pytest.approx(closed["shapley_top2_macro_fem"]), q
         assert shapley["mv"] == pytest.approx(closed["shapley_top2_mv"]), q
-    assert experiments.closed_forms(1) != experiments.closed_forms(2) == experiments.closed_forms(3)
+    assert records.closed_forms(1) != records.closed_forms(2) == records.closed_forms(3)
 
 
 def test_rs1_is_one_for_an_empty_family_when_nothing_repairs():
@@ -816,35 +817,33 @@ def test_per_kind_counts_means_and_empty_families():
 
 def test_ablation_tables_show_the_three_breaks(bench):
     frames = experiments.ablation_runs(bench, experiments.hidden_edge_sweep(bench, [0.1], draws=1, seed=0))
-    table = experiments.ablation_table(frames)
+    table = summaries.ablation_table(frames)
     assert list(table.index) == [*ABLATIONS, "hidden_edges_10"]
     assert (table.loc["gcjr", ["fem_single", "fem_joint_and", "fem_alt_or"]] == 1.0).all()
     assert table.loc["singleton_only", "fem_joint_and"] == 0.0 and table.loc["singleton_only", "fem_alt_or"] == 1.0
     assert table.loc["no_minimality", "fem_alt_or"] == 0.0
-    numbers = experiments.ablation_numbers(frames)
+    numbers = records.ablation_numbers(frames)
     assert "gcjr" not in numbers and numbers["no_minimality"]["mv_alt_or"] == 1.0
     assert numbers["singleton_only"]["fem_joint_and"] == 0.0
     assert numbers["no_pruning"]["mean_replays"] > summarise(scoped(frames["gcjr"]))["mean_replays"]
-    beside = experiments.ablation_beside_paper(numbers, claims.published("gcjr-ablations", "ablation"))
+    beside = summaries.ablation_beside_paper(numbers, claims.published("gcjr-ablations", "ablation"))
     assert beside.loc["no minimality: MV (in scope)", "paper"] == 0.783
     assert beside.loc["singleton-only: Joint-AND FEM", "workbench"] == 0.0
 
 
 def test_main_table_and_per_type_numbers(bench):
     runs = experiments.gcjr_and_exhaustive(bench)
-    table = experiments.main_table(runs, claims.published("gcjr-ablations", "main"))
+    table = summaries.main_table(runs, claims.published("gcjr-ablations", "main"))
     assert list(table.index) == ["GCJR", "exhaustive", "GCJR (paper)", "exhaustive (paper)"]
     ours = summarise(scoped(runs["GCJR"]))["mean_replays"] / summarise(scoped(runs["exhaustive"]))["mean_replays"]
     assert table.loc["GCJR", "reduction"] == pytest.approx(1 - ours) and table.loc["GCJR (paper)", "reduction"] == 0.551
-    numbers = experiments.main_numbers(runs)
+    numbers = records.main_numbers(runs)
     assert numbers["n_cases"] == len(bench) and numbers["n_in_scope"] == 3 * 6
-    control = numbers["per_type"]["sequential_joint"]
+    per_type = records.per_kind_numbers(summaries.per_kind_comparison(runs))
+    control = per_type["sequential_joint"]
     assert control["gcjr_fem"] == 0.0 and control["exhaustive_fem"] == 1.0
     assert control["gcjr_empty"] == 6 and isinstance(control["gcjr_empty"], int)
-    assert (
-        numbers["per_type"]["joint_and"]["gcjr_mean_replays"]
-        < numbers["per_type"]["joint_and"]["exhaustive_mean_replays"]
-    )
+    assert per_type["joint_and"]["gcjr_mean_replays"] < per_type["joint_and"]["exhaustive_mean_replays"]
     assert [c.case_id for c in experiments.scoped_cases(bench, runs["GCJR"])] == [
         c.case_id for c in bench if c.kind != "sequential_joint"
     ]
@@ -852,19 +851,19 @@ def test_main_table_and_per_type_numbers(bench):
 
 def test_sweep_summaries_keep_their_order_and_say_when_noise_is_missing(bench):
     scoped_bench = [c for c in bench if c.kind != "sequential_joint"]
-    summary = experiments.noise_summary(
+    summary = summaries.noise_summary(
         experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.2], r_values=[3], theta_values=["2/3"])
     )
-    sc = experiments.sc_under_noise(summary, 3, "2/3")
+    sc = records.sc_under_noise(summary, 3, "2/3")
     assert sc["noise"] == sc["largest_noise"] == 0.2 and sc["gcjr"] < 1.0
-    assert experiments.sc_under_noise(summary, 5, "2/3") is None  # r = 5 is not in the sweep
+    assert records.sc_under_noise(summary, 5, "2/3") is None  # r = 5 is not in the sweep
     rows = records.noise_records(summary)
     assert [row["noise"] for row in rows["stochastic"]] == [0.0, 0.2]
     assert "sc" not in rows["stochastic_exhaustive"][0] and "method" not in rows["stochastic"][0]
-    by_draw, curve = experiments.hidden_edge_curve(experiments.hidden_edge_sweep(bench, [0.3, 0.0], draws=2, seed=0))
+    by_draw, curve = summaries.hidden_edge_curve(experiments.hidden_edge_sweep(bench, [0.3, 0.0], draws=2, seed=0))
     assert list(by_draw["draw"].unique()) == [0, 1]
     curve_rows = records.hidden_curve_records(curve)
-    assert [row["fraction"] for row in curve_rows] == [0.0, 0.3] and curve_rows[0]["fem"] == 1.0
+    assert [row["fraction"] for row in curve_rows] == [0.0, 0.1, 0.3] and curve_rows[0]["fem"] == 1.0
 
 
 def test_hand_built_case_reads_agents_and_its_family():
@@ -872,9 +871,9 @@ def test_hand_built_case_reads_agents_and_its_family():
     case = hand_built_case(edges, faults=["B1", "C0"])
     assert case.graph.nodes["B1"]["agent"] == "B" and not case.graph.nodes["out"]["intervenable"]
     assert case.family == fam({"B1", "C0"}) and len(set(case.schedules)) == 3
-    assert experiments.gcjr_cost_terms(case) == experiments.CostTerms(slice_candidates=5, admitted_sets=2)
+    assert cost.gcjr_cost_terms(case) == cost.CostTerms(slice_candidates=5, admitted_sets=2)
     assert counted_run(case, gcjr)[1] == 3 * (1 + 5 + 2)
-    assert counted_run(case, exhaustive)[1] == experiments.exhaustive_cost(5) == 3 * (1 + 5 + 10)
+    assert counted_run(case, exhaustive)[1] == cost.exhaustive_cost(5) == 3 * (1 + 5 + 10)
     either = hand_built_case(edges, faults=["B1", "C0"], redundant=["D0"])
     assert either.family == fam({"B1"}, {"C0"})
     with pytest.raises(RcakitError, match="'E0' is not in the graph"):
@@ -892,5 +891,137 @@ def test_benchmark_table_counts_each_type(bench):
 
 
 def test_exhaustive_cost_is_the_paper_formula():
-    assert experiments.exhaustive_cost(6, r=3) == 3 * (1 + 6 + 15) == 66
-    assert experiments.exhaustive_cost(4, r=1, q=3) == 1 + 4 + 6 + 4
+    assert cost.exhaustive_cost(6, r=3) == 3 * (1 + 6 + 15) == 66
+    assert cost.exhaustive_cost(4, r=1, q=3) == 1 + 4 + 6 + 4
+
+
+# --- the chapter's sections -------------------------------------------------------------
+
+
+def _glued(section) -> dict:
+    from rcakit import prose
+
+    return prose.flatten(section.facts)
+
+
+def test_main_and_per_type_sections_record_and_quote_the_same_numbers(bench):
+    runs = experiments.gcjr_and_exhaustive(bench)
+    paper = claims.published("gcjr-ablations", "main")
+    main = experiments.main_section(runs, paper)
+    assert set(main.numbers) == {"n_cases", "n_in_scope", "gcjr", "exhaustive", "replay_reduction"}
+    assert main.numbers["replay_reduction"] == summaries.replay_reduction(runs)
+    assert main.facts["reduction"] == 100 * main.numbers["replay_reduction"] and main.facts["n_in_scope"] == 18
+    assert main.facts["paper_reduction"] == pytest.approx(55.1) and main.facts["paper_gcjr_replays"] == 25.3
+    assert list(main.table.columns)[:2] == ["FEM", "macro FEM"] and main.table.columns[-1] == "replay reduction"
+    per_type = experiments.per_type_section(runs)
+    assert per_type.numbers["per_type"]["sequential_joint"]["gcjr_empty"] == 6
+    assert list(per_type.table.index) == [KIND_LABELS[k] for k in KINDS] and "GCJR ∅" in per_type.table.columns
+    control = experiments.control_section(runs, n=2).table
+    assert list(control.index) == [0, 1] and control["case_id"].str.contains("sequential").all()
+    assert list(control.columns) == ["case_id", "true family", "GCJR family", "replays"]
+
+
+def test_benchmark_section_quotes_the_edge_range_and_schedules(bench):
+    section = experiments.benchmark_section(bench)
+    edges = [np.mean([c.graph.number_of_edges() for c in bench if c.kind == k]) for k in KINDS]
+    assert section.facts["edges_lo"] == pytest.approx(min(edges)) and section.facts["edges_hi"] == pytest.approx(
+        max(edges)
+    )
+    assert section.facts["distinct_schedules"] == len(bench) and not section.numbers
+    assert list(section.table.index) == [KIND_LABELS[k] for k in KINDS] and section.decimals == 2
+
+
+def test_ablation_and_baseline_sections(bench):
+    sweep = experiments.hidden_edge_sweep(bench, [0.0], draws=1, seed=0)
+    assert sorted(sweep["fraction"].unique()) == [0.0, 0.1]  # the paper's 10% always runs
+    frames = experiments.ablation_runs(bench, sweep)
+    ablation = experiments.ablation_section(frames)
+    no_min = ablation.numbers["ablation"]["no_minimality"]
+    assert ablation.facts == {"mv_alt_or": 1.0, "mv_single": no_min["mv_single"], "mv_in_scope": no_min["mv"]}
+    assert "gcjr" not in ablation.numbers["ablation"] and "FEM Joint-AND" in ablation.table.columns
+    published = claims.published("gcjr-ablations", "ablation")
+    beside = experiments.ablation_paper_section(frames, published)
+    assert beside.facts == {"paper_mv": 0.783, "paper_hidden": published["hidden_edges_10_fem"]} and not beside.numbers
+    assert beside.table.loc["no minimality: MV (in scope)", "workbench"] == no_min["mv"]
+    g = frames["gcjr"]
+    baseline_frames = experiments.baseline_runs(bench, g, seed=0)
+    baselines = experiments.baseline_section(baseline_frames, g)
+    assert set(baselines.numbers["baselines"]) == set(baseline_frames)  # GCJR is shown, not recorded
+    assert "GCJR" in baselines.table.index and list(baselines.table.columns) == list(summaries.METRIC_LABELS.values())
+    assert baselines.facts["random_fem"] == baselines.numbers["baselines"]["random_pairs"]["fem"]
+    shapley = experiments.shapley_section(baseline_frames, claims.published("gcjr-ablations", "shapley_top2"))
+    recorded = baselines.numbers["baselines"]["shapley_top2"]
+    assert (
+        shapley.facts["shap_rs1"] == recorded["rs1"] and shapley.facts["shap_success1"] == recorded["repair_success1"]
+    )
+    assert shapley.facts["paper_shap_macro_fem"] == pytest.approx(1 / 3, abs=1e-3)
+
+
+def test_hidden_edge_section_quotes_the_papers_fraction(bench):
+    sweep = experiments.hidden_edge_sweep(bench, [0.3], draws=2, seed=0)
+    section = experiments.hidden_edge_section(sweep)
+    curve = {row["fraction"]: row for row in section.numbers["hidden_curve"]}
+    assert list(curve) == [0.1, 0.3] and section.facts["hidden_fem_10"] == curve[0.1]["fem"]
+    per_draw = summaries.hidden_edge_draws(sweep)
+    assert curve[0.3]["fem"] == pytest.approx(per_draw[per_draw["fraction"] == 0.3]["fem"].mean())
+
+
+def test_noise_sections_record_sc_only_where_measured_and_say_why_not(bench):
+    scoped_bench = [c for c in bench if c.kind != "sequential_joint"]
+    summary = summaries.noise_summary(
+        experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.1, 0.2], r_values=[3], theta_values=["2/3"])
+    )
+    noise = experiments.noise_section(summary)
+    assert set(noise.numbers) == {"stochastic", "stochastic_exhaustive"} and noise.table.shape == (1, 6)
+    assert experiments.largest_noise_section(summary).table.shape == (1, 6)  # fem, replays, agree x two methods
+    measured = experiments.sc_section(summary, r=3, theta="2/3")
+    sc = measured.numbers["sc_under_noise"]
+    assert sc == records.sc_under_noise(summary, 3, "2/3") and sc["noise"] == 0.1 and sc["largest_noise"] == 0.2
+    reading = measured.facts["sc_reading"].data
+    assert f"{sc['gcjr']:.3f}" in reading and f"{sc['gcjr_largest_noise']:.3f} at 0.20" in reading
+    missing = experiments.sc_section(summary, r=5, theta="2/3")  # r = 5 is not in the sweep
+    assert missing.numbers == {} and missing.table.equals(measured.table)
+    assert "not measured" in missing.facts["sc_reading"].data and "nan" not in missing.facts["sc_reading"].data
+    one_level = {"noise": 0.2, "gcjr": 0.5, "largest_noise": 0.2, "gcjr_largest_noise": 0.5}
+    assert experiments.sc_reading(one_level, 3, "2/3").endswith("0.500 of the cases at flip probability 0.20.")
+    unmeasured = claims.compare("gcjr-ablations", missing.numbers, {}).set_index("section")["verdict"]
+    assert unmeasured["Beyond the paper: stochastic replay"] == "not measured"  # a row that says so, not a crash
+
+
+def test_cost_and_closed_form_sections(bench):
+    runs = experiments.gcjr_and_exhaustive(bench)
+    section = experiments.cost_section(bench, runs, claims.published("gcjr-ablations", "setting"), r=3)
+    assert section.numbers["cost"]["gcjr_formula_match"] == section.numbers["cost"]["exhaustive_formula_match"] == 1.0
+    assert section.facts["paper_floor"] == cost.exhaustive_cost(6, r=3) == 66 and section.decimals == 2
+    assert _glued(section)["cost_smallest_n"] == section.numbers["cost"]["smallest_n"]
+    assert experiments.closed_forms_section(1).numbers == {"closed": records.closed_forms(1)}
+
+
+def test_the_sections_collect_every_key_the_claims_read(bench):
+    """Every claim of the chapter is measured from the collected sections at the paper's setting."""
+    from rcakit import sections
+
+    runs = experiments.gcjr_and_exhaustive(bench)
+    sweep = experiments.hidden_edge_sweep(bench, [0.0], draws=1, seed=0)
+    frames = experiments.ablation_runs(bench, sweep, reference=runs["GCJR"])
+    scoped_bench = experiments.scoped_cases(bench, runs["GCJR"])
+    summary = summaries.noise_summary(
+        experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.1], r_values=[3], theta_values=["2/3"])
+    )
+    parts = [
+        experiments.main_section(runs, claims.published("gcjr-ablations", "main")),
+        experiments.per_type_section(runs),
+        experiments.ablation_section(frames),
+        experiments.baseline_section(experiments.baseline_runs(bench, runs["GCJR"], seed=0), runs["GCJR"]),
+        experiments.hidden_edge_section(sweep),
+        experiments.noise_section(summary),
+        experiments.sc_section(summary, r=3, theta="2/3"),
+        experiments.cost_section(bench, runs, claims.published("gcjr-ablations", "setting"), r=3),
+        experiments.pilot_section(claims.published("gcjr-ablations", "pilot"), n_cases=3),
+        experiments.closed_forms_section(2),
+    ]
+    numbers = sections.collect(*parts)
+    comparison = claims.compare("gcjr-ablations", numbers, {"q": 2, "pilot_policy": "scripted", "r": 3})
+    assert not (comparison["verdict"] == "not measured").any(), comparison[comparison["verdict"] == "not measured"]
+    with pytest.raises(ValueError, match="two sections"):
+        sections.collect(parts[0], experiments.main_section(runs, claims.published("gcjr-ablations", "main")))

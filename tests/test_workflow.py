@@ -12,7 +12,7 @@ import re
 import networkx as nx
 import pytest
 
-from rcakit import RcakitError, claims
+from rcakit import RcakitError, claims, prose
 from rcakit.llm import MethodUsage, ResponseCache, cached, provider_from_spec, request_seed
 from rcakit.llm.testing import FakeOllamaServer
 from rcakit.repair.baselines import singleton_replay
@@ -322,6 +322,21 @@ def test_pilot_table_sits_beside_the_paper_and_keeps_the_counts_apart(cases):
     assert table.loc["saving, 1 - GCJR/exhaustive", "workbench"] == numbers["saving"]
     apart = table[table.index.str.startswith("shown apart")]
     assert len(apart) == 3 and apart["paper"].isna().all() and (apart["workbench"] == 0).all()
+
+
+def test_pilot_section_records_quotes_and_shows_one_run():
+    from rcakit.repair import experiments
+
+    paper = claims.published("gcjr-ablations", "pilot")
+    section = experiments.pilot_section(paper, n_cases=6, seed=1)
+    numbers = run_pilot(n_cases=6, seed=1)
+    assert section.numbers == {"pilot": numbers} and section.skipped is None
+    assert section.table.equals(pilot_beside_paper(numbers, paper))
+    facts = prose.flatten(section.facts)
+    assert facts["pilot_saving"] == numbers["saving"] and facts["paper_pilot_saving"] == paper["saving"]
+    assert facts["pilot_n_cases"] == 6 and facts["paper_pilot_gcjr_mean_calls"] == 10.0
+    one_seed = experiments.pilot_section(paper, n_cases=6, seed=1, r=1)  # r reaches the oracle: a third of the calls
+    assert one_seed.numbers["pilot"]["gcjr"]["mean_calls"] * R == numbers["gcjr"]["mean_calls"]
 
 
 def test_pilot_claims_agree_for_scripted_agents_and_fail_on_a_broken_search(cases, monkeypatch):

@@ -17,9 +17,13 @@ Repair Families via Counterfactual Replay*. Submodules, by concept:
 - ``baselines``: singleton, execution-window, Shapley top-2, centrality,
   random pairs at a matched budget;
 - ``metrics``: FEM, macro FEM, AJ, RS@1, SC, MV, replays, per-type means;
-- ``experiments``: the chapter's comparisons, ablations, baselines, and its
-  hidden-edge, noise and cost sweeps with the tables derived from them;
-- ``records``: every section's numbers as the one results dict the chapter records;
+- ``cost``: GCJR's replay cost r(1+m+p) and exhaustive search's, read from
+  the graph, against the oracle's counted calls;
+- ``summaries``: the tables derived from the evaluations (main, per type,
+  ablations, beside the paper, hidden-edge curve, noise summary);
+- ``records``: what each section records, under the keys the claims read;
+- ``experiments``: the chapter's runs (comparison, ablations, baselines,
+  hidden-edge and noise sweeps) and its sections, one ``Section`` each;
 - ``figures``: a hash-order-free drawing of an execution DAG and the sweep figures;
 - ``pilot``: the four-agent DualSolve-style workflow (planner, two solvers,
   aggregator) whose messages are replayed, its scripted and LLM policies, its
@@ -44,6 +48,7 @@ from rcakit.repair.benchmark import (
     make_case,
     true_family,
 )
+from rcakit.repair.cost import gcjr_cost_terms
 from rcakit.repair.families import RepairResult, minimal_sets, ranked
 from rcakit.repair.figures import (
     draw_case,
@@ -137,6 +142,7 @@ __all__ = [
     "family_scores",
     "format_family",
     "gcjr",
+    "gcjr_cost_terms",
     "hand_built_case",
     "hidden_edge_figure",
     "hide_edges",

@@ -1,13 +1,19 @@
-"""The experiments of GCJR §Experiments and the tables derived from them.
+"""The experiments of GCJR §Experiments, one :class:`~rcakit.sections.Section` per section of the chapter.
 
-- the main comparison of GCJR and exhaustive search, per type too;
+The runs (one tidy frame per method, one row per case and setting):
+
+- GCJR and exhaustive search on the benchmark, under all three schedules;
 - the ablations (``search.ABLATIONS`` plus hidden edges) and the baselines;
-- the hidden-edge sweep (GCJR §Limitations), the stochastic-replay sweep
-  (beyond the paper) and the cost formula r(1+m+p) against the counted calls.
+- the hidden-edge sweep (GCJR §Limitations) and the stochastic-replay sweep
+  (beyond the paper).
 
-The sweeps return tidy DataFrames (one row per case and setting); the other
-functions turn them into the tables and the results the chapter records, so
-the chapter only calls, shows and plots.
+The sections built from them, each with the table a reader sees, the numbers
+the chapter records (:mod:`rcakit.repair.records`) and the facts its prose
+quotes: the benchmark, the main comparison, per type with the control, the
+ablations and baselines beside the paper's, the hidden-edge curve, noise and
+schedule consistency, the cost formula against the counted calls
+(:mod:`rcakit.repair.cost`), the four-agent pilot and the closed forms the
+q-dependent identities take.
 
 Used in the chapters: `gcjr-ablations`.
 """
@@ -18,23 +24,41 @@ import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from math import comb
-from typing import NamedTuple
+from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown
 
 from rcakit import RcakitError
+from rcakit.llm.base import Provider
+from rcakit.repair import records
 from rcakit.repair.baselines import baseline_methods
+from rcakit.repair.benchmark import benchmark_table
+from rcakit.repair.cost import cost_check, cost_summary, exhaustive_cost
 from rcakit.repair.families import RepairResult
-from rcakit.repair.graph import IN_SCOPE_KINDS, Case, Structure, failure_slice, hide_edges
-from rcakit.repair.metrics import evaluate_method, per_kind, scoped, summarise, summary_table
-from rcakit.repair.oracle import ReplayOracle
+from rcakit.repair.graph import KIND_LABELS, Case, hide_edges
+from rcakit.repair.metrics import evaluate_method, scoped, summarise, summary_table
+from rcakit.repair.pilot.agents import Policy
+from rcakit.repair.pilot.experiment import pilot_beside_paper, run_pilot
 from rcakit.repair.search import GCJR, SearchConfig, ablation_configs, exhaustive, gcjr
-from rcakit.repair.shared_seeds import THETA, Oracle, ThetaLike, threshold
+from rcakit.repair.shared_seeds import THETA, Oracle, ThetaLike
+from rcakit.repair.summaries import (
+    METRIC_LABELS,
+    PER_TYPE_FEM_LABELS,
+    PER_TYPE_LABELS,
+    Runs,
+    ablation_beside_paper,
+    ablation_table,
+    hidden_edge_curve,
+    main_table,
+    per_kind_comparison,
+    shapley_beside_paper,
+    theta_label,
+)
+from rcakit.sections import Section
 
-Runs = Mapping[str, pd.DataFrame]  # method name -> ``evaluate_method`` frame
+PAPER_HIDDEN_FRACTION = 0.1  # the hidden-edge ablation the paper prints (GCJR §Key results)
 
 
 def _require(values: Sequence, name: str) -> None:
@@ -42,9 +66,24 @@ def _require(values: Sequence, name: str) -> None:
         raise RcakitError(f"{name}: the sweep needs at least one value")
 
 
-def theta_label(theta: ThetaLike) -> str:
-    """θ as a short exact label for tables and results, e.g. ``"2/3"``."""
-    return str(threshold(theta))
+# --- the runs -----------------------------------------------------------------------------
+
+
+def gcjr_and_exhaustive(
+    cases: list[Case], *, q: int = 2, r: int = 3, theta: ThetaLike = THETA
+) -> dict[str, pd.DataFrame]:
+    """GCJR and exhaustive search on every case under all three schedules, noiseless (GCJR §Results)."""
+    methods = {
+        "GCJR": functools.partial(gcjr, config=replace(GCJR, q=q)),
+        "exhaustive": functools.partial(exhaustive, q=q),
+    }
+    return {name: evaluate_method(cases, m, q=q, r=r, theta=theta) for name, m in methods.items()}
+
+
+def scoped_cases(cases: list[Case], frame: pd.DataFrame) -> list[Case]:
+    """The cases whose row in ``frame`` (an evaluation of ``cases``) is in scope."""
+    inside = set(frame.loc[frame["in_scope"], "case_id"])
+    return [case for case in cases if case.case_id in inside]
 
 
 def _gcjr_hidden(
@@ -64,8 +103,9 @@ def hidden_edge_sweep(
     r: int = 3,
     theta: ThetaLike = THETA,
 ) -> pd.DataFrame:
-    """GCJR with a fraction of edges hidden from its view; the oracle keeps the true graph.
+    """GCJR with a fraction of edges hidden from its view; the oracle keeps the true graph (GCJR §Limitations).
 
+    The paper's 10% is always run, beside ``fractions``, in increasing order.
     Draw d hides a nested prefix of one random edge permutation per case, so
     the fractions are compared on the same hidden edges.
     """
@@ -73,7 +113,7 @@ def hidden_edge_sweep(
     frames = []
     config = replace(GCJR, q=q)
     for draw in range(draws):
-        for fraction in fractions:
+        for fraction in sorted({*fractions, PAPER_HIDDEN_FRACTION}):
             method = functools.partial(_gcjr_hidden, fraction=fraction, seed=seed, draw=draw, config=config)
             frame = evaluate_method(cases, method, q=q, r=r, theta=theta, schedules=(0,))
             frames.append(frame.assign(fraction=fraction, draw=draw))
@@ -116,194 +156,6 @@ def noise_sweep(
     return pd.concat(frames, ignore_index=True)
 
 
-class CostTerms(NamedTuple):
-    """m and p of GCJR's cost r(1+m+p) (GCJR §Technical contribution)."""
-
-    slice_candidates: int  # m
-    admitted_sets: int  # p
-
-
-def gcjr_cost_terms(
-    case: Case, *, r: int = 3, theta: ThetaLike = THETA, noise: float = 0.0, schedule: int = 0, q: int = 2
-) -> CostTerms:
-    """m and p of GCJR's cost r(1+m+p), read from the graph, not from a search.
-
-    m: intervenable events in the failure slice B(o). p: sets of 2..q slice
-    events that are pairwise admissible (cliques of the admissible-pair graph)
-    and contain no successful smaller set; at q = 2, the admissible pairs
-    without a successful singleton. The outcomes come from a separate oracle
-    with the same settings (same outcomes, by common random numbers), whose
-    count is discarded.
-    """
-    structure = Structure(case.graph)
-    keep = failure_slice(case.graph, case.sink)
-    scope = sorted(v for v in case.candidates if v in keep)
-    pairs = nx.Graph()
-    pairs.add_nodes_from(scope)
-    pairs.add_edges_from((u, v) for u, v in itertools.combinations(scope, 2) if structure.admissible(u, v))
-    referee = ReplayOracle(case, r=r, theta=theta, noise=noise, schedule=schedule)
-    succeeds = functools.lru_cache(maxsize=None)(lambda s: referee.h(s))
-    p = 0
-    for clique in nx.enumerate_all_cliques(pairs):
-        if len(clique) > q:
-            break
-        if len(clique) >= 2 and not any(
-            succeeds(frozenset(t)) for k in range(1, len(clique)) for t in itertools.combinations(clique, k)
-        ):
-            p += 1
-    return CostTerms(len(scope), p)
-
-
-def cost_check(
-    cases: list[Case],
-    gcjr_frame: pd.DataFrame,
-    exhaustive_frame: pd.DataFrame,
-    *,
-    r: int,
-    theta: ThetaLike = THETA,
-    q: int = 2,
-) -> pd.DataFrame:
-    """The oracle's counted calls beside r(1+m+p) for GCJR and r(1 + Σ_{k<=q} C(n,k)) for exhaustive search.
-
-    At q = 2 the second is the paper's r(1+n+C(n,2)). Both frames come from
-    ``evaluate_method`` on ``cases`` with GCJR's default switches, noiseless, first
-    schedule; m and p come from ``gcjr_cost_terms``.
-    """
-    terms = [gcjr_cost_terms(case, r=r, theta=theta, q=q) for case in cases]
-    frame = pd.DataFrame(
-        {
-            "case_id": [case.case_id for case in cases],
-            "kind": [case.kind for case in cases],
-            "n": [len(case.candidates) for case in cases],
-            "m": [m for m, _ in terms],
-            "p": [p for _, p in terms],
-        }
-    )
-    frame["in_scope"] = gcjr_frame.set_index("case_id").loc[frame["case_id"], "in_scope"].to_numpy()
-    frame["gcjr_counted"] = gcjr_frame.set_index("case_id").loc[frame["case_id"], "replays"].to_numpy()
-    frame["gcjr_formula"] = r * (1 + frame["m"] + frame["p"])
-    frame["exhaustive_counted"] = exhaustive_frame.set_index("case_id").loc[frame["case_id"], "replays"].to_numpy()
-    frame["exhaustive_formula"] = [exhaustive_cost(len(case.candidates), r, q) for case in cases]
-    frame["gcjr_match"] = frame["gcjr_counted"] == frame["gcjr_formula"]
-    frame["exhaustive_match"] = frame["exhaustive_counted"] == frame["exhaustive_formula"]
-    return frame
-
-
-def exhaustive_cost(n: int, r: int = 3, q: int = 2) -> int:
-    """r(1 + Σ_{k<=q} C(n, k)): exhaustive search's replays on n candidates (r(1+n+C(n,2)) at q = 2)."""
-    return r * (1 + sum(comb(n, k) for k in range(1, q + 1)))
-
-
-def cost_summary(cost: pd.DataFrame, r: int) -> dict:
-    """The cost section's numbers: formula matches over all cases, means and minima over the in-scope ones.
-
-    ``*_sets`` are calls / r, the number of replayed sets. ``formula_reduction``
-    is 1 - mean r(1+m+p) / mean r(1 + Σ_{k<=q} C(n,k)) over the in-scope
-    cases: what the cost formulas alone say the replay reduction is, computed
-    as :func:`replay_reduction` computes the counted one.
-    """
-    inside = cost[cost["in_scope"]]
-    gcjr_formula, exhaustive_formula = inside["gcjr_formula"].mean(), inside["exhaustive_formula"].mean()
-    return {
-        "gcjr_formula_match": float(cost["gcjr_match"].mean()),
-        "exhaustive_formula_match": float(cost["exhaustive_match"].mean()),
-        "n": inside["n"].mean(),
-        "m": inside["m"].mean(),
-        "p": inside["p"].mean(),
-        "gcjr_calls": inside["gcjr_counted"].mean(),
-        "exhaustive_calls": inside["exhaustive_counted"].mean(),
-        "gcjr_sets": inside["gcjr_counted"].mean() / r,
-        "exhaustive_sets": inside["exhaustive_counted"].mean() / r,
-        "smallest_exhaustive_calls": int(inside["exhaustive_formula"].min()),
-        "smallest_n": int(inside["n"].min()),
-        "formula_reduction": 1 - gcjr_formula / exhaustive_formula,
-    }
-
-
-# --- the main comparison (GCJR §Results) ------------------------------------------------
-
-
-def gcjr_and_exhaustive(
-    cases: list[Case], *, q: int = 2, r: int = 3, theta: ThetaLike = THETA
-) -> dict[str, pd.DataFrame]:
-    """GCJR and exhaustive search on every case under all three schedules, noiseless."""
-    methods = {
-        "GCJR": functools.partial(gcjr, config=replace(GCJR, q=q)),
-        "exhaustive": functools.partial(exhaustive, q=q),
-    }
-    return {name: evaluate_method(cases, m, q=q, r=r, theta=theta) for name, m in methods.items()}
-
-
-def replay_reduction(runs: Runs) -> float:
-    """1 - GCJR / exhaustive mean replays on the in-scope cases (the paper's 55.1%)."""
-    means = summary_table(runs)["mean_replays"]
-    return 1 - means["GCJR"] / means["exhaustive"]
-
-
-def main_table(runs: Runs, published: Mapping | None = None) -> pd.DataFrame:
-    """The main table of GCJR §Results: in-scope means per method and the replay reduction.
-
-    ``published`` (the paper's main table, method -> metric -> value) adds
-    one "(paper)" row per method below ours.
-    """
-    table = summary_table(runs)
-    table["reduction"] = [replay_reduction(runs), 0.0]
-    table = table[["fem", "macro_fem", "aj", "rs1", "sc", "mv", "mean_replays", "reduction"]]
-    if published is None:
-        return table
-    paper = pd.DataFrame(published).T.rename(index=lambda name: f"{name} (paper)")
-    return pd.concat([table, paper[table.columns]])
-
-
-def main_numbers(runs: Runs) -> dict:
-    """The main comparison as the chapter records it: counts, both in-scope summaries, the reduction, per type."""
-    return {
-        "n_cases": len(runs["GCJR"]),
-        "n_in_scope": int(runs["GCJR"]["in_scope"].sum()),
-        "gcjr": summarise(scoped(runs["GCJR"])),
-        "exhaustive": summarise(scoped(runs["exhaustive"])),
-        "replay_reduction": replay_reduction(runs),
-        "per_type": per_kind_numbers(per_kind_comparison(runs)),
-    }
-
-
-def per_kind_comparison(runs: Runs) -> pd.DataFrame:
-    """Per type: FEM and mean replays of both methods, GCJR's empty families and the in-scope share.
-
-    Over every case of a type (Sequential-Joint, outside GCJR's domain, is the
-    control of GCJR §Limitations).
-    """
-    gcjr_kinds, exhaustive_kinds = per_kind(runs["GCJR"]), per_kind(runs["exhaustive"])
-    return pd.DataFrame(
-        {
-            "gcjr_fem": gcjr_kinds["fem"],
-            "exhaustive_fem": exhaustive_kinds["fem"],
-            "gcjr_mean_replays": gcjr_kinds["replays"],
-            "exhaustive_mean_replays": exhaustive_kinds["replays"],
-            "gcjr_empty": gcjr_kinds["empty"],
-            "in_scope": gcjr_kinds["in_scope"],
-        }
-    )
-
-
-def per_kind_numbers(comparison: pd.DataFrame) -> dict:
-    """``per_kind_comparison`` as the chapter records it: type -> numbers, without the in-scope share."""
-    rows = comparison.drop(columns="in_scope")
-    return {
-        kind: {**rows.loc[kind].astype(float).to_dict(), "gcjr_empty": int(rows["gcjr_empty"][kind])}
-        for kind in rows.index
-    }
-
-
-def scoped_cases(cases: list[Case], frame: pd.DataFrame) -> list[Case]:
-    """The cases whose row in ``frame`` (an evaluation of ``cases``) is in scope."""
-    inside = set(frame.loc[frame["in_scope"], "case_id"])
-    return [case for case in cases if case.case_id in inside]
-
-
-# --- ablations and baselines (GCJR §Experiments, §Limitations) --------------------------
-
-
 def ablation_runs(
     cases: list[Case],
     hidden_sweep: pd.DataFrame | None,
@@ -327,68 +179,8 @@ def ablation_runs(
     if reference is not None:
         frames = {"gcjr": reference, **frames}
     if hidden_sweep is not None:
-        frames["hidden_edges_10"] = hidden_sweep[hidden_sweep["fraction"] == 0.1]
+        frames["hidden_edges_10"] = hidden_sweep[hidden_sweep["fraction"] == PAPER_HIDDEN_FRACTION]
     return frames
-
-
-def ablation_table(frames: Runs) -> pd.DataFrame:
-    """One row per ablation: in-scope FEM per in-scope type, then FEM, macro FEM, MV and mean replays."""
-    rows = {}
-    for name, frame in frames.items():
-        inside = scoped(frame)
-        kinds = per_kind(inside)["fem"].reindex(list(IN_SCOPE_KINDS)).rename(lambda kind: f"fem_{kind}")
-        summary = pd.Series(summarise(inside))[["fem", "macro_fem", "mv", "mean_replays"]]
-        rows[name] = pd.concat([kinds, summary])
-    return pd.DataFrame(rows).T
-
-
-def ablation_numbers(frames: Runs) -> dict:
-    """The ablation results the chapter records: in-scope summaries, plus the per-type numbers the paper quotes."""
-    numbers = {name: summarise(scoped(frame)) for name, frame in frames.items() if name != "gcjr"}
-    singleton, no_minimality = per_kind(scoped(frames["singleton_only"])), per_kind(scoped(frames["no_minimality"]))
-    numbers["singleton_only"]["fem_joint_and"] = float(singleton["fem"]["joint_and"])
-    numbers["no_minimality"]["fem_alt_or"] = float(no_minimality["fem"]["alt_or"])
-    numbers["no_minimality"]["mv_alt_or"] = float(no_minimality["mv"]["alt_or"])
-    numbers["no_minimality"]["mv_single"] = float(no_minimality["mv"]["single"])
-    return numbers
-
-
-def closed_forms(q: int) -> dict[str, float]:
-    """The values the chapter's q-dependent identities must take at search size ``q``, by argument, not by run.
-
-    The four types come in equal numbers; at q = 1 no target holds a pair, so
-    all four are in scope. Singleton-only Joint-AND FEM: 0 at q >= 2 (a
-    singleton cannot express the pair), 1 at q = 1 (the target is empty too).
-    No minimality, Alternative-OR FEM and MV: 0 and 1 at q >= 2 (the
-    successful pair is returned; no triple is admissible), 1 and 0 at q = 1.
-    Exact Shapley top-2 picks the planted events (symmetry, null player):
-    macro FEM 1/3 at q >= 2 (right on Joint-AND only), 0 at q = 1; MV 2/3 at
-    q >= 2 (Single, Alternative-OR), 1/2 at q = 1 (Sequential-Joint in scope).
-    """
-    pairs = q >= 2
-    return {
-        "singleton_only_fem_joint_and": 0.0 if pairs else 1.0,
-        "no_minimality_fem_alt_or": 0.0 if pairs else 1.0,
-        "no_minimality_mv_alt_or": 1.0 if pairs else 0.0,
-        "shapley_top2_macro_fem": 1 / 3 if pairs else 0.0,
-        "shapley_top2_mv": 2 / 3 if pairs else 0.5,
-    }
-
-
-def ablation_beside_paper(numbers: Mapping, published: Mapping) -> pd.DataFrame:
-    """The four ablation numbers the paper prints (``published``, its ablation block) beside ours."""
-    rows = {
-        "singleton-only: Joint-AND FEM": ("singleton_only_fem_joint_and", numbers["singleton_only"]["fem_joint_and"]),
-        "no minimality: Alternative-OR FEM": ("no_minimality_fem_alt_or", numbers["no_minimality"]["fem_alt_or"]),
-        "no minimality: MV (in scope)": ("no_minimality_mv", numbers["no_minimality"]["mv"]),
-        "10% hidden edges: FEM (in scope)": ("hidden_edges_10_fem", numbers["hidden_edges_10"]["fem"]),
-    }
-    return pd.DataFrame(
-        {
-            "paper": {k: published[key] for k, (key, _) in rows.items()},
-            "workbench": {k: value for k, (_, value) in rows.items()},
-        }
-    )
 
 
 def baseline_runs(
@@ -407,49 +199,180 @@ def baseline_runs(
     return {name: evaluate_method(cases, method, q=q, r=r, theta=theta) for name, method in methods.items()}
 
 
-def shapley_beside_paper(summary: Mapping, published: Mapping) -> pd.DataFrame:
-    """Exact Shapley top-2 beside the paper's RS@1, macro FEM and MV, with RS@1 read both ways."""
-    return pd.DataFrame(
-        {
-            "paper": [published["rs1"], published["macro_fem"], published["mv"]],
-            "workbench": [summary["rs1"], summary["macro_fem"], summary["mv"]],
-            "workbench, RS@1 as repair success": [summary["repair_success1"], None, None],
-        },
-        index=["RS@1", "macro FEM", "MV"],
+# --- the sections -------------------------------------------------------------------------
+
+
+def benchmark_section(cases: list[Case]) -> Section:
+    """The Controlled-DAG benchmark per type (GCJR §Experiments); facts: the range of mean edges, the schedules."""
+    overview = benchmark_table(cases)
+    edges = overview["edges (mean)"]
+    facts = {
+        "edges_lo": edges.min(),
+        "edges_hi": edges.max(),
+        "distinct_schedules": overview["distinct schedules"].sum(),
+    }
+    return Section(table=overview.rename(index=KIND_LABELS), facts=facts, decimals=2)
+
+
+def main_section(runs: Runs, published: Mapping[str, Any]) -> Section:
+    """GCJR against exhaustive search on the in-scope cases beside the paper's main table (GCJR §Key results).
+
+    ``published`` is the paper's main block (method -> metric -> value); the
+    reductions in the facts are percentages.
+    """
+    numbers = records.main_numbers(runs)
+    facts = {
+        "n_in_scope": numbers["n_in_scope"],
+        "reduction": 100 * numbers["replay_reduction"],
+        "paper_reduction": 100 * published["GCJR"]["reduction"],
+        "paper_gcjr_replays": published["GCJR"]["mean_replays"],
+        "paper_exhaustive_replays": published["exhaustive"]["mean_replays"],
+    }
+    labels = {**METRIC_LABELS, "reduction": "replay reduction"}
+    return Section(table=main_table(runs, published).rename(columns=labels), numbers=numbers, facts=facts)
+
+
+def per_type_section(runs: Runs) -> Section:
+    """Per type, Sequential-Joint (outside GCJR's domain) as the control (GCJR §Experiments, §Limitations)."""
+    comparison = per_kind_comparison(runs)
+    table = comparison.rename(index=KIND_LABELS, columns=PER_TYPE_LABELS)
+    return Section(table=table, numbers={"per_type": records.per_kind_numbers(comparison)})
+
+
+def control_section(runs: Runs, n: int = 3) -> Section:
+    """The first ``n`` Sequential-Joint cases: true family, GCJR's family and its replays (GCJR §Limitations)."""
+    rows = runs["GCJR"].query("kind == 'sequential_joint'").head(n).reset_index(drop=True)
+    columns = {"truth": "true family", "family": "GCJR family"}
+    return Section(table=rows[["case_id", "truth", "family", "replays"]].rename(columns=columns))
+
+
+def ablation_section(frames: Runs) -> Section:
+    """Every ablation's in-scope FEM per type, FEM, macro FEM, MV and replays (GCJR §Key results, §Limitations).
+
+    Facts: MV without minimality on Alternative-OR, on Single and in scope.
+    """
+    numbers = records.ablation_numbers(frames)
+    no_min = numbers["no_minimality"]
+    facts = {"mv_alt_or": no_min["mv_alt_or"], "mv_single": no_min["mv_single"], "mv_in_scope": float(no_min["mv"])}
+    table = ablation_table(frames).rename(columns={**METRIC_LABELS, **PER_TYPE_FEM_LABELS})
+    return Section(table=table, numbers={"ablation": numbers}, facts=facts)
+
+
+def ablation_paper_section(frames: Runs, published: Mapping[str, Any]) -> Section:
+    """The four ablation numbers the paper prints (``published``, its ablation block) beside ours."""
+    facts = {"paper_mv": published["no_minimality_mv"], "paper_hidden": published["hidden_edges_10_fem"]}
+    return Section(table=ablation_beside_paper(records.ablation_numbers(frames), published), facts=facts)
+
+
+def baseline_section(frames: Runs, gcjr_frame: pd.DataFrame) -> Section:
+    """The five baselines' in-scope means beside GCJR's (GCJR §Results); the recorded rows leave GCJR out."""
+    table = summary_table({**frames, "GCJR": gcjr_frame})
+    return Section(
+        table=table[list(METRIC_LABELS)].rename(columns=METRIC_LABELS),
+        numbers={"baselines": table.drop(index="GCJR").to_dict("index")},
+        facts={"random_fem": table.loc["random_pairs", "fem"]},
     )
 
 
-# --- the hidden-edge and stochastic-replay sweeps, summarised ---------------------------
-
-
-def hidden_edge_curve(sweep: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """In-scope FEM and recall per (fraction, draw), and their mean, min and max over draws per fraction."""
-    by_draw = scoped(sweep).groupby(["fraction", "draw"])[["fem", "recall"]].mean().reset_index()
-    return by_draw, by_draw.groupby("fraction")[["fem", "recall"]].agg(["mean", "min", "max"])
-
-
-def noise_summary(sweep: pd.DataFrame) -> pd.DataFrame:
-    """Mean FEM, SC, MV, replays and agreement per (method, θ, r, noise) of a ``noise_sweep``."""
-    columns = ["fem", "sc", "mv", "replays", "agree"]
-    return sweep.groupby(["method", "theta", "r", "noise"])[columns].mean().reset_index()
-
-
-def sc_under_noise(summary: pd.DataFrame, r: int, theta: ThetaLike) -> dict | None:
-    """GCJR's schedule consistency at the main (r, θ), at the smallest and largest positive noise.
-
-    None when the sweep has no positive noise level at that (r, θ).
-    """
-    label = theta_label(theta)
-    rows = summary[(summary["method"] == "GCJR") & (summary["r"] == r) & (summary["theta"] == label)]
-    sc = rows.set_index("noise")["sc"]
-    levels = sorted(level for level in sc.index if level > 0)
-    if not levels:
-        return None
-    return {
-        "noise": float(levels[0]),
-        "r": r,
-        "theta": label,
-        "gcjr": float(sc.loc[levels[0]]),
-        "largest_noise": float(levels[-1]),
-        "gcjr_largest_noise": float(sc.loc[levels[-1]]),
+def shapley_section(frames: Runs, published: Mapping[str, Any]) -> Section:
+    """Exact Shapley top-2 beside the paper's RS@1, macro FEM and MV (GCJR §Results), RS@1 read both ways."""
+    shap = summarise(scoped(frames["shapley_top2"]))
+    facts = {
+        "shap_rs1": shap["rs1"],
+        "shap_success1": shap["repair_success1"],
+        "paper_shap_mv": published["mv"],
+        "paper_shap_macro_fem": published["macro_fem"],
     }
+    return Section(table=shapley_beside_paper(shap, published), facts=facts)
+
+
+def hidden_edge_section(sweep: pd.DataFrame) -> Section:
+    """In-scope FEM and recall against the hidden fraction: mean, min and max over draws (GCJR §Limitations)."""
+    curve = hidden_edge_curve(sweep)[1]
+    rows = records.hidden_curve_records(curve)
+    fem = {row["fraction"]: float(row["fem"]) for row in rows}
+    return Section(table=curve, numbers={"hidden_curve": rows}, facts={"hidden_fem_10": fem[PAPER_HIDDEN_FRACTION]})
+
+
+def noise_section(summary: pd.DataFrame) -> Section:
+    """FEM under stochastic replay per (θ, r) and (method, noise) of a ``noise_summary`` (beyond the paper)."""
+    table = summary.pivot_table(index=["theta", "r"], columns=["method", "noise"], values="fem")
+    return Section(table=table, numbers=records.noise_records(summary))
+
+
+def largest_noise_section(summary: pd.DataFrame) -> Section:
+    """FEM, replays and agreement of both methods per (θ, r) at the sweep's largest noise level."""
+    rows = summary[summary["noise"] == summary["noise"].max()]
+    return Section(table=rows.pivot_table(index=["theta", "r"], columns="method", values=["fem", "replays", "agree"]))
+
+
+def sc_reading(sc: Mapping[str, Any] | None, r: int, theta: ThetaLike) -> str:
+    """One sentence on GCJR's schedule consistency under noise at the main (r, θ), or why it was not measured."""
+    setting = f"r = {r} and θ = {theta_label(theta)}"
+    if sc is None:
+        return (
+            f"The sweep has no positive flip probability at the main run's {setting} "
+            "(`noise_levels`, `r_values` and `theta_values` would need them), so it is not measured here."
+        )
+    text = (
+        f"With the main run's {setting}, GCJR returns the same family under all three schedules in a share "
+        f"{sc['gcjr']:.3f} of the cases at flip probability {sc['noise']:.2f}"
+    )
+    if sc["largest_noise"] == sc["noise"]:
+        return text + "."
+    return text + f", and {sc['gcjr_largest_noise']:.3f} at {sc['largest_noise']:.2f}."
+
+
+def sc_section(summary: pd.DataFrame, *, r: int, theta: ThetaLike) -> Section:
+    """GCJR's schedule consistency per (θ, r) and noise; recorded at the main (r, θ) when the sweep holds it.
+
+    The fact ``sc_reading`` is a Markdown sentence, so the prose reads well
+    whether or not the sweep covers the main run's setting.
+    """
+    table = summary.query("method == 'GCJR'").pivot_table(index=["theta", "r"], columns="noise", values="sc")
+    sc = records.sc_under_noise(summary, r, theta)
+    numbers = {} if sc is None else {"sc_under_noise": sc}
+    return Section(table=table, numbers=numbers, facts={"sc_reading": Markdown(sc_reading(sc, r, theta))})
+
+
+def cost_section(
+    cases: list[Case], runs: Runs, published: Mapping[str, Any], *, r: int, theta: ThetaLike = THETA, q: int = 2
+) -> Section:
+    """The counted calls against r(1+m+p) and r(1+n+C(n,2)) (GCJR §Technical contribution).
+
+    ``published`` is the paper's setting block: ``paper_floor`` is the
+    exhaustive cost at its smallest candidate count and its r.
+    """
+    summary = cost_summary(cost_check(cases, runs["GCJR"], runs["exhaustive"], r=r, theta=theta, q=q), r)
+    paper_floor = exhaustive_cost(min(published["candidates"]), r=published["r"])
+    return Section(
+        table=pd.Series(summary).to_frame("in-scope mean"),
+        numbers={"cost": summary},
+        facts={"cost": summary, "paper_floor": paper_floor},
+        decimals=2,
+    )
+
+
+def pilot_section(
+    published: Mapping[str, Any],
+    *,
+    n_cases: int = 24,
+    seed: int = 0,
+    policy: str | Policy = "scripted",
+    provider: str | Provider | None = None,
+    r: int = 3,
+    theta: ThetaLike = THETA,
+    timeout: float | None = None,
+) -> Section:
+    """The four-agent pilot (GCJR §Key results, DualSolve-MAS) beside the paper's ``published`` pilot block."""
+    numbers = run_pilot(n_cases=n_cases, seed=seed, policy=policy, provider=provider, r=r, theta=theta, timeout=timeout)
+    return Section(
+        table=pilot_beside_paper(numbers, published),
+        numbers={"pilot": numbers},
+        facts={"pilot": numbers, "paper_pilot": published},
+    )
+
+
+def closed_forms_section(q: int) -> Section:
+    """The values the q-dependent identities must take at this ``q`` (:func:`rcakit.repair.records.closed_forms`)."""
+    return Section(numbers={"closed": records.closed_forms(q)})

@@ -30,16 +30,16 @@ SCORED = ("fem", "rs1", "mv")
 
 
 def _agents(
-    policy: str | Policy, provider: str | Provider | None, *, seed: int, slip: float, timeout: float | None = None
+    policy: str | Policy, *, provider: str | Provider | None, seed: int, slip: float, timeout: float | None = None
 ) -> Policy:
     return make_policy(policy, provider, seed=seed, slip=slip, timeout=timeout) if isinstance(policy, str) else policy
 
 
 def evaluate_pilot(
     cases: list[WorkflowCase],
+    *,
     policy: str | Policy = "scripted",
     provider: str | Provider | None = None,
-    *,
     seed: int = 0,
     slip: float = 0.0,
     r: int = 3,
@@ -50,7 +50,7 @@ def evaluate_pilot(
     The reference family is exhaustive search's (the paper's FEM in the
     pilot); ``planted`` says whether it equals the planted family.
     """
-    agents = _agents(policy, provider, seed=seed, slip=slip)
+    agents = _agents(policy, provider=provider, seed=seed, slip=slip)
     rows = []
     for w in cases:
         runs = {}
@@ -100,10 +100,10 @@ def run_pilot(
     FEM is also given over the cases with none of these (``fem_regular``).
     ``timeout`` bounds each model reply when ``provider`` is a spec string.
     """
-    agents = _agents(policy, provider, seed=seed, slip=slip, timeout=timeout)
+    agents = _agents(policy, provider=provider, seed=seed, slip=slip, timeout=timeout)
     if cases is None:
         cases = pilot_cases(n_cases, seed, agents)
-    frame = evaluate_pilot(cases, agents, r=r, theta=theta)
+    frame = evaluate_pilot(cases, policy=agents, r=r, theta=theta)
     irregular = frame["clean_fails"] | frame["failed_passes"] | frame["seeds_disagree"]
     regular = frame[~irregular]
     gcjr_calls, exh_calls = frame["gcjr_calls"].mean(), frame["exhaustive_calls"].mean()
