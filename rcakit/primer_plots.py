@@ -13,6 +13,7 @@ Used in the chapters: `primer`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -24,6 +25,10 @@ from matplotlib.transforms import Bbox
 
 from rcakit.plotting import BLUE, GREEN, GREY, ORANGE, ci_errorbar, colour
 from rcakit.repair import Case, format_family
+
+if TYPE_CHECKING:
+    from rcakit.primer import FourEventRepairs
+    from rcakit.sections import Section
 
 SOUND = BLUE  # a step or event without an injected error
 FAULT = colour("fault")  # vermilion: the step or events that carry the error
@@ -222,3 +227,65 @@ def effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) ->
     ax.set_ylabel("effect on P(bad)")
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
     return fig
+
+
+# --- the primer's figures, drawn from what its sections computed (rcakit.primer) ---
+
+REFUND_RUN_EDGES = (("lookup", "issue_refund"), ("issue_refund", "final"), ("issue_refund", "Y"), ("lookup", "final"))
+REFUND_RUN_POS = {"lookup": (0, 0), "issue_refund": (1, 0.5), "final": (2, 0), "Y": (2, 1)}
+FOUR_EVENT_POS = {"plan": (0, 0), "lookup": (1, 0.6), "check": (1, -0.6), "answer": (2, 0)}
+JOIN_RULES = {"AND": "answer corrupted if any input is", "OR": "answer corrupted only if every input is"}
+
+
+def refund_run_figure() -> Figure:
+    """The three-step refund run (CAR §2): only the refund decision reaches the outcome."""
+    return run_graph_figure(REFUND_RUN_EDGES, REFUND_RUN_POS, faulty=["issue_refund"])
+
+
+def interventions_figure(section: Section) -> Figure:
+    """Replayed P(bad) per intervention, with the resampled one's interval, beside the closed forms.
+
+    ``section`` is :func:`rcakit.primer.interventions_section`'s.
+    """
+    table = section.table
+    assert table is not None, "the interventions section has a table"
+    interval = ("do(resample 1)", *section.numbers["do"]["resample_ci"])
+    return bars_with_reference(table[["replayed"]], table["closed form"], ylabel="P(bad)", interval=interval)
+
+
+def commitment_figure(section: Section) -> Figure:
+    """The contrastive effects of :func:`rcakit.primer.commitment_section` beside their closed forms, locus shaded."""
+    table = section.table
+    assert table is not None, "the commitment section has a table"
+    return effects_figure(table.reset_index(), section.numbers["contrastive"]["locus"], table["closed_form"])
+
+
+def shapley_figure(section: Section) -> Figure:
+    """φ0 and φ1 of the AND and OR games and runs (:func:`rcakit.primer.shapley_section`) beside the closed forms."""
+    table = section.table
+    assert table is not None, "the Shapley section has a table"
+    return bars_with_reference(table[["φ0", "φ1"]], table["closed_form"], ylabel="Shapley value")
+
+
+def four_event_figure(repairs: FourEventRepairs) -> Figure:
+    """The AND and OR cases of :func:`rcakit.primer.four_event_repairs`, each with GCJR's family outlined."""
+    joins = list(repairs.cases)
+    return repair_family_figure(
+        {f"{join} join": repairs.cases[join] for join in joins},
+        {f"{join} join": repairs.found[join].family for join in joins},
+        pos=FOUR_EVENT_POS,
+        rules={f"{join} join": JOIN_RULES[join] for join in joins},
+    )
+
+
+def coverage_figure(section: Section) -> Figure:
+    """J(a, D_h) per hop (:func:`rcakit.primer.coverage_section`) with its bound and the threshold γ."""
+    table = section.table
+    assert table is not None, "the coverage section has a table"
+    return bars_with_reference(
+        table[["J(a, D_h)"]],
+        table["bound |a| / |D_h|"],
+        ylabel="J(a, D_h)",
+        reference_label="bound |a| / |D_h|",
+        line=(section.facts["gamma"], "threshold γ"),
+    )

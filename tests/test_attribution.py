@@ -8,19 +8,24 @@ import time
 import numpy as np
 import pytest
 
-from rcakit import RcakitError, repair
+from rcakit import RcakitError, repair, sections
 from rcakit.attribution import (
     BUILT_IN,
     Attribution,
+    NotApplicable,
     ReplayMemo,
     check_methods,
+    compare_methods,
     correct,
     load_methods,
     run_method,
     score_methods,
+    scoring,
     summary,
 )
 from rcakit.attribution import adapters as ad
+from rcakit.attribution import experiments as ex
+from rcakit.attribution import plotting as figures
 from rcakit.attribution import testbeds as tb
 from rcakit.rag import diagnosers as dg
 from rcakit.scm.contrastive import contrastive_effects
@@ -345,3 +350,100 @@ def test_the_frontier_shows_every_method_in_its_own_colour_with_a_short_legend()
     labels = [t.get_text() for t in ax.texts]
     assert {"gcjr", "singleton_replay"} in [set(t.split(", ")) for t in labels]  # one label for the shared point
     assert sorted(n for t in labels for n in t.split(", ")) == sorted(names)  # every method named once
+
+
+# --- the chapter's sections (rcakit.attribution.experiments) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def compared(beds):
+    """Four built-in methods on the small testbeds, one memo shared."""
+    return compare_methods(beds, {name: BUILT_IN[name] for name in ("coverage", "singleton_replay", "gcjr")})
+
+
+@pytest.fixture(scope="module")
+def only_coverage(beds):
+    """A method that applies to the RAG hops alone."""
+    return compare_methods(beds, {"coverage": BUILT_IN["coverage"]})
+
+
+def test_compare_methods_summarises_its_scores_through_one_memo(compared):
+    scores = compared.scores
+    assert compared.summary.equals(summary(scores))
+    assert set(scores["method"]) == {"coverage", "singleton_replay", "gcjr"}
+    assert 0 < compared.memo.computed < scores["replays"].sum()  # gcjr replays what singleton replay memoised
+    assert compared.memo.computed + scores["memo_hits"].sum() == scores["replays"].sum()
+
+
+def test_the_sections_record_every_key_once(compared, beds):
+    cases = ex.cases_section(compared)
+    per_bed = [ex.testbed_section(compared, bed) for bed in tb.TESTBEDS]
+    found = ex.findings_section(compared)
+    numbers = sections.collect(cases, *per_bed, found)
+    assert set(numbers) == {"cases", *tb.TESTBEDS, "findings", "memo"}
+    assert {bed: sum(n.values()) for bed, n in numbers["cases"].items()} == {b: len(c) for b, c in beds.items()}
+    assert int(cases.table["cases"].sum()) == sum(len(c) for c in beds.values())
+    gcjr = numbers["rag_hops"]["single"]["gcjr"]
+    assert gcjr["n"] == sum(c.fault_type == "single" for c in beds["rag_hops"])
+    assert gcjr["ci"][0] <= gcjr["accuracy"] <= gcjr["ci"][1]
+    assert list(per_bed[1].table.columns) == [*tb.FAULT_TYPES["controlled_dag"], "mean replays"]
+    assert per_bed[1].table.index.tolist() == ["singleton_replay", "gcjr"]  # coverage reads no DAG case
+    assert found.facts["memo"] == found.numbers["memo"] and numbers["findings"]["gcjr_equals_singleton_rag"] == 1.0
+    assert numbers["memo"]["charged"] == compared.scores["replays"].sum()
+    assert numbers["memo"]["computed"] == compared.memo.computed
+    with pytest.raises(ValueError, match="two sections"):
+        sections.collect(found, found)
+
+
+def test_a_testbed_no_method_applies_to_is_skipped_and_drawn_as_a_note(only_coverage):
+    skipped = ex.testbed_section(only_coverage, "controlled_dag")
+    assert skipped.skipped and "controlled_dag" in skipped.skipped and not sections.collect(skipped)
+    assert "did not run" in skipped.show().data
+    assert ex.testbed_section(only_coverage, "rag_hops").skipped is None
+    note = figures.testbed_figure(only_coverage, "controlled_dag").axes[0]
+    assert note.texts[0].get_text() == "no chosen method applies to controlled_dag" and not note.collections
+
+
+def test_the_testbed_figure_draws_one_marker_per_method_that_applies(compared):
+    ax = figures.testbed_figure(compared, "controlled_dag").axes[0]
+    assert len([c for c in ax.collections if len(c.get_offsets()) == 1]) == 2  # singleton replay and gcjr
+
+
+def test_main_and_families_sections_show_every_method(compared):
+    main = ex.main_section(compared)
+    assert main.table.index.tolist() == ["coverage", "singleton_replay", "gcjr"] and not main.numbers
+    assert main.table.loc["coverage", "accuracy rag_hops"] == pytest.approx(
+        compared.summary.query("method == 'coverage'")["accuracy"].mean()
+    )
+    families = ex.families_section(["gcjr", "mine"]).table
+    assert families.loc["gcjr", "expresses"] == "family" and families.loc["mine", "family"] == "user method"
+
+
+def test_build_testbeds_takes_its_parameters_by_keyword():
+    import inspect
+
+    kinds = {p.kind for p in inspect.signature(tb.build_testbeds).parameters.values()}
+    assert kinds == {inspect.Parameter.KEYWORD_ONLY}
+    with pytest.raises(TypeError):
+        tb.build_testbeds(0, 3, 2, 3)  # type: ignore[misc]
+
+
+def test_a_run_no_method_applies_to_still_has_every_section(beds):
+    def never(case, oracle, budget=None):
+        raise NotApplicable("applies nowhere")
+
+    nothing = compare_methods(beds, {"never": never})
+    assert list(nothing.scores.columns) == list(scoring.SCORE_COLUMNS) and nothing.scores.empty
+    assert all(ex.testbed_section(nothing, bed).skipped for bed in tb.TESTBEDS)
+    found = ex.findings_section(nothing)
+    assert found.facts["findings"]["gcjr_joint_rag"].data == "—" and found.facts["findings"]["note"].data
+    assert sections.collect(ex.cases_section(nothing), found)["cases"] == {}
+
+
+def test_the_findings_are_quoted_with_two_decimals_and_a_note_only_when_one_is_missing(compared, monkeypatch):
+    facts = ex.findings_section(compared).facts["findings"]
+    assert facts["gcjr_equals_singleton_rag"].data == "1.00"
+    assert facts["exhaustive_joint_rag"].data == "—" and "could not measure" in facts["note"].data  # not chosen
+    monkeypatch.setattr(ex, "findings", lambda scores: {"a": 0.25, "locus_share": {"double": {"x": 1.0}}})
+    facts = ex.findings_section(compared).facts["findings"]
+    assert facts["a"].data == "0.25" and facts["note"].data == "" and facts["locus_share"] == {"double": {"x": 1.0}}

@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 from matplotlib.patches import FancyBboxPatch
 
-from rcakit import chapters, claims, plotting, primer_plots, repair, results, runner
+from rcakit import chapters, claims, plotting, primer, primer_plots, repair, results, runner
 from rcakit.paths import project_root
 
 
@@ -89,19 +89,111 @@ def test_primer_is_first_and_validates_its_parameters():
 
 
 def test_a_broken_do_operation_fails_the_primer_run(tmp_path, monkeypatch):
-    """Forcing the action is replaced by resampling it: the asserted identity claim stops the run."""
-    source = (project_root() / "notebooks" / "primer.md").read_text()
+    """Forcing the action is replaced by resampling it in the package the kernel imports: the asserted identity
+    claim stops the run, and no results are written."""
+    source = (project_root() / "rcakit" / "primer.py").read_text()
     forced = 'scm.do_force_action(1, "no_refund")'
     assert source.count(forced) == 1
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "primer.md").write_text(source.replace(forced, "scm.do_resample(1)"))
+    shutil.copytree(project_root() / "rcakit", tmp_path / "rcakit", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "rcakit" / "primer.py").write_text(source.replace(forced, "scm.do_resample(1)"))
+    shutil.copytree(project_root() / "notebooks", tmp_path / "notebooks")
     (tmp_path / "data").mkdir()
     shutil.copy(project_root() / "data" / "claims.yaml", tmp_path / "data" / "claims.yaml")
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the kernel imports the broken copy
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
     with pytest.raises(runner.ChapterFailed, match=r"claims not reproduced: P\(bad \| do\(A1 = no_refund\)\) = 0"):
         runner.run_chapter("primer", quick=True, output_dir=tmp_path / "book", show_progress=False)
     assert not (tmp_path / "results" / "primer.json").exists()
+
+
+# --- the sections (rcakit.primer) -------------------------------------------------
+
+
+def test_the_interventions_section_forces_exactly_and_records_the_resampled_interval():
+    section = primer.interventions_section(0.3, 400, 0)
+    do = section.numbers["do"]
+    assert do["force_no_refund"] == 0.0 and do["force_refund"] == 1.0
+    lo, hi = do["resample_ci"]
+    assert lo < do["resample"] < hi and 0 < lo and hi < 1
+    assert list(section.table.columns) == ["replayed", "closed form"]
+    assert section.table["closed form"].tolist() == [0.3, 0.0, 1.0]
+    assert section.facts == section.numbers  # the prose quotes what is recorded, glued as do_resample, ...
+    assert primer.interventions_section(0.3, 400, 0).numbers == section.numbers  # same seed, same numbers
+    assert primer.interventions_section(0.3, 400, 1).numbers["do"]["resample"] != do["resample"]
+
+
+def test_the_commitment_section_names_the_refund_decision_and_its_closed_forms():
+    section = primer.commitment_section(0.3, 600, 0)
+    numbers = section.numbers["contrastive"]
+    assert numbers["locus"] == 1 and numbers["closed_effect_1"] == pytest.approx(-0.7)
+    assert list(numbers["effects"])[2] == 0.0
+    assert section.table["closed_form"].tolist() == pytest.approx([-0.7, -0.7, 0.0])
+    assert list(section.table.index) == ["lookup", "issue_refund", "final"]
+    assert section.facts["locus_text"].data == "step 1, `issue_refund`"
+    assert set(section.facts["effect"]) == {0, 1, 2}
+
+
+def test_each_section_draws_from_its_own_stream_of_the_seed():
+    streams = primer.streams(0)
+    assert len(set(streams.tolist())) == 4 and (primer.streams(0) == streams).all()
+    run = primer.refund_run_section(0.3, 400, 0)
+    assert run.table["observed action"].tolist()[1] == "refund"  # the observed run is the failing one
+    assert 0 < run.facts["fresh_p"] < 1 and run.facts["p_bad"] == 0.3 and not run.numbers
+
+
+@pytest.mark.parametrize("q", [0.3, 0.5])
+def test_the_shapley_section_is_exact_against_the_closed_forms(q):
+    section = primer.shapley_section(q, 0)
+    numbers = section.numbers["shapley"]
+    assert numbers["and_game"] == pytest.approx(0.5) and numbers["or_game"] == pytest.approx(0.5)
+    assert numbers["and_run"] == pytest.approx((1 - q**2) / 2) == numbers["and_run_closed"]
+    assert numbers["or_run"] == pytest.approx((1 - q) ** 2 / 2) == numbers["or_run_closed"]
+    assert numbers["and_run_efficiency"] == pytest.approx(1 - q**2)
+    assert section.table.loc["AND run", "φ2"] == pytest.approx(0.0) and section.facts["q"] == q
+    assert section.decimals == 4
+
+
+@pytest.mark.parametrize("r", [1, 3])
+def test_the_repair_section_counts_gcjrs_replays_as_r_times_one_plus_m_plus_pairs(r):
+    repairs = primer.four_event_repairs(r, 0)
+    section = primer.repair_section(repairs, r)
+    assert section.numbers["repair"] == {
+        "and_exact": 1,
+        "and_replays": 5 * r,
+        "and_replays_closed": 5 * r,
+        "or_exact": 1,
+        "or_replays": 4 * r,
+        "or_replays_closed": 4 * r,
+    }
+    assert section.table["GCJR family"].tolist() == ["{check, lookup}", "{check} | {lookup}"]
+    assert section.facts["r_value"] == r
+    figure = primer_plots.four_event_figure(repairs)
+    assert [len([p for p in ax.patches if isinstance(p, FancyBboxPatch)]) for ax in figure.axes] == [1, 2]
+
+
+def test_the_coverage_section_names_hop_1_below_the_bound():
+    example = primer.false_premise_trace(20, 0)
+    section = primer.coverage_section(example, 0.05)
+    numbers = section.numbers["rag"]
+    assert numbers["coverage_hop"] == numbers["earliest_below"] == 1 and numbers["fault_hop"] == 3
+    assert numbers["bound_slack"] <= 0  # J never exceeds |a| / |D_h|
+    assert section.table.index.name == "hop" and list(section.table.index) == [1, 2, 3]
+    assert section.facts["named_text"].data == "hop 1" and section.facts["gamma"] == 0.05
+    nothing = primer.coverage_section(example, 0.0)  # no J lies below 0: the rule names no hop
+    assert nothing.numbers["rag"]["earliest_below"] == 0 and nothing.facts["named_text"].data == "no hop"
+
+
+def test_the_section_figures_draw_the_sections_bars_and_crosses():
+    shapley = primer_plots.shapley_figure(primer.shapley_section(0.3, 0)).axes[0]
+    assert len(shapley.patches) == 8  # four games, φ0 and φ1
+    crosses = [c for c in shapley.collections if len(c.get_offsets()) == 4]
+    assert len(crosses) == 1 and crosses[0].get_offsets()[:, 1].tolist() == pytest.approx([0.5, 0.5, 0.455, 0.245])
+    do = primer_plots.interventions_figure(primer.interventions_section(0.3, 400, 0)).axes[0]
+    assert len(do.patches) == 3 and len(do.containers) == 2  # the bars and the resampled one's error bar
+    coverage = primer.coverage_section(primer.false_premise_trace(20, 0), 0.05)
+    line = primer_plots.coverage_figure(coverage).axes[0].lines[0]
+    assert line.get_ydata()[0] == 0.05
 
 
 # --- the drawings ---------------------------------------------------------------

@@ -7,8 +7,11 @@
   signature ``method(case, oracle, budget=None)``, and loading (and checking)
   a user's method by import path;
 - ``testbeds``: RAG hops, Controlled-DAG events and support-agent steps;
-- ``experiments``: scoring (a user's method under a per-case time limit), the
-  summary tables and the cost frontier;
+- ``scoring``: one method on one case against a fresh oracle (a user's method
+  under a per-case time limit), whether its answer is right, and the summary;
+- ``experiments``: the chapter's comparison of every method on every testbed,
+  each of its sections as a ``rcakit.sections.Section``, the tables and the
+  cost frontier;
 - ``plotting``: accuracy against replay cost per testbed.
 
 Used in the chapters: `attribution-families`.
@@ -16,14 +19,12 @@ Used in the chapters: `attribution-families`.
 
 from rcakit.attribution.adapters import BUILT_IN, FAMILY_OF, check_methods, load_method, load_methods
 from rcakit.attribution.experiments import (
+    Comparison,
     accuracy_table,
-    correct,
+    compare_methods,
     cost_frontier,
     families_table,
     results_tree,
-    run_method,
-    score_methods,
-    summary,
 )
 from rcakit.attribution.oracle import (
     Attribution,
@@ -34,12 +35,14 @@ from rcakit.attribution.oracle import (
     NotApplicable,
     ReplayMemo,
 )
+from rcakit.attribution.scoring import correct, run_method, score_methods, summary
 from rcakit.attribution.testbeds import FAULT_TYPES, TESTBEDS, TestbedCase, build_testbeds
 
 __all__ = [
     "Attribution",
     "AttributionOracle",
     "BUILT_IN",
+    "Comparison",
     "Cost",
     "FAMILY_OF",
     "FAULT_TYPES",
@@ -52,6 +55,7 @@ __all__ = [
     "accuracy_table",
     "build_testbeds",
     "check_methods",
+    "compare_methods",
     "correct",
     "cost_frontier",
     "families_table",

@@ -1,13 +1,16 @@
-"""Scoring every method on every testbed case, and the tables the chapter shows.
+"""The attribution-families chapter: every method on every testbed case, and each section it shows.
 
-Accuracy takes the form of the ground truth (a family F of minimal repair
-sets): a point p is right when F = {{p}}; a family when it equals F exactly;
-a ranking when its top k players, ``k = |∪F|``, are exactly ``∪F`` (a ranking cannot
-say whether the sets are joint or alternative, so it is scored on the players
-alone). Each proportion gets a 95% Wilson interval. Cost is what the oracle
-counted while the method ran on the case alone (seed replays, one rollout
-each on the support agent), beside the model tokens and the replays the
-shared memo answered.
+:func:`compare_methods` scores the chosen methods on the three testbeds
+(:mod:`rcakit.attribution.scoring`: a fresh oracle per method and case, one
+replay memo shared by all); each section of the chapter then comes back as
+a :class:`rcakit.sections.Section`:
+
+- :func:`families_section`: what each method can express and what it assumes;
+- :func:`cases_section`: the cases per testbed and fault type;
+- :func:`testbed_section`: one testbed's accuracies with 95% Wilson intervals
+  beside the mean seed replays per case;
+- :func:`findings_section`: the findings the chapter states, and the memo's figures;
+- :func:`main_section`: methods x testbeds, mean accuracy beside mean replays.
 
 Used in the chapters: `attribution-families`.
 """
@@ -15,171 +18,81 @@ Used in the chapters: `attribution-families`.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown
 
-from rcakit import RcakitError, stats
-from rcakit.attribution.adapters import FAMILY_OF, Method, is_built_in
-from rcakit.attribution.oracle import Attribution, NotApplicable, ReplayMemo
+from rcakit import tables
+from rcakit.attribution.adapters import FAMILY_OF, Method
+from rcakit.attribution.oracle import ReplayMemo
+from rcakit.attribution.scoring import (
+    METHOD_TIMEOUT,
+    answer_text,
+    check_method_timeout,
+    correct,
+    family_text,
+    run_method,
+    score_methods,
+    summary,
+)
 from rcakit.attribution.testbeds import FAULT_TYPES, TestbedCase
+from rcakit.sections import Section
+
+__all__ = [
+    "METHOD_TIMEOUT",
+    "Comparison",
+    "accuracy_table",
+    "answer_text",
+    "cases_section",
+    "check_method_timeout",
+    "compare_methods",
+    "correct",
+    "cost_frontier",
+    "families_section",
+    "families_table",
+    "family_text",
+    "findings",
+    "findings_section",
+    "main_section",
+    "main_table",
+    "memo_figures",
+    "results_tree",
+    "run_method",
+    "score_methods",
+    "summary",
+    "testbed_points",
+    "testbed_section",
+]
 
 
-def correct(attribution: Attribution, truth: frozenset) -> bool:
-    """Whether an attribution matches the certified family (see the module docstring)."""
-    if attribution.kind == "point":
-        return attribution.answer is not None and truth == frozenset([frozenset([attribution.answer])])
-    if attribution.kind == "family":
-        return frozenset(map(frozenset, attribution.answer)) == truth
-    union = frozenset().union(*truth)
-    return frozenset(list(attribution.answer)[: len(union)]) == union
+@dataclass(frozen=True)
+class Comparison:
+    """Every method's row per case (:func:`score_methods`), their :func:`summary` per cell, and the shared memo."""
+
+    scores: pd.DataFrame
+    summary: pd.DataFrame
+    memo: ReplayMemo
 
 
-def family_text(family: Iterable[Iterable[object]]) -> str:
-    """A family as text, sets and members sorted: ``{a, b} | {c}`` (``{}`` for the empty family)."""
-    sets = sorted("{" + ", ".join(sorted(map(str, s))) + "}" for s in family)
-    return " | ".join(sets) if sets else "{}"
-
-
-def answer_text(attribution: Attribution) -> str:
-    """An attribution's answer as text: a point's name, a ranking as ``a > b``, a family as :func:`family_text`."""
-    if attribution.kind == "point":
-        return str(attribution.answer)
-    if attribution.kind == "ranking":
-        return " > ".join(map(str, attribution.answer))
-    return family_text(attribution.answer)
-
-
-METHOD_TIMEOUT = 60.0  # seconds a user's method may spend on one case
-
-
-def check_method_timeout(value: float, param: str = "method_timeout") -> float:
-    """``value`` as seconds, a number > 0 and finite; anything else is a one-line error."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise RcakitError(f"{param}: expected a number of seconds > 0, got {value!r}")
-    return float(value)
-
-
-def run_method(
-    method: Method,
-    case: TestbedCase,
-    memo: ReplayMemo,
-    budget: int | None = None,
-    *,
-    name: str | None = None,
-    method_timeout: float = METHOD_TIMEOUT,
-) -> Attribution | None:
-    """One method on one case with a fresh oracle: its attribution with the oracle's cost, or None.
-
-    A built-in method is called as it is. A user's method (one whose code is
-    not rcakit's) runs on a daemon thread for at most ``method_timeout``
-    seconds; past that, or when it raises, a one-line :class:`RcakitError`
-    names the method (``name``, else its own name) and the case. A method
-    stopped by the limit is abandoned, and ends with the process.
-    """
-    oracle = case.oracle(memo)
-    what = f"method {name or _method_name(method)!r} on {case.case.testbed} case {case.case.case_id!r}"
-    try:
-        if is_built_in(method):
-            found = method(case.case, oracle, budget)
-        else:
-            found = _within(method, (case.case, oracle, budget), check_method_timeout(method_timeout), what)
-    except NotApplicable:
-        return None
-    if not isinstance(found, Attribution):
-        raise RcakitError(f"{what} returned {type(found).__name__}, not an Attribution")
-    return Attribution(found.kind, found.answer, oracle.cost())
-
-
-def _method_name(method: Method) -> str:
-    base = getattr(method, "func", method)
-    return getattr(base, "__name__", None) or type(base).__name__
-
-
-def _within(method: Method, args: tuple, seconds: float, what: str) -> Attribution:
-    """``method(*args)`` on a daemon thread, waited for ``seconds`` at most; its errors name it (``what``)."""
-    from rcakit.parallel import one_line
-
-    done: list = []
-
-    def call() -> None:
-        try:
-            done.append((True, method(*args)))
-        except BaseException as exc:  # noqa: B036 - whatever a user's method raises reaches the caller
-            done.append((False, exc))
-
-    thread = threading.Thread(target=call, daemon=True, name="rcakit-user-method")
-    thread.start()
-    thread.join(seconds)
-    if not done:
-        raise RcakitError(
-            f"{what}: stopped after {seconds:g} s (method_timeout); raise method_timeout or make the method faster"
-        )
-    ok, value = done[0]
-    if ok:
-        return value
-    if isinstance(value, NotApplicable):
-        raise value
-    raise RcakitError(f"{what} failed: {one_line(value)}") from value
-
-
-def score_methods(
+def compare_methods(
     testbeds: Mapping[str, list[TestbedCase]],
     methods: Mapping[str, Method],
-    budget: int | None = None,
-    memo: ReplayMemo | None = None,
     *,
-    progress: Callable[[Iterable], Iterable] | None = None,
+    budget: int | None = None,
     method_timeout: float = METHOD_TIMEOUT,
-) -> pd.DataFrame:
-    """One row per (testbed, case, method) that applies: kind, correct, replays, tokens, memo hits.
+    progress: Callable[[Iterable], Iterable] | None = None,
+) -> Comparison:
+    """Every method on every case of ``testbeds`` through one :class:`ReplayMemo`, scored and summarised.
 
-    A user's method gets ``method_timeout`` seconds per case (:func:`run_method`).
+    ``budget`` caps the seed replays a method may spend per case (None: each
+    method's own default); a user's method gets ``method_timeout`` seconds per case.
     """
-    check_method_timeout(method_timeout)
-    memo = memo if memo is not None else ReplayMemo()
-    items = [(bed, case) for bed, cases in testbeds.items() for case in cases]
-    rows = []
-    for bed, case in progress(items) if progress else items:
-        for name, method in methods.items():
-            found = run_method(method, case, memo, budget, name=name, method_timeout=method_timeout)
-            if found is None:
-                continue
-            rows.append(
-                {
-                    "testbed": bed,
-                    "fault_type": case.fault_type,
-                    "case_id": case.case.case_id,
-                    "method": name,
-                    "kind": found.kind,
-                    "answer": answer_text(found),
-                    "truth": family_text(case.truth),
-                    "correct": correct(found, case.truth),
-                    "replays": found.cost.replays,
-                    "tokens": found.cost.tokens,
-                    "memo_hits": found.cost.memo_hits,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def summary(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per testbed, fault type and method: n, accuracy, Wilson 95% interval, mean replays, tokens, memo hits."""
-    grouped = scores.groupby(["testbed", "fault_type", "method"], sort=False)
-    table = grouped.agg(
-        kind=("kind", "first"),
-        n=("correct", "size"),
-        hits=("correct", "sum"),
-        mean_cost=("replays", "mean"),
-        mean_tokens=("tokens", "mean"),
-        mean_memo_hits=("memo_hits", "mean"),
-    ).reset_index()
-    cis = [stats.wilson_ci(int(h), int(n)) for h, n in zip(table["hits"], table["n"], strict=True)]
-    table["accuracy"] = table["hits"] / table["n"]
-    table["ci_lo"], table["ci_hi"] = [c[0] for c in cis], [c[1] for c in cis]
-    return table.drop(columns="hits")
+    memo = ReplayMemo()
+    scores = score_methods(testbeds, methods, budget, memo, progress=progress, method_timeout=method_timeout)
+    return Comparison(scores, summary(scores), memo)
 
 
 def results_tree(table: pd.DataFrame) -> dict:
@@ -338,19 +251,66 @@ def _accuracy(scores: pd.DataFrame, method: str, testbed: str, fault_type: str |
     return _share(part["correct"])
 
 
-def results_numbers(table: pd.DataFrame, scores: pd.DataFrame, memo: ReplayMemo) -> dict:
-    """What the chapter records: the per-cell tree, the findings, the memo's figures and the case counts."""
-    counts = scores.drop_duplicates(["testbed", "case_id"]).groupby(["testbed", "fault_type"]).size()
-    return {
-        **results_tree(table),
-        "findings": findings(scores),
-        "memo": memo_figures(memo, scores),
-        "cases": {bed: part.droplevel(0).to_dict() for bed, part in counts.groupby(level=0)},
-    }
-
-
 def main_table(table: pd.DataFrame) -> pd.DataFrame:
     """Methods x testbeds: mean accuracy over the fault types, and mean seed replays per case."""
     acc = table.pivot_table(index="method", columns="testbed", values="accuracy", aggfunc="mean", sort=False)
     cost = table.pivot_table(index="method", columns="testbed", values="mean_cost", aggfunc="mean", sort=False)
     return acc.add_prefix("accuracy ").join(cost.add_prefix("replays ")).reindex(list(dict.fromkeys(table["method"])))
+
+
+def families_section(methods: Iterable[str]) -> Section:
+    """What each chosen method can express (point, ranking, family) and what it assumes (:func:`families_table`)."""
+    return Section(table=families_table(methods))
+
+
+def case_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """``{testbed: {fault type: cases}}`` among the cases some method was scored on."""
+    counts = scores.drop_duplicates(["testbed", "case_id"]).groupby(["testbed", "fault_type"]).size()
+    return {str(bed): {str(t): int(n) for t, n in part.droplevel(0).items()} for bed, part in counts.groupby(level=0)}
+
+
+def cases_section(comparison: Comparison) -> Section:
+    """The cases per testbed and fault type, recorded under ``cases``."""
+    cases = comparison.scores.drop_duplicates(["testbed", "case_id"])
+    table = cases.groupby(["testbed", "fault_type"], sort=False).size().rename("cases").to_frame()
+    return Section(table=table, numbers={"cases": case_counts(comparison.scores)})
+
+
+def testbed_section(comparison: Comparison, testbed: str) -> Section:
+    """One testbed's accuracies as "acc [lo, hi]" beside mean replays (:func:`accuracy_table`).
+
+    Recorded under the testbed's name as :func:`results_tree`'s branch; skipped
+    when no chosen method applies to the testbed.
+    """
+    part = comparison.summary[comparison.summary["testbed"] == testbed]
+    if part.empty:
+        return Section.skip(f"no chosen method applies to the {testbed} testbed.")
+    table = accuracy_table(comparison.summary, testbed)
+    return Section(table=table, numbers={testbed: results_tree(part)[testbed]}, decimals=1)
+
+
+NOT_MEASURED = (
+    "A dash marks a finding this run could not measure: a method it reads was not among the chosen ones, "
+    "or no case of its kind was drawn."
+)
+
+
+def findings_section(comparison: Comparison) -> Section:
+    """The chapter's findings (:func:`findings`) and the memo's figures (:func:`memo_figures`), recorded and quoted.
+
+    The prose quotes each share as Markdown with two decimals, or a dash when
+    the run could not measure it (``findings_note`` then says why), so a run
+    with any choice of methods renders.
+    """
+    found = findings(comparison.scores)
+    memo = memo_figures(comparison.memo, comparison.scores)
+    shares = {k: v for k, v in found.items() if isinstance(v, float)}
+    quoted = {k: Markdown(tables.DASH if math.isnan(v) else f"{v:.2f}") for k, v in shares.items()}
+    note = NOT_MEASURED if any(math.isnan(v) for v in shares.values()) else ""
+    facts = {"findings": {**found, **quoted, "note": Markdown(note)}, "memo": memo}
+    return Section(numbers={"findings": found, "memo": memo}, facts=facts)
+
+
+def main_section(comparison: Comparison) -> Section:
+    """Methods x testbeds: mean accuracy over the fault types beside mean seed replays per case (:func:`main_table`)."""
+    return Section(table=main_table(comparison.summary), decimals=2)

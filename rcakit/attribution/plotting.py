@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
-from rcakit.attribution.experiments import cost_frontier
+from rcakit.attribution.experiments import Comparison, cost_frontier, families_table, testbed_points
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -156,3 +156,18 @@ def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, 
         zorder=2.5,
         bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
     )
+
+
+def testbed_figure(comparison: Comparison, testbed: str) -> Figure | SubFigure:
+    """One testbed of ``comparison``: each method's mean accuracy over the fault types against its mean replays.
+
+    Methods are coloured by family (:func:`families_table`). When no method
+    applies to the testbed, the axes say so instead.
+    """
+    points = testbed_points(comparison.summary, testbed)
+    if points.empty:
+        fig, ax = plt.subplots(figsize=(6.4, 2.0))
+        ax.text(0.5, 0.5, f"no chosen method applies to {testbed}", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    return frontier_figure(points.join(families_table(points.index)["family"]))

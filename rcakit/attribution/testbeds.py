@@ -107,10 +107,7 @@ def _apply(lab: Lab, trace: Trace, hop: int, kind: str) -> Trace | None:
     if kind != CONTENT:
         return inject(lab.agent, trace, hop, kind, rng)
     made = corrupt_content(lab.agent, trace, hop, [q.answer for q in lab.world.questions], rng)
-    if made is None:
-        return None
-    prefix = trace.hops[: hop - 1] + (made[1],)
-    return lab.agent.resume_from(trace.question, prefix, hop + 1)
+    return None if made is None else lab.agent.resume_from(trace.question, trace.hops[: hop - 1] + (made[1],), hop + 1)
 
 
 def rag_replay(lab: Lab, qid: str, faults: tuple, repaired: frozenset) -> Trace | None:
@@ -380,6 +377,7 @@ def _support_case(scm: SCM, variant: str, i: int, seed: int, rollouts: int) -> T
 
 
 def build_testbeds(
+    *,
     seed: int,
     rag_cases: int,
     dag_cases: int,
