@@ -9,11 +9,14 @@ import pandas as pd
 import pytest
 
 from rcakit import RcakitError
-from rcakit.rag import answer_correct, classify_outcome, normalise
+from rcakit.rag import AgentSettings, RuleReader, Trace, answer_correct, classify_outcome, normalise
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import metrics as M
+from rcakit.rag import outcomes as O
+from rcakit.rag import propagation as PR
 from rcakit.rag import protocol as P
-from rcakit.rag.agent import AgentSettings, RuleReader, Trace
+from rcakit.rag.experiments.accuracy import branch_table
+from rcakit.rag.experiments.content import bridge_table
 from rcakit.rag.interventions import (
     DRIFT_WORDS,
     FALSE_PREMISE,
@@ -324,7 +327,7 @@ def test_corruption_without_a_span_is_skipped_and_counted(lab):
         del lab.clean["bare"]
     assert case["skipped"] is True
     cases = pd.DataFrame([case, {**case, "skipped": False, "outcome": "derailed", "correct": False}])
-    assert M.outcome_shares(cases)["n"].tolist() == [1]
+    assert O.outcome_shares(cases)["n"].tolist() == [1]
 
 
 def test_number_perturbation_rules():
@@ -601,10 +604,10 @@ def test_branch_counts_and_accuracies_on_hand_made_cases():
     assert out["accuracy"]["propagation_aware"]["2"]["point"] == pytest.approx(0.6)
     assert out["accuracy_without_fallback"]["propagation_aware"]["2"]["point"] == pytest.approx(0.4)
     assert "coverage" not in out["probe_branch"]
-    reach = M.trace_reader_reach(cases, [2])
+    reach = PR.trace_reader_reach(cases, [2])
     assert reach == {"2": {"failed": 5, "hop_absent": 1, "named_by_none": 5}}
     assert M.failed_share(cases, "fact_in_trace", [2]) == {"2": 0.2}
-    table = M.branch_table(out, [2])
+    table = branch_table(out, [2])
     row = table.loc[("propagation_aware", 2)]
     assert row["n flip"] == 2 and row["without fallback"] == pytest.approx(0.4)
 
@@ -728,16 +731,16 @@ def test_content_metrics_on_hand_made_cases():
             {**content_row("f", 1, "bridge_entity", "derailed"), "skipped": True},
         ]
     )
-    absorbed = M.absorption(cases)
+    absorbed = O.absorption(cases)
     assert absorbed["absorbed_n"] == 3 and absorbed["absorbed_answer_fact_n"] == 2
     assert absorbed["absorbed_answer_fact_share"] == pytest.approx(2 / 3)
     assert absorbed["salient_entity_absorbed"] == {"k": 0, "n": 1}
-    assert M.query_contamination(cases) == {"k": 1, "n": 3, "share": 1 / 3}
-    pooled, by_depth = M.bridge_slice(cases)
+    assert O.query_contamination(cases) == {"k": 1, "n": 3, "share": 1 / 3}
+    pooled, by_depth = O.bridge_slice(cases)
     assert pooled["n"] == 2 and pooled["suf_regen"]["point"] == 0.5 and list(by_depth) == ["hop 1"]
-    table = M.bridge_table(pooled, by_depth)
+    table = bridge_table(pooled, by_depth)
     assert table.loc["suf_regen", "pooled"] == 0.5 and table.loc["failed n", "hop 1"] == 2
-    record = M.outcome_record(M.outcome_shares(cases))
+    record = O.outcome_record(O.outcome_shares(cases))
     assert record["3"] == {"absorbed": 1.0, "resisted": 0.0, "derailed": 0.0, "n": 2}
 
 
@@ -748,7 +751,8 @@ def test_flatten_joins_nested_keys():
 
 
 def test_run_arm_matches_the_protocol_and_keeps_its_store_under_the_results_folder(tmp_path, monkeypatch):
-    from rcakit.rag.experiments import run_arm
+    from rcakit import chapters
+    from rcakit.rag.experiments import accuracy_section, run_arm, setup_section
 
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
     params = {
@@ -775,3 +779,167 @@ def test_run_arm_matches_the_protocol_and_keeps_its_store_under_the_results_fold
     assert json.dumps(M.attribution(again, [1, 2]), sort_keys=True) == json.dumps(run.result, sort_keys=True)
     with pytest.raises(RcakitError, match="^arm: expected"):
         run_arm("meteor", params)
+    setup = setup_section(run)
+    assert set(setup.numbers) == {"protocol", "clean_accuracy", "world", "skipped"}
+    assert setup.numbers["protocol"]["judge_hops"] == "any" and setup.numbers["world"]["questions"] == 8
+    assert setup.facts["injected"] == len(run.cases) and setup.facts["skipped"] == int(run.cases["skipped"].sum())
+    assert setup.facts["world_description"].startswith("The synthetic world") and "8 questions" in str(
+        setup.facts["world_description"]
+    )
+    assert "structural interventions" not in setup.table.index
+    assert setup.facts["quick"] == chapters.get("content-corruption").quick  # the page's setting note quotes them
+    accuracy = accuracy_section(run, ["coverage"])
+    assert accuracy.numbers["accuracy_ci"]["coverage"]["1"] == [
+        run.result["accuracy"]["coverage"]["1"]["lo"],
+        run.result["accuracy"]["coverage"]["1"]["hi"],
+    ]
+    assert list(accuracy.facts["acc"]) == ["coverage"] and accuracy.facts["failed"] == run.result["failed_n"]
+
+
+# --- the chapters' sections (rcakit.rag.experiments) ----------------------------------------------
+
+
+def fake_run(cases, arm="content", depths=(1, 2, 3), **extra):
+    """What a section reads of an ArmRun, around hand-made cases (no lab, no model)."""
+    depths = list(depths)
+    fields = {"arm": arm, "cases": cases, "depths": depths, "result": M.attribution(cases, depths)}
+    fields.update(params={"hops": len(depths)}, llm_cost={}, judge_summary=None, judged=None, same_cases=None)
+    return SimpleNamespace(**{**fields, "replay": None, **extra})
+
+
+def test_content_sections_record_and_quote_their_own_keys():
+    from rcakit import sections
+    from rcakit.rag import experiments as E
+
+    cases = pd.DataFrame(
+        [
+            content_row("a", 3, "answer_fact", "absorbed", later=False, hop=3),
+            content_row("b", 1, "bridge_entity", "absorbed", contaminated=True),
+            content_row("c", 1, "bridge_entity", "derailed", hop=2),
+            content_row("d", 2, "bridge_entity", "derailed", hop=1),
+            content_row("e", 2, "salient_entity", "resisted"),
+        ]
+    )
+    run = fake_run(cases)
+    paper = {f"hop {d}": {"absorbed": 0.1, "resisted": 0.8, "derailed": 0.1} for d in (1, 2, 3)}
+    outcomes = E.outcomes_section(run, paper)
+    assert outcomes.numbers["outcomes"]["1"] == {"absorbed": 0.5, "resisted": 0.0, "derailed": 0.5, "n": 2}
+    assert outcomes.numbers["outcome_counts"]["2"] == {"absorbed": 0, "resisted": 1, "derailed": 1, "n": 2}
+    assert outcomes.facts["absorbed"] == {1: 0.5, 2: 0.0, 3: 1.0}
+    assert outcomes.table.loc["hop 1", ("absorbed", "paper")] == 0.1
+    assert outcomes.table.loc["hop 1", ("absorbed", "here")] == 0.5
+    strategies = E.strategy_section(run)
+    assert strategies.facts["absorbed_n"] == 2 and strategies.facts["absorbed_answer_fact_n"] == 1
+    assert strategies.numbers["absorbed_answer_fact_share"] == 0.5
+    assert strategies.numbers["strategy_counts"]["bridge_entity"]["n"] == 3
+    contamination = E.contamination_section(run)
+    assert contamination.numbers["query_contamination"] == {"k": 1, "n": 4, "share": 0.25}
+    assert contamination.facts == {"contaminated": {"k": 1, "n": 4, "share": 0.25}}
+    bridge = E.bridge_section(run)  # failed bridge cases: b (hop 1, named 1), c (hop 1, named 2), d (hop 2, named 1)
+    assert bridge.facts["bridge_n"] == 3 and bridge.facts["bridge_hop1"] == pytest.approx(2 / 3)
+    assert bridge.facts["bridge_suf_regen"] == pytest.approx(1 / 3)
+    assert bridge.numbers["bridge_slice_suf_regen_gap"] == pytest.approx(1 / 3)
+    assert bridge.table.loc["failed n", "hop 2"] == 1
+    branches = E.branches_section(run, downstream=False)
+    assert not branches.numbers and "without_fallback" in branches.facts
+    numbers = sections.collect(outcomes, strategies, contamination, bridge)
+    assert set(numbers) == {
+        "outcomes",
+        "outcome_counts",
+        "strategy_counts",
+        "absorbed_answer_fact_share",
+        "salient_entity_absorbed",
+        "query_contamination",
+        "bridge_slice",
+        "bridge_slice_ci",
+        "bridge_slice_hop1_share",
+        "bridge_slice_suf_regen_gap",
+    }
+
+
+def structural_row(qid, depth, hop, branch, kind="stale_evidence", n_hops=3, **props):
+    return {
+        "qid": qid,
+        "depth": depth,
+        "kind": kind,
+        "true_stage": "retrieval",
+        "skipped": False,
+        "correct": False,
+        "n_hops": n_hops,
+        "fact_in_trace": props.get("fact_in_trace", False),
+        "fact_at_hop": props.get("fact_at_hop", False),
+        "downstream_intact": props.get("downstream_intact", False),
+        "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch], "coverage": ["retrieval", 1, 0, "none"]},
+    }
+
+
+def test_structural_sections_record_and_quote_their_own_keys():
+    from rcakit.rag import experiments as E
+
+    cases = pd.DataFrame(
+        [
+            structural_row("a", 2, 2, "flip", fact_in_trace=True, downstream_intact=True),
+            structural_row("b", 2, 3, "continue", n_hops=3),
+            structural_row("c", 2, 2, "continue", "early_termination", 1),
+            structural_row("d", 2, 0, "none", "empty_retrieval", 2, fact_at_hop=True),
+            structural_row("e", 1, 1, "fallback"),
+        ]
+    )
+    run = fake_run(cases, arm="structural", depths=(1, 2))
+    checks = E.checks_section(run)  # b: a continue on a full 2-hop trace; d: an empty retrieval at the last hop
+    assert checks.numbers["protocol_checks"] == {
+        "continue_on_full_trace": 1,
+        "empty_last_hop_cases": 1,
+        "empty_last_hop_extra_retrievals": 0,
+    }
+    assert checks.facts["checks"]["continue_on_full_trace"] == 1
+    reach = E.reach_section(run)
+    assert reach.numbers["trace_reader_reach"]["2"] == {"failed": 4, "hop_absent": 1, "named_by_none": 4}
+    kept = E.trace_section(run)
+    assert kept.numbers == {
+        "oracle_injected_fact_in_trace": {"1": 0.0, "2": 0.25},
+        "oracle_injected_fact_at_hop": {"1": 0.0, "2": 0.25},
+        "oracle_downstream_intact": {"1": 0.0, "2": 0.25},
+    }
+    assert set(kept.facts) == {"fact_in_trace", "downstream_intact"}
+    branches = E.branches_section(run, downstream=True)
+    assert branches.numbers == {"oracle_downstream_intact": {"1": 0.0, "2": 0.25}}
+    assert branches.table.loc[("propagation_aware", 2), "downstream facts intact (oracle)"] == 0.25
+    assert branches.facts["branch_n"]["propagation_aware"]["2"]["continue"] == 2
+    kinds = E.branch_kinds_section(run)
+    assert kinds.facts["et_continue"] == {"1": 0, "2": 1} and kinds.facts["et_failed"]["2"] == 1
+    by_kind = E.intervention_section(run)
+    assert by_kind.numbers["per_intervention"]["stale_evidence"]["2"] == {"injected": 2, "recovery": 0.0}
+
+
+def test_sections_without_a_model_are_skipped_with_their_reason():
+    from rcakit import sections
+    from rcakit.rag import experiments as E
+
+    run = fake_run(pd.DataFrame([content_row("a", 1, "bridge_entity", "derailed")]))
+    for section, reason in (
+        (E.cost_section(run), "no model call"),
+        (E.judge_section(run), "no LLM judge"),
+        (E.replay_section(run), "replays exactly"),
+    ):
+        assert section.skipped and reason in section.skipped and not section.numbers
+    assert sections.collect(E.cost_section(run), E.judge_section(run)) == {}
+    replay = {"rate": 0.75, "ci": [0.4, 0.9], "n": 8, "matched": 6}
+    usage = {"cases": 2, "calls": 4, "input_tokens": 100, "output_tokens": 10, "abstentions": 0}
+    measured = fake_run(run.cases, replay=replay, llm_cost={"llm_reader": usage})
+    shown = E.replay_section(measured)
+    assert shown.numbers == {"replay_action_match": replay} and shown.table.loc["llm_reader", "matched"] == 6
+    cost = E.cost_section(measured)
+    assert cost.numbers == {"llm_cost": {"llm_reader": usage}} and cost.table.loc["llm_reader", "calls_per_case"] == 2
+
+
+def test_protocol_table_names_each_departure_and_the_content_arm_leaves_out_the_warnings():
+    from rcakit.rag.experiments import protocol_table
+
+    authors = protocol_table({})
+    assert authors.loc["corpus", "why"].startswith("the authors' setting")
+    assert "reader's reaction to a warning" in authors.index
+    other = protocol_table({"corpus": "global", "reformulate": True}, arm="content")
+    assert other.loc["corpus", "why"].startswith("departs from the authors' (question)")
+    assert other.loc["retrievals per hop", "this chapter"] == "reformulate = yes"
+    assert "structural interventions" not in other.index and "reader's reaction to a warning" not in other.index

@@ -9,6 +9,7 @@ import json
 import random
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -17,11 +18,12 @@ from rcakit import RcakitError
 from rcakit.llm import MethodUsage, ResponseCache, cached, request_seed
 from rcakit.llm.prompts import CUT_MARKER, Budget
 from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
+from rcakit.rag import Agent, AgentSettings, LLMReader, metrics
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import llm_methods as M
-from rcakit.rag import metrics
 from rcakit.rag import protocol as P
-from rcakit.rag.agent import Agent, AgentSettings, LLMReader, rule_reformulation
+from rcakit.rag.agent import rule_reformulation
+from rcakit.rag.experiments.accuracy import accuracy_table, judge_section
 from rcakit.rag.interventions import inject
 from rcakit.rag.world import RELATIONS
 
@@ -311,7 +313,7 @@ def test_judged_cases_join_the_table_and_a_warm_rerun_costs_the_same_without_mod
     assert result["accuracy"]["llm_judge"]["2"]["point"] == 1.0  # it always says hop 2
     assert result["accuracy"]["llm_judge"]["1"]["point"] == 0.0
     assert result["llm_judged_n"] == {"1": 3, "2": 3, "3": 3}
-    assert "llm_judge n" in metrics.accuracy_table(result, [1, 2, 3]).index
+    assert "llm_judge n" in accuracy_table(result, [1, 2, 3]).index
     assert M.hop_counts(judged, [1, 2, 3])[2].tolist() == [3, 3, 3]
     assert M.verdict_summary(judged) == {
         "judged": 9,
@@ -322,6 +324,14 @@ def test_judged_cases_join_the_table_and_a_warm_rerun_costs_the_same_without_mod
         "modal_count": 9,
     }
     assert set(same["accuracy"]) == set(P.DIAGNOSERS) | {"llm_judge"}
+    summary = M.judge_record(judge, judged, same, [1, 2, 3])
+    run_view = SimpleNamespace(judge_summary=summary, judged=judged, same_cases=same, depths=[1, 2, 3])
+    section = judge_section(run_view)  # what the chapters show and record of the judge
+    assert section.numbers == {"llm_judge": summary} and section.facts["judge"]["modal_hop"] == 2
+    assert "hop_counts" not in section.facts["judge"]
+    assert section.table.loc["hop 1", ("judge's hop (0 = none or abstained)", 2)] == 3
+    assert section.table.loc["hop 2", ("accuracy on the judged cases", "llm_judge")] == 1.0
+    assert section.table.loc["hop 3", ("accuracy on the judged cases", "judged n")] == 3
     cold = judge.usage.totals()
     raw, judge, *_ = run()
     assert raw.calls == [] and cache.misses == 9 and cache.hits == 9

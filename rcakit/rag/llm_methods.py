@@ -47,7 +47,7 @@ class Models:
 
 
 def models_from_params(
-    provider: str, judge_provider: str, agent: str, seed: int, timeout: float | None = None, judge_hops: str = "any"
+    provider: str, judge_provider: str, agent: str, seed: int, *, timeout: float | None = None, judge_hops: str = "any"
 ) -> Models:
     """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
 
@@ -95,7 +95,7 @@ class JudgeCase:
 
 
 def judge_cases(
-    lab: Lab, sample: pd.DataFrame, judge: LLMJudge, progress: Progress | None = track, runner: Runner | None = None
+    lab: Lab, sample: pd.DataFrame, judge: LLMJudge, *, progress: Progress | None = track, runner: Runner | None = None
 ) -> tuple[pd.DataFrame, dict]:
     """``sample`` with the judge's ``[stage, hop, cost, branch]`` added to each case's diagnoses (branch ``none``),
     and the judge's usage summed over the cases (in the driver, so a cluster's calls count too).
@@ -178,22 +178,6 @@ def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths: Iter
         "truncated_docs": judge.truncated_docs,
         "same_cases": {name: {d: c["point"] for d, c in cells.items()} for name, cells in same["accuracy"].items()},
     }
-
-
-def describe_judge(record: dict) -> str:
-    """What the judge did, in plain lines, including a flag when one hop takes >= 80% of its verdicts."""
-    modal = record["modal_hop"]
-    lines = [
-        f"judged cases: {record['judged']} ({record['empty_traces']} with an empty trace, not sent); "
-        f"abstentions: {record['abstained']}; documents cut: {record['truncated_docs']}",
-        f"the judge named hop {modal} in {record['modal_count']} of its {record['verdicts']} verdicts",
-    ]
-    if record["verdicts"] and record["modal_count"] >= 0.8 * record["verdicts"]:
-        lines.append(
-            f"so this judge answers hop {modal} almost whatever the trace says: its accuracy at "
-            f"depth {modal} is that prior's, and it localises nothing at the other depths"
-        )
-    return "\n".join(lines)
 
 
 def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict:

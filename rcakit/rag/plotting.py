@@ -17,8 +17,29 @@ from matplotlib.figure import Figure
 
 from rcakit.plotting import BLUE, GREY, ORANGE, SKY, colour
 from rcakit.rag.diagnosers import BRANCHES
-from rcakit.rag.metrics import branch_hit_shares, prediction_histogram
+from rcakit.rag.metrics import branch_hit_shares, prediction_histogram, predictions_with_hops
+from rcakit.rag.outcomes import outcome_shares
 from rcakit.rag.text import OUTCOMES
+
+
+def paper_cells(published: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
+    """A published accuracy table (``{diagnoser: {"hop d": "p [lo, hi]"}}``) as a long frame
+    (diagnoser, depth, point, lo, hi); rows that are not accuracies (``failed n``) are left out."""
+    rows = []
+    for name, cells in published.items():
+        for hop, text in cells.items():
+            parts = str(text).replace("[", " ").replace("]", " ").replace(",", " ").split()
+            if len(parts) == 3:
+                point, lo, hi = map(float, parts)
+                rows.append({"diagnoser": name, "depth": int(hop.split()[-1]), "point": point, "lo": lo, "hi": hi})
+    return pd.DataFrame(rows, columns=["diagnoser", "depth", "point", "lo", "hi"])
+
+
+def workbench_cells(result: dict, names: Iterable[str]) -> pd.DataFrame:
+    """``attribution``'s accuracy cells of ``names`` as a long frame (diagnoser, depth, point, lo, hi)."""
+    rows = [{"diagnoser": n, "depth": int(d), **c} for n in names for d, c in result["accuracy"].get(n, {}).items()]
+    return pd.DataFrame(rows, columns=["diagnoser", "depth", "point", "lo", "hi"])
+
 
 BRANCH_COLOURS = {"flip": BLUE, "continue": SKY, "fallback": ORANGE, "none": GREY}
 
@@ -45,10 +66,11 @@ def branch_shares(result: dict) -> Figure:
     return fig
 
 
-def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Iterable[int]) -> Figure:
-    """One heatmap per diagnoser (the panel title names it), two per row: share of failed cases at each
-    injected hop that it assigns to each predicted hop (0 = none), the same columns in every panel."""
+def prediction_heatmaps(cases: pd.DataFrame, names: Sequence[str], depths: Iterable[int]) -> Figure:
+    """One heatmap per diagnoser (the panel title names it), two per row: share of the failed ``cases`` at
+    each injected hop that it assigns to each predicted hop (0 = none), the same columns in every panel."""
     depths = list(depths)
+    preds = predictions_with_hops(cases)
     columns = list(range(0, max(depths) + 2))  # hop 0 (none) to n+1 (an early termination's missing hop)
     rows = (len(names) + 1) // 2
     fig, axes = plt.subplots(rows, 2, figsize=(8.0, 2.9 * rows), squeeze=False)
@@ -77,9 +99,11 @@ def prediction_heatmaps(preds: pd.DataFrame, names: Sequence[str], depths: Itera
     return fig
 
 
-def paper_beside_workbench(paper: pd.DataFrame, workbench: pd.DataFrame, names: Sequence[str]) -> Figure:
-    """One panel per diagnoser: exact-hop accuracy by injected hop with its 95% interval, the paper's
-    (black) beside the workbench's (blue); a panel without the workbench's cells shows the paper's alone."""
+def paper_beside_workbench(published: Mapping[str, Mapping[str, str]], result: dict, names: Sequence[str]) -> Figure:
+    """One panel per diagnoser of ``names``: exact-hop accuracy by injected hop with its 95% interval, the
+    paper's (``published``, as ``paper_cells`` reads it; black) beside the workbench's (``result``, an
+    ``attribution``; blue); a panel without the workbench's cells shows the paper's alone."""
+    paper, workbench = paper_cells(published), workbench_cells(result, names)
     fig, axes = plt.subplots(1, len(names), figsize=(3.0 * len(names), 3.0), sharey=True, squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         for frame, shift, who in ((paper, -0.12, "paper"), (workbench, 0.12, "workbench")):
@@ -107,10 +131,11 @@ def paper_beside_workbench(paper: pd.DataFrame, workbench: pd.DataFrame, names: 
     return fig
 
 
-def outcome_bars(shares: pd.DataFrame, paper: Mapping[str, Mapping[str, float]] | None = None) -> Figure:
-    """Absorbed / resisted / derailed shares of the injected content cases by corrupted hop, stacked;
+def outcome_bars(cases: pd.DataFrame, paper: Mapping[str, Mapping[str, float]] | None = None) -> Figure:
+    """Absorbed / resisted / derailed shares of the injected content ``cases`` by corrupted hop, stacked;
     with ``paper`` (Table 4: ``{"hop d": {outcome: share}}``) each hop shows the paper's bar beside the
     workbench's."""
+    shares = outcome_shares(cases)
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     bars: list[tuple[str, Mapping | pd.Series]] = []
     for d, row in shares.iterrows():

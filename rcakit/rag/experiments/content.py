@@ -1,0 +1,106 @@
+"""The content arm's own sections (AgenticRAG-FP §4, §7.2-7.3): the content-corruption chapter beyond Table 3.
+
+Each function reads an :class:`~rcakit.rag.experiments.arm.ArmRun` of the
+content arm and returns a :class:`rcakit.sections.Section` whose numbers go to
+``results/content-corruption.json`` and whose facts the prose quotes: the
+outcome shares by depth beside Table 4, which strategy gets absorbed, the
+oracle split by entity type, query contamination and the bridge-entity slice.
+
+Used in the chapters: `content-corruption`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from rcakit.claims import published
+from rcakit.rag.experiments.accuracy import label_oracle
+from rcakit.rag.experiments.arm import ArmRun
+from rcakit.rag.metrics import gap, interval_of
+from rcakit.rag.outcomes import (
+    absorption,
+    bridge_slice,
+    outcome_counts,
+    outcome_record,
+    outcome_shares,
+    outcomes_by_type,
+    query_contamination,
+    slice_depth_share,
+)
+from rcakit.rag.text import OUTCOMES
+from rcakit.sections import Section
+
+
+def outcomes_section(run: ArmRun, paper: Mapping[str, Mapping[str, float]] | None = None) -> Section:
+    """Absorbed / resisted / derailed shares and n by corrupted hop, beside the paper's Table 4 (``paper``;
+    ``data/claims.yaml`` by default); records the shares and counts, quotes ``<outcome>_<hop>``."""
+    paper = published("content-corruption", "table4") if paper is None else paper
+    shares = outcome_shares(run.cases)
+    side = pd.concat({"here": shares.rename(index="hop {}".format), "paper": pd.DataFrame(paper).T}, axis=1)
+    table = side.swaplevel(axis=1).sort_index(axis=1, level=0, sort_remaining=False)
+    numbers = {"outcomes": outcome_record(shares), "outcome_counts": outcome_counts(run.cases, "depth")}
+    facts = {o: shares[o].to_dict() for o in OUTCOMES}
+    return Section(table=table, numbers=numbers, facts=facts, decimals=2)
+
+
+def strategy_section(run: ArmRun) -> Section:
+    """Outcome counts per corruption strategy; records them and what the absorbed cases were, and quotes
+    ``absorbed_n``, ``absorbed_answer_fact_n`` and ``salient_entity_absorbed_k`` of ``..._n`` (§7.3)."""
+    counts = outcome_counts(run.cases, "strategy")
+    absorbed = absorption(run.cases)
+    numbers = {
+        "strategy_counts": counts,
+        "absorbed_answer_fact_share": absorbed["absorbed_answer_fact_share"],
+        "salient_entity_absorbed": absorbed["salient_entity_absorbed"],
+    }
+    return Section(table=pd.DataFrame(counts).T, numbers=numbers, facts=absorbed)
+
+
+def type_section(run: ArmRun) -> Section:
+    """Outcome shares and n per (strategy, whether the replacement has the original's entity type): an
+    oracle split, read with the world's entity types."""
+    table = outcomes_by_type(run.cases).rename_axis(index=["strategy", "same type (oracle)"])
+    return Section(table=table, decimals=2)
+
+
+def contamination_section(run: ArmRun) -> Section:
+    """Cases with a later query, and those whose later query recalls the replacement span (§7.3); quoted as
+    ``contaminated_k``, ``contaminated_n`` and ``contaminated_share``."""
+    contamination = query_contamination(run.cases)
+    table = pd.Series(contamination, name="cases with a later query").to_frame()
+    return Section(table=table, numbers={"query_contamination": contamination}, facts={"contaminated": contamination})
+
+
+def bridge_table(pooled: dict, by_depth: dict) -> pd.DataFrame:
+    """Each diagnoser's exact-hop accuracy on the bridge-entity slice, pooled then per depth, and the
+    slice's failed cases (``failed n``).
+    """
+    columns = {"pooled": pooled, **by_depth}
+    frame = pd.DataFrame({k: {m: c["point"] for m, c in v.items() if m != "n"} for k, v in columns.items()})
+    frame.loc["failed n"] = [v["n"] for v in columns.values()]
+    return frame
+
+
+def bridge_section(run: ArmRun) -> Section:
+    """Each diagnoser's exact-hop accuracy on the failed bridge-entity corruptions, pooled over depths then
+    per depth (§7.2), beside the share of the slice corrupted at hop 1 (which a constant hop-1 predictor
+    scores); quotes ``bridge_n``, ``bridge_suf_regen``, ``bridge_propagation_aware`` and ``bridge_hop1``."""
+    pooled, by_depth = bridge_slice(run.cases)
+    hop1 = slice_depth_share(run.cases, "bridge_entity", 1)
+    suf_regen = pooled.get("suf_regen", {}).get("point")
+    numbers = {
+        "bridge_slice": pooled,
+        "bridge_slice_ci": interval_of(dict(pooled)),
+        "bridge_slice_hop1_share": hop1,
+        "bridge_slice_suf_regen_gap": gap(suf_regen, hop1),
+    }
+    facts: dict[str, Any] = {
+        "bridge_n": pooled["n"],
+        "bridge_suf_regen": suf_regen,
+        "bridge_propagation_aware": pooled.get("propagation_aware", {}).get("point"),
+        "bridge_hop1": hop1,
+    }
+    return Section(table=label_oracle(bridge_table(pooled, by_depth)), numbers=numbers, facts=facts)

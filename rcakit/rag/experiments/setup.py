@@ -1,0 +1,217 @@
+"""The protocol a RAG chapter ran, the world behind its numbers, and the protocol's side-by-side runs.
+
+The authors' protocol (``papers/README.md``) is a set of choices, each a
+chapter parameter whose default is the authors' setting; :func:`setup_section`
+says which this run used, which world produced the numbers, and how the clean
+agent did, and :func:`protocol_comparison` and :func:`heed_comparison` show
+how much the protocol alone, or the rule reader's reaction to a warning,
+moves each cell (AgenticRAG-FP §6).
+
+Used in the chapters: `coverage-collapse`, `content-corruption`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from rcakit import chapters
+from rcakit.rag.experiments.arm import CHAPTERS, PROTOCOL_DEFAULTS, ArmRun, heed_runs, protocol_runs
+from rcakit.rag.musique import SYNTHETIC
+from rcakit.rag.outcomes import outcome_shares
+from rcakit.rag.protocol import Lab
+from rcakit.rag.protocol import protocol_record as lab_protocol
+from rcakit.rag.text import OUTCOMES
+from rcakit.sections import Section
+
+
+def protocol_record(run: ArmRun) -> dict[str, Any]:
+    """The protocol the run used (``rcakit.rag.protocol.protocol_record``) and the judge's hop range."""
+    return {**lab_protocol(run.lab), "judge_hops": run.params["judge_hops"]}
+
+
+def world_record(lab: Lab) -> dict[str, Any]:
+    """Which world produced the numbers: its name, and for MuSiQue the selection counts (§6)."""
+    return {
+        "name": lab.world.name,
+        "questions": len(lab.world.questions),
+        "paragraphs": len(lab.world.corpus),
+        **lab.selection,
+    }
+
+
+def describe_world(lab: Lab) -> str:
+    """One sentence naming the world behind the chapter's numbers."""
+    record = world_record(lab)
+    if record["name"] == SYNTHETIC:
+        return (
+            f"The synthetic world (seeded, every hop fact certified by construction) holds "
+            f"{record['questions']} questions and {record['paragraphs']:,} paragraphs"
+        )
+    return (
+        f"The MuSiQue world holds {record['selected']} answerable questions with the chosen number of hops "
+        f"(of {record['read']} read, {record['with_hops']} with that many hops, {record['answerable']} "
+        f"of them answerable) and {record['paragraphs']:,} paragraphs; hops whose supporting paragraph "
+        f"does not name the hop's answer: {record['uncertified_hops']}"
+    )
+
+
+# What the authors' protocol is, per choice (papers/README.md): label, parameter, the authors' setting, its
+# value here (None: no parameter of the authors' to match), and what the parameter's other values do.
+PROTOCOL_ROWS = (
+    (
+        "corpus",
+        "corpus",
+        "each question's own paragraphs (MuSiQue's 20)",
+        "question",
+        "global searches one index over the whole world",
+    ),
+    (
+        "hop budget",
+        "spare_hops",
+        "3 hops for a 3-hop question, then a forced answer",
+        0,
+        "the budget is the question's hops plus spare_hops",
+    ),
+    (
+        "retrievals per hop",
+        "reformulate",
+        "one; no reformulation inside a hop",
+        False,
+        "reformulate adds a second search after a failed read",
+    ),
+    ("top_k", "top_k", "5", 5, "paragraphs per retrieval"),
+    (
+        "search where nothing scores",
+        "empty_search",
+        "the corpus's first two paragraphs",
+        "first_two",
+        "nothing returns no paragraph",
+    ),
+    (
+        "structural interventions",
+        "interventions",
+        "six generic texts that name no wrong object",
+        "generic",
+        "targeted plants a wrong object of the right type and drifts to a look-alike",
+    ),
+    (
+        "continue-retrieving probe",
+        "spare_hops",
+        "resumes at hop n+1 within the budget",
+        0,
+        "on a full trace it is a plain re-answer",
+    ),
+    ("LLM judge's hops", "judge_hops", "any hop >= 0, n+1 included", "any", "trace keeps the judge to hops 1..n"),
+    (
+        "reader's reaction to a warning",
+        "heed_warnings",
+        "the language model's own",
+        None,
+        "the rule reader cannot read a warning; it abstains on one with this probability, chosen once (0.5) "
+        "before any attribution number was seen",
+    ),
+    (
+        "agent's reader",
+        "agent",
+        "a language model",
+        None,
+        "no model is reachable offline: the rule reader, or agent llm with a provider",
+    ),
+    (
+        "questions",
+        "world",
+        "answerable 3-hop MuSiQue questions",
+        None,
+        "MuSiQue is not reachable here: a synthetic world with certified hop facts (world musique when fetched)",
+    ),
+)
+
+
+def _setting_text(value: object) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+STRUCTURAL_ONLY = ("interventions", "heed_warnings")  # choices that only the structural arm meets
+
+
+def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.DataFrame:
+    """The chapter's protocol table: per choice, the authors' setting, this run's (its parameter and value)
+    and why; a run that departs from the authors' says so. The content arm leaves out the structural
+    interventions and the reader's reaction to their warnings."""
+    params = {**PROTOCOL_DEFAULTS, "agent": "rule", "world": SYNTHETIC, **params}
+    rows = []
+    for label, name, authors, default, note in PROTOCOL_ROWS:
+        if arm != "structural" and name in STRUCTURAL_ONLY:
+            continue
+        value = params.get(name)
+        if default is None:
+            why = note
+        elif value == default:
+            why = f"the authors' setting; {note}"
+        else:
+            why = f"departs from the authors' ({_setting_text(default)}); {note}"
+        rows.append(
+            {
+                "choice": label,
+                "authors' protocol": authors,
+                "this chapter": f"{name} = {_setting_text(value)}",
+                "why": why,
+            }
+        )
+    return pd.DataFrame(rows).set_index("choice")
+
+
+def protocol_cells(runs: Mapping[str, ArmRun], names: Sequence[str]) -> pd.DataFrame:
+    """Per injected hop (rows): exact-hop accuracy of ``names``, failed n and recovery, each under every
+    protocol run (``runs``: label -> run; columns ``(quantity, label)``), so a reader sees how much the
+    protocol alone moves each cell."""
+    columns = {}
+    for label, run in runs.items():
+        for name in names:
+            cells = run.result["accuracy"].get(name, {})
+            columns[(name, label)] = {d: cells.get(str(d), {}).get("point") for d in run.depths}
+        columns[("failed n", label)] = {d: run.result["failed_n"][str(d)] for d in run.depths}
+        columns[("recovery", label)] = {d: run.result["recovery"][str(d)] for d in run.depths}
+    frame = pd.DataFrame(columns)
+    frame = frame[[c for q in [*names, "failed n", "recovery"] for c in frame.columns if c[0] == q]]
+    return frame.rename_axis("injected hop")
+
+
+def setup_section(run: ArmRun) -> Section:
+    """The protocol table (the authors' setting, this run's, and why), with the protocol, the world and the
+    clean agent's accuracy recorded and quoted; the structural arm records its eligible questions per depth,
+    the content arm the injected cases and those skipped for want of a certifiable span. The facts also
+    hold the arm's chapter's ``quick`` values (``quick_<name>``), which the page's setting note quotes."""
+    lab, cases = run.lab, run.cases
+    protocol = protocol_record(run)
+    numbers: dict[str, Any] = {"protocol": protocol, "clean_accuracy": lab.clean_accuracy, "world": world_record(lab)}
+    facts: dict[str, Any] = {"protocol": protocol, "clean_accuracy": lab.clean_accuracy}
+    facts["world_description"] = describe_world(lab)
+    facts["quick"] = chapters.get(CHAPTERS[run.arm]).quick  # the values the page's setting note names
+    if run.arm == "structural":
+        numbers["eligible_questions"] = lab.eligible_questions(run.depths)
+    else:
+        numbers["skipped"] = facts["skipped"] = int(cases["skipped"].sum())
+        facts["injected"] = int(len(cases))
+    return Section(table=protocol_table(run.params, arm=run.arm), numbers=numbers, facts=facts)
+
+
+def protocol_comparison(arm: str, params: Mapping[str, Any], names: Sequence[str]) -> Section:
+    """The arm under the authors' protocol beside the workbench's earlier one (:func:`protocol_runs`): per
+    injected hop, exact-hop accuracy of ``names``, failed n and recovery, and for the content arm the outcome
+    shares first."""
+    runs = protocol_runs(arm, params)
+    frame = protocol_cells(runs, names)
+    if arm == "content":
+        shares = pd.concat({label: outcome_shares(r.cases)[list(OUTCOMES)] for label, r in runs.items()}, axis=1)
+        frame = pd.concat([shares, frame], axis=1).rename_axis("corrupted hop")
+    return Section(table=frame, decimals=2)
+
+
+def heed_comparison(params: Mapping[str, Any], names: Sequence[str]) -> Section:
+    """The structural arm under the authors' protocol at three rule-reader ``heed_warnings`` values
+    (:func:`heed_runs`), per injected hop: exact-hop accuracy of ``names``, failed n and recovery."""
+    return Section(table=protocol_cells(heed_runs(params), names), decimals=2)
