@@ -31,8 +31,9 @@ from rcakit import RcakitError
 from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Provider, request_seed
 from rcakit.llm.prompts import Block, Budget, chat_messages, render
-from rcakit.rag.agent import Agent, Hop, Trace, tokens_read
+from rcakit.rag.agent import Agent
 from rcakit.rag.text import answer_correct, jaccard, normalise, token_recall, tokens
+from rcakit.rag.trace import Hop, Trace, tokens_read
 from rcakit.rag.world import Paragraph
 
 BRANCHES = ("flip", "continue", "fallback", "none")
@@ -282,10 +283,17 @@ class LLMJudge:
     ``rcakit.llm.prompts.Budget.fit`` cuts them further (the one way a prompt
     is fitted in rcakit). Every cut document is counted in ``truncated_docs``.
     ``cost`` is the tokens the diagnosis spent.
+
+    :meth:`diagnose` changes nothing and returns its count of cut documents;
+    the counter is the judge's running total that the results report
+    (``rcakit.rag.llm_methods.judge_record``), added to by :meth:`__call__`
+    and ``llm_methods.judge_cases``. Concurrent cases may share a judge, so
+    the counter is added to under a lock, and a judge pickled to a Dask
+    worker gets a new lock.
     """
 
     def __init__(
-        self, chat: Provider, seed: int, max_doc_chars: int = 600, max_tokens: int = 32, hops: str = "any"
+        self, chat: Provider, seed: int, *, max_doc_chars: int = 600, max_tokens: int = 32, hops: str = "any"
     ) -> None:
         if hops not in JUDGE_HOPS:
             raise RcakitError(f"judge_hops: expected one of {', '.join(JUDGE_HOPS)}, got {hops!r}")

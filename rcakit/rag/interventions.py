@@ -32,8 +32,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
-from rcakit.rag.agent import Agent, Hop, Trace
+from rcakit.rag.agent import Agent
 from rcakit.rag.text import RECALL_THRESHOLD, token_recall, tokens
+from rcakit.rag.trace import Hop, Trace
 from rcakit.rag.world import Paragraph
 
 STRUCTURAL = (

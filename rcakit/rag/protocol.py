@@ -31,7 +31,7 @@ from rcakit.llm.cache import case_usage
 from rcakit.parallel import Runner
 from rcakit.progress import track
 from rcakit.rag import diagnosers as dg
-from rcakit.rag.agent import Agent, AgentSettings, Hop, LLMReader, RuleReader, Trace
+from rcakit.rag.agent import Agent, AgentSettings
 from rcakit.rag.interventions import (
     CONTENT,
     STAGE,
@@ -43,8 +43,10 @@ from rcakit.rag.interventions import (
     query_contaminated,
 )
 from rcakit.rag.musique import SYNTHETIC, build_musique_world, resolve_world
+from rcakit.rag.readers import LLMReader, RuleReader
 from rcakit.rag.retrieval import Corpora
 from rcakit.rag.text import classify_outcome
+from rcakit.rag.trace import Hop, Trace
 from rcakit.rag.world import Question, World, build_world
 from rcakit.store import CaseStore, open_case_store
 
@@ -82,7 +84,7 @@ class Lab:
 
     @classmethod
     def build(
-        cls, world: World, agent: Agent, seed: int, runner: Runner | None = None, interventions: str = "generic"
+        cls, world: World, agent: Agent, seed: int, *, runner: Runner | None = None, interventions: str = "generic"
     ) -> Lab:
         """The lab with every question's clean trace run, and the LLM reader's usage for them.
 
@@ -121,6 +123,7 @@ class CleanRun:
 
 def build_lab(
     seed: int,
+    *,
     n_entities: int = 2400,
     n_questions: int = 120,
     hops: int = 3,
@@ -163,10 +166,10 @@ def build_lab(
     reader = RuleReader(made, reading_noise, seed, heed_warnings)
     if reader_chat:
         reader = LLMReader(reader_chat, reader, seed)
-    settings = AgentSettings(top_k, spare_hops, reformulate)
+    settings = AgentSettings(top_k=top_k, spare_hops=spare_hops, reformulate=reformulate)
     check_style(interventions)
     agent = Agent(made, Corpora(made, corpus, empty_search), reader, settings)
-    lab = Lab.build(made, agent, seed, runner, interventions)
+    lab = Lab.build(made, agent, seed, runner=runner, interventions=interventions)
     lab.selection = selection
     return lab
 
@@ -292,7 +295,7 @@ def injected_trace(lab: Lab, case: dict) -> Trace:
     return _resumed(lab, qid, depth, made[1])
 
 
-def structural_case(lab: Lab, qid: str, depth: int, kind: str, threshold: float = 0.05) -> dict:
+def structural_case(lab: Lab, qid: str, depth: int, kind: str, *, threshold: float = 0.05) -> dict:
     """Inject ``kind`` at ``depth`` into question ``qid``'s clean trace, resume, diagnose if it fails."""
     injected = _structural(lab, qid, depth, kind)
     case = {"qid": qid, "depth": depth, "kind": kind, "true_stage": STAGE[kind], "skipped": False}
@@ -360,7 +363,7 @@ class SweepCase:
         chat = getattr(self.lab.agent.reader, "chat", None)
         with case_usage() as scope:
             if self.arm == "structural":
-                out = structural_case(self.lab, qid, d, k, self.threshold)
+                out = structural_case(self.lab, qid, d, k, threshold=self.threshold)
             else:
                 out = content_case(self.lab, qid, d, self.threshold)
         if reader_usage(self.lab) is not None and chat is not None:
@@ -373,6 +376,7 @@ def sweep(
     arm: str,
     depths: Iterable[int],
     store: CaseStore,
+    *,
     threshold: float = 0.05,
     progress: Callable[[Iterable], Iterator] | None = track,
     runner: Runner | None = None,

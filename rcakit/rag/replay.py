@@ -24,14 +24,16 @@ Used in the chapter `coverage-collapse`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rcakit import RcakitError
 from rcakit.fidelity import ActionMatch
 from rcakit.llm.cache import CachedProvider, cached
 from rcakit.llm.replay import ReplayChannel
 from rcakit.parallel import Runner
-from rcakit.rag.agent import ActingReader, Agent, LLMReader, Reader, Trace
+from rcakit.rag.agent import Agent
+from rcakit.rag.readers import Action, LLMReader, Reader
+from rcakit.rag.trace import Trace
 from rcakit.rag.world import Paragraph, Question, Relation
 
 
@@ -43,65 +45,52 @@ class Read:
     docs: tuple[Paragraph, ...]
     relation: Relation
     subject: str
-    action: tuple[str, str]
+    action: Action
 
 
+@dataclass
 class _Recorder:
-    """A reader that passes every call through to ``inner`` and keeps each read as a :class:`Read`."""
+    """A reader that asks ``inner`` and keeps each read as a :class:`Read` (one recorder per recorded run)."""
 
-    def __init__(self, inner: ActingReader) -> None:
-        self.inner = inner
-        self.reads: list[Read] = []
+    inner: Reader
+    reads: list[Read] = field(default_factory=list)
 
-    def read(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> str | None:
+    def act(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> Action:
         action = self.inner.act(docs, relation, subject, key)
         self.reads.append(Read(key, tuple(docs), relation, subject, action))
-        return self.inner.apply(key, action)
-
-    def reformulate(self, relation: Relation, subject: str, key: str) -> str:
-        return self.inner.reformulate(relation, subject, key)
+        return action
 
     def guess(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> str | None:
         return self.inner.guess(docs, relation, subject)
-
-    def heeds(self, docs: Sequence[Paragraph], key: str) -> bool:
-        return self.inner.heeds(docs, key)
 
     def mentions(self, sentence: str) -> list[str]:
         return self.inner.mentions(sentence)
 
 
-def _acting(reader: Reader) -> ActingReader:
-    """``reader`` as one whose reads split into ``act`` and ``apply`` (the rule and LLM readers): a replay
-    records and re-asks ``act``, so a reader without that split is refused here, before any read."""
-    if not isinstance(reader, ActingReader):
-        raise RcakitError(f"replay: the reader {type(reader).__name__} has no act and apply to record and replay")
-    return reader
-
-
 def record_reads(agent: Agent, question: Question) -> tuple[Trace, tuple[Read, ...]]:
     """Run ``question`` with ``agent`` and keep every read its reader made, in order."""
-    recorder = _Recorder(_acting(agent.reader))
-    recording = agent.with_reader(recorder)
-    return recording.run(question), tuple(recorder.reads)
+    recorder = _Recorder(agent.reader)
+    return agent.with_reader(recorder).run(question), tuple(recorder.reads)
 
 
-def replay_reads(reader: ActingReader, reads: Sequence[Read]) -> ActionMatch:
+def replay_reads(reader: Reader, reads: Sequence[Read]) -> ActionMatch:
     """Ask ``reader`` each recorded read again, from its recorded inputs and key (so its seed)."""
     replayed = tuple(reader.act(r.docs, r.relation, r.subject, r.key) for r in reads)
     return ActionMatch(tuple(range(len(reads))), tuple(r.action for r in reads), replayed)
 
 
-def replay_reader(reader: ActingReader) -> ActingReader:
-    """The reader a replay asks: the rule reader itself, or the LLM reader with its model behind a
-    :class:`ReplayChannel` (same model, same seeds, its own cache entries)."""
+def replay_reader(reader: Reader) -> Reader:
+    """The reader a replay asks: the reader itself (the rule reader's draws are keyed by the read), or the
+    LLM reader with its model behind a :class:`ReplayChannel` (same model, same seeds, its own cache entries)."""
     if not isinstance(reader, LLMReader):
         return reader
     chat = reader.chat
     if not isinstance(chat, CachedProvider):
         raise RcakitError("replay: the LLM reader's chat is not behind rcakit.llm.cached; a replay needs its cache")
     channel = cached(ReplayChannel(chat.provider), cache=chat.cache)
-    return LLMReader(channel, reader.fallback, reader.seed, reader.max_doc_chars, reader.max_tokens)
+    return LLMReader(
+        channel, reader.fallback, reader.seed, max_doc_chars=reader.max_doc_chars, max_tokens=reader.max_tokens
+    )
 
 
 @dataclass
@@ -109,7 +98,7 @@ class ReplayQuestion:
     """``work(question)``: record the question's clean run and replay its reads with ``replayer``."""
 
     agent: Agent
-    replayer: ActingReader
+    replayer: Reader
 
     def __call__(self, question: Question) -> ActionMatch:
         return replay_reads(self.replayer, record_reads(self.agent, question)[1])
@@ -118,7 +107,7 @@ class ReplayQuestion:
 def agent_action_match(
     agent: Agent,
     questions: Sequence[Question],
-    replayer: ActingReader | None = None,
+    replayer: Reader | None = None,
     runner: Runner | None = None,
 ) -> ActionMatch:
     """Record each question's clean run and replay all its reads with ``replayer`` (by default
@@ -126,7 +115,7 @@ def agent_action_match(
     ``runner`` (``rcakit.parallel.Runner``, serial by default) runs the questions."""
     if not questions:
         raise RcakitError("replay: no question to replay")
-    replayer = replay_reader(_acting(agent.reader)) if replayer is None else replayer
+    replayer = replay_reader(agent.reader) if replayer is None else replayer
     matches = (runner or Runner()).run([(q.id, q) for q in questions], ReplayQuestion(agent, replayer))
     pooled = sum(matches[1:], matches[0])
     return ActionMatch(tuple(range(pooled.n)), pooled.recorded, pooled.replayed)

@@ -17,7 +17,10 @@ per-term Okapi weights are laid out once in a sparse term-by-document matrix
 loop over documents. ``scores`` equals ``BM25Okapi.get_scores`` (tested).
 Results are cached per (query, k): sweeps re-issue the same clean queries;
 the cache is thread-safe, and a pickled retriever (to a Dask worker) starts
-with an empty one.
+with an empty one. These caches (the search results, the per-question
+indexes of ``Corpora``) are the only state here, and no result depends on
+them: they only save work that concurrent cases would otherwise repeat, so
+they keep their lock and their pickling hooks, which leave a cache behind.
 
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """

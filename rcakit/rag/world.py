@@ -1,17 +1,19 @@
 """A seeded synthetic multi-hop world that stands in for MuSiQue / HotpotQA.
 
-The ``World``, ``Question`` and ``HopGold`` objects here are also what
-``rcakit.rag.musique`` builds from MuSiQue's own decompositions, so the agent,
-interventions, diagnosers and scoring run unchanged on either world.
+The ``World``, ``Question``, ``HopGold`` and ``Paragraph`` objects here (and
+``rcakit.rag.relations.Relation``) are also what ``rcakit.rag.musique``
+builds from MuSiQue's own decompositions, so the agent, interventions,
+diagnosers and scoring run unchanged on either world.
 
-Fictional entities of six types are linked by relations; every entity has one
-paragraph that states its facts in varied templates, next to filler sentences
-with years and numbers, and a share of "mention" paragraphs adds token-sharing
-noise. Names are drawn from small token pools, so many entities share name
-tokens with others (the distractors that make BM25 imperfect). Questions walk
-2-4 relations from a start entity; each hop's gold fact and supporting
-paragraph are known exactly (the certification the paper gets by construction
-of its injections, AgenticRAG-FP §4).
+Fictional entities of six types (``rcakit.rag.entities``) are linked by the
+relations of ``rcakit.rag.relations``; every entity has one paragraph that
+states its facts in varied templates, next to filler sentences with years and
+numbers, and a share of "mention" paragraphs adds token-sharing noise. Names
+are drawn from small token pools, so many entities share name tokens with
+others (the distractors that make BM25 imperfect). Questions walk 2-4
+relations from a start entity; each hop's gold fact and supporting paragraph
+are known exactly (the certification the paper gets by construction of its
+injections, AgenticRAG-FP §4).
 
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
@@ -23,204 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rcakit import RcakitError
+from rcakit.rag.entities import TYPE_COUNTS, draw_entities, draw_lookalikes
+from rcakit.rag.relations import RELATIONS, Relation
 from rcakit.rag.text import tokens
 
-
-@dataclass(frozen=True)
-class Relation:
-    """A relation: subject and object types, its noun phrase, cue words and sentence templates."""
-
-    name: str
-    subject_type: str
-    object_type: str
-    phrase: str  # "the director of {}"
-    cue: str  # regex fragment a sentence stating the relation contains
-    templates: tuple[str, ...]  # with {s} subject, {o} object, {p} pronoun, {y} year
-    ask: str = ""  # the sub-question with {} for the subject; empty: "what is <phrase>?"
-
-    def sub_question(self, subject: str) -> str:
-        """The hop's sub-question for ``subject``, as a reader is asked it."""
-        return self.ask.format(subject) if self.ask else f"what is {self.phrase.format(subject)}?"
-
-
-RELATIONS = {
-    r.name: r
-    for r in [
-        Relation(
-            "directed_by",
-            "film",
-            "person",
-            "the director of {}",
-            r"direct",
-            (
-                "{s} was directed by {o} and premiered in {y}.",
-                "{o} directed {s} on a modest budget.",
-                "The film's director was {o}.",
-            ),
-        ),
-        Relation(
-            "produced_by",
-            "film",
-            "company",
-            "the studio that produced {}",
-            r"produc",
-            ("{s} was produced by {o}.", "Production of {s} was handled by {o} in {y}.", "{o} produced the picture."),
-        ),
-        Relation(
-            "born_in",
-            "person",
-            "city",
-            "the birthplace of {}",
-            r"\bborn\b",
-            (
-                "{s} was born in {o} in {y}.",
-                "Born in {o}, {p} moved abroad at the age of 19.",
-                "{p_cap} was born and raised in {o}.",
-            ),
-        ),
-        Relation(
-            "educated_at",
-            "person",
-            "university",
-            "the university attended by {}",
-            r"studied|graduated",
-            ("{s} studied at {o}.", "{p_cap} graduated from {o} in {y}.", "After school, {s} studied law at {o}."),
-        ),
-        Relation(
-            "founded_by",
-            "company",
-            "person",
-            "the founder of {}",
-            r"founded|established",
-            ("{s} was founded by {o} in {y}.", "{o} established {s} in {y}.", "The company was founded by {o}."),
-        ),
-        Relation(
-            "headquartered_in",
-            "company",
-            "city",
-            "the headquarters city of {}",
-            r"headquarter|offices",
-            (
-                "{s} is headquartered in {o}.",
-                "The main offices of {s} are in {o}.",
-                "Its headquarters moved to {o} in {y}.",
-            ),
-        ),
-        Relation(
-            "located_in",
-            "university",
-            "city",
-            "the city where {} is located",
-            r"located|campus",
-            ("{s} is located in {o}.", "The campus of {s} lies in {o}.", "Its main campus is located in {o}."),
-        ),
-        Relation(
-            "in_country",
-            "city",
-            "country",
-            "the country of {}",
-            r"city in|part of|province",
-            (
-                "{s} is a city in {o}.",
-                "Administratively, {s} is part of {o}.",
-                "{s} is a province capital and a city in {o}.",
-            ),
-        ),
-    ]
-}
-
-TYPE_COUNTS = {"person": 0.36, "film": 0.22, "company": 0.13, "university": 0.08, "city": 0.17, "country": 0.04}
-
-_ROOTS = (
-    "Vel",
-    "Kar",
-    "Ost",
-    "Mira",
-    "Tan",
-    "Bel",
-    "Dor",
-    "Esk",
-    "Lum",
-    "Quar",
-    "Ren",
-    "Sal",
-    "Tor",
-    "Ul",
-    "Var",
-    "Wen",
-    "Ys",
-    "Zar",
-    "Hal",
-    "Jun",
-    "Kel",
-    "Nor",
-    "Pel",
-    "Riv",
-)
-_ENDS = ("ane", "ith", "ora", "und", "ess", "ark", "ion", "ova", "ell", "ada", "urn", "ix")
-_FIRST = (
-    "Ada",
-    "Bram",
-    "Cora",
-    "Dane",
-    "Elin",
-    "Farid",
-    "Greta",
-    "Hugo",
-    "Ines",
-    "Jonas",
-    "Kira",
-    "Lev",
-    "Mara",
-    "Niko",
-    "Olga",
-    "Pavel",
-    "Rosa",
-    "Sven",
-    "Tia",
-    "Umar",
-    "Vera",
-    "Wim",
-    "Yara",
-    "Zeno",
-)
-_ADJ = (
-    "Silver",
-    "Quiet",
-    "Last",
-    "Broken",
-    "Golden",
-    "Hidden",
-    "Northern",
-    "Crimson",
-    "Endless",
-    "Paper",
-    "Distant",
-    "Iron",
-    "Glass",
-    "Burning",
-    "Hollow",
-    "Winter",
-)
-_NOUN = (
-    "Harbor",
-    "Garden",
-    "River",
-    "Crown",
-    "Signal",
-    "Orchard",
-    "Bridge",
-    "Mirror",
-    "Letter",
-    "Season",
-    "Tower",
-    "Voyage",
-    "Lantern",
-    "Circle",
-    "Frontier",
-    "Echo",
-)
-_FIRM = ("Pictures", "Industries", "Systems", "Holdings", "Works", "Studios", "Group", "Labs")
 _JOBS = ("painter", "engineer", "novelist", "economist", "composer", "architect", "journalist", "chemist")
 
 
@@ -282,48 +90,6 @@ class World:
         if q.id not in self.contexts:
             raise RcakitError(f"world: question {q.id} has no paragraphs of its own")
         return [self.corpus[i] for i in self.contexts[q.id]]
-
-
-def _name(kind: str, rng: random.Random) -> str:
-    root = lambda: rng.choice(_ROOTS) + rng.choice(_ENDS)  # noqa: E731
-    if kind == "person":
-        return f"{rng.choice(_FIRST)} {root()}"
-    if kind == "film":
-        return rng.choice([f"The {rng.choice(_ADJ)} {rng.choice(_NOUN)}", f"{rng.choice(_ADJ)} {rng.choice(_NOUN)}s"])
-    if kind == "company":
-        return f"{root()} {rng.choice(_FIRM)}"
-    if kind == "university":
-        return rng.choice([f"University of {root()}", f"{root()} Institute"])
-    if kind == "city":
-        return rng.choice([root(), f"Port {root()}", f"{root()} Falls", f"New {root()}"])
-    return rng.choice([f"{root()}ia", f"Republic of {root()}", f"{root()}land"])
-
-
-def _entities(n_entities: int, rng: random.Random) -> dict[str, str]:
-    types: dict[str, str] = {}
-    for kind, share in TYPE_COUNTS.items():
-        target, tries = max(3, round(share * n_entities)), 0
-        while sum(t == kind for t in types.values()) < target and tries < 50 * target:
-            tries += 1
-            name = _name(kind, rng)
-            types.setdefault(name, kind)
-    return types
-
-
-_VARIANT = {
-    "person": "Jr",
-    "film": "Returns",
-    "company": "International",
-    "university": "Annex",
-    "city": "Heights",
-    "country": "Territories",
-}
-
-
-def _distractors(types: dict[str, str], rate: float, rng: random.Random) -> dict[str, str]:
-    """``name -> original`` for look-alike entities whose names contain every token of an original."""
-    chosen = [n for n in sorted(types) if rng.random() < rate]
-    return {f"{n} {_VARIANT[types[n]]}": n for n in chosen if f"{n} {_VARIANT[types[n]]}" not in types}
 
 
 def _facts(types: dict[str, str], rng: random.Random) -> dict[str, dict[str, str]]:
@@ -459,6 +225,7 @@ def question_context(q: Question, corpus: list[Paragraph], vocab: list[frozenset
 
 def build_world(
     seed: int,
+    *,
     n_entities: int = 2400,
     n_questions: int = 120,
     hops: int = 3,
@@ -482,8 +249,8 @@ def build_world(
     if not 0.0 <= distractor_rate <= 1.0:
         raise RcakitError(f"distractor_rate: expected a share in [0, 1], got {distractor_rate}")
     rng = random.Random(f"world:{seed}")
-    types = _entities(n_entities, rng)
-    lookalikes = _distractors(types, distractor_rate, rng)
+    types = draw_entities(n_entities, rng)
+    lookalikes = draw_lookalikes(types, distractor_rate, rng)
     types.update({n: types[orig] for n, orig in lookalikes.items()})
     facts = _facts(types, rng)
     names = sorted(types)
