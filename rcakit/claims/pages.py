@@ -30,7 +30,6 @@ from rcakit.claims.summary import (
     section_anchor,
 )
 from rcakit.claims.verdicts import paper_text, workbench_text
-from rcakit.plotting import VERDICT_COLOURS, tint
 from rcakit.tables import DASH, format_value
 
 COLUMNS = ["kind", "claim", "verdict", "paper", "workbench", "rule", "source"]
@@ -45,6 +44,8 @@ def chapter_link(chapter_id: str, title: str | None = None) -> str:
 
 def verdict_badge(verdict: str) -> str:
     """The verdict as a label tinted with its palette colour (inline style, so it needs no stylesheet)."""
+    from rcakit.plotting import VERDICT_COLOURS, tint  # the figures' palette; matplotlib only when a page is drawn
+
     base = VERDICT_COLOURS.get(verdict)
     style = f"background:{tint(base)};color:#1f2937;border-left:0.3em solid {base};" if base else ""
     return f'<span class="verdict-badge" style="{style}{_BADGE}">{html.escape(verdict)}</span>'
