@@ -29,7 +29,7 @@ from pathlib import Path
 from rcakit import chapters
 from rcakit.llm.testing import FakeOllamaServer
 from rcakit.rag import build_world, experiments
-from rcakit.rag.world import RELATIONS
+from rcakit.rag.relations import RELATIONS
 from rcakit.results import to_jsonable
 
 LATENCY = 0.1  # seconds per model call

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 from rcakit.rag import protocol
-from rcakit.rag.agent import Agent, RuleReader
+from rcakit.rag.agent import Agent
 from rcakit.rag.experiments import EARLIER_PROTOCOL
+from rcakit.rag.readers import RuleReader
 from rcakit.rag.retrieval import Corpora, Retriever
 from rcakit.rag.text import tokens
 from rcakit.rag.world import build_world

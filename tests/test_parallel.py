@@ -39,7 +39,7 @@ from rcakit.parallel import (
     run_cases,
 )
 from rcakit.rag import build_world
-from rcakit.rag.world import RELATIONS
+from rcakit.rag.relations import RELATIONS
 from rcakit.results import to_jsonable
 from rcakit.store import CaseStore
 

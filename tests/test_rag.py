@@ -28,9 +28,10 @@ from rcakit.rag.interventions import (
     perturb_number,
     span_present,
 )
+from rcakit.rag.relations import RELATIONS
 from rcakit.rag.retrieval import Corpora, Retriever
 from rcakit.rag.text import tokens
-from rcakit.rag.world import RELATIONS, Paragraph, build_world
+from rcakit.rag.world import Paragraph, build_world
 
 
 @pytest.fixture(scope="module")
@@ -137,10 +138,10 @@ def test_reader_needs_the_subject_paragraph_and_the_right_type(lab):
     para = lab.world.corpus[gold.paragraph_id]
     rel = RELATIONS[gold.relation]
     quiet = RuleReader(lab.world, 0.0, 0)
-    assert quiet.read([para], rel, gold.subject, "k") == gold.object
-    assert quiet.read([para], rel, "Somebody Else", "k") is None  # title must be the subject
+    assert quiet.act([para], rel, gold.subject, "k").answer == gold.object
+    assert quiet.act([para], rel, "Somebody Else", "k").answer is None  # title must be the subject
     deaf = RuleReader(lab.world, 1.0, 0)
-    assert deaf.read([para], rel, gold.subject, "k") is None and deaf.guess([para], rel, "x") == gold.object
+    assert deaf.act([para], rel, gold.subject, "k").answer is None and deaf.guess([para], rel, "x") == gold.object
     with pytest.raises(RcakitError, match="reading_noise"):
         RuleReader(lab.world, 1.5, 0)
 

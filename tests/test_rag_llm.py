@@ -22,10 +22,10 @@ from rcakit.rag import Agent, AgentSettings, LLMReader, metrics
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import llm_methods as M
 from rcakit.rag import protocol as P
-from rcakit.rag.agent import rule_reformulation
 from rcakit.rag.experiments.accuracy import accuracy_table, judge_section
 from rcakit.rag.interventions import inject
-from rcakit.rag.world import RELATIONS
+from rcakit.rag.readers import rule_reformulation
+from rcakit.rag.relations import RELATIONS
 
 VERDICT = json.dumps({"stage": "retrieval", "hop": 2})
 

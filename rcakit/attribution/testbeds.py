@@ -41,9 +41,9 @@ import numpy as np
 
 from rcakit import RcakitError
 from rcakit.attribution.oracle import FailedCase, Oracle, ReplayMemo
-from rcakit.rag.agent import Trace
 from rcakit.rag.interventions import CONTENT, STRUCTURAL, corrupt_content, inject
 from rcakit.rag.protocol import Lab, build_lab, eligible
+from rcakit.rag.trace import Trace
 from rcakit.repair.benchmark import controlled_dag_benchmark
 from rcakit.repair.graph import Case
 from rcakit.repair.oracle import ReplayOracle, replay

@@ -30,13 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
-from rcakit.rag.readers import ABSTAIN, Action, LLMReader, Reader, RuleReader, rule_reformulation
+from rcakit.rag.readers import ABSTAIN, Action, Reader, rule_reformulation
 from rcakit.rag.retrieval import Corpora
 from rcakit.rag.trace import Hop, Trace, pooled, tokens_read
 from rcakit.rag.world import Paragraph, Question, Relation, World
 
-# Re-exported for callers that import them from here (tests/test_rag*.py, rcakit.attribution.testbeds).
-__all__ = ["Agent", "AgentSettings", "Hop", "LLMReader", "RuleReader", "Trace", "rule_reformulation", "tokens_read"]
+__all__ = ["Agent", "AgentSettings"]
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rcakit import RcakitError
-from rcakit.rag.world import HopGold, Paragraph, Question, Relation, World
+from rcakit.rag.relations import Relation
+from rcakit.rag.world import HopGold, Paragraph, Question, World
 
 SYNTHETIC = "synthetic"
 NEVER = r"(?!)"  # a cue that matches no sentence: the rule reader reads nothing here

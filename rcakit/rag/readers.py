@@ -173,10 +173,6 @@ class RuleReader:
                 return Action("answer", obj)
         return NO_ACTION
 
-    def read(self, docs: Sequence[Paragraph], relation: Relation, subject: str, key: str) -> str | None:
-        """The name this read gives, or ``None`` (a miss or an abstention): ``act(...).answer``."""
-        return self.act(docs, relation, subject, key).answer
-
     def guess(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> str | None:
         for _, sentence in self._statements(docs, relation):
             if obj := self._object(sentence, relation, subject):
