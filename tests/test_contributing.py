@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import jupytext
+import nbformat
 import pytest
 
 from rcakit import chapters
@@ -97,3 +98,51 @@ def test_every_subpackage_lists_its_exports():
             if isinstance(t, ast.Name)
         }
         assert "__all__" in names, f"{init}: no __all__"
+
+
+def _chapter_code(cells: list) -> list[ast.Module]:
+    """The parsed code cells of a chapter outside its exercises' solutions."""
+    solutions = _in_solution(cells)
+    return [ast.parse(c.source) for i, c in enumerate(cells) if c.cell_type == "code" and i not in solutions]
+
+
+def _called(node: ast.Call) -> str:
+    """The called name as written: ``glue``, ``prose.glue_all``, ``sections.collect``."""
+    return ast.unparse(node.func)
+
+
+def hand_built_numbers(cells: list) -> list[str]:
+    """What in a chapter's code builds results or prose numbers by hand, one line each (empty: none)."""
+    found, collected = [], set()
+    trees = _chapter_code(cells)
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if _called(node.value).endswith("sections.collect") or _called(node.value) == "collect":
+                collected.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _called(node)
+        if name in ("glue", "myst_nb.glue") or name.endswith("glue_all"):
+            found.append(f"glues a value by hand: {ast.unparse(node)[:80]}")
+        if name.endswith("results.record"):
+            numbers = node.args[1] if len(node.args) > 1 else None
+            is_collect = isinstance(numbers, ast.Call) and _called(numbers).endswith("collect")
+            if not (is_collect or (isinstance(numbers, ast.Name) and numbers.id in collected)):
+                found.append(f"records numbers not collected from its sections: {ast.unparse(node)[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("chapter_id", PAPER_PAGES)
+def test_a_chapter_glues_and_records_only_what_its_sections_return(chapter_id):
+    """Issue 23: facts come from ``Section.glue()``, results from ``sections.collect(...)``, never a hand-built dict."""
+    assert hand_built_numbers(_cells(chapter_id)) == []
+
+
+def test_the_hand_built_check_finds_a_hand_built_dict():
+    """The check above fails on a chapter that glues and records a dict it built itself, and passes sections."""
+    hand = nbformat.v4.new_code_cell('prose.glue_all({"x": 1})\nresults.record("c", {"x": 1}, params)')
+    found = hand_built_numbers([hand])
+    assert len(found) == 2 and "glues a value by hand" in found[0] and "not collected" in found[1]
+    shaped = nbformat.v4.new_code_cell('main.glue()\nnumbers = sections.collect(main)\nresults.record("c", numbers, p)')
+    assert hand_built_numbers([shaped]) == []
