@@ -20,17 +20,14 @@ runs them.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from rcakit import book as html_book
 from rcakit import chapters, runner
-from rcakit.paths import project_root
-
-BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib", "api.md", "bibliography.md")
 
 
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -47,10 +44,7 @@ def scratch_book(tmp: Path) -> dict[str, str]:
     """A scratch book with the project's book files; the environment that points rcakit at it."""
     book = tmp / "book"
     book.mkdir()
-    for name in BOOK_FILES:
-        shutil.copy(project_root() / "book" / name, book / name)
-    if (project_root() / "book" / "_static").is_dir():
-        shutil.copytree(project_root() / "book" / "_static", book / "_static")
+    html_book.copy_sources(book)
     return {
         "RCAKIT_BOOK_DIR": str(book),
         "RCAKIT_RESULTS_DIR": str(tmp / "results"),
@@ -70,7 +64,7 @@ def main() -> None:
             runner.run_chapter(cid, quick=quick, show_progress=False)
             pages[cid] = time.perf_counter() - start
         start = time.perf_counter()
-        runner.build_book()
+        html_book.build()
         cold = sum(pages.values()) + time.perf_counter() - start
         values = ["--quick"] if quick else ["--defaults"]
         warm, log = timed(["book", *values], {**os.environ, **env})

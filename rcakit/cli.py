@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 
-from rcakit import RcakitError, chapters, runner, staging
+from rcakit import RcakitError, book, chapters, runner, staging
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,7 +94,7 @@ def _book(args: argparse.Namespace) -> None:
 def _build(args: argparse.Namespace) -> None:
     for failed in runner.failed_notebooks():
         _say(f"rcakit: note: the latest run of {failed.stem} failed (see {failed}); its page shows the last good run")
-    print(runner.build_book())
+    print(book.build())
 
 
 def _on_terminal() -> bool:
@@ -130,13 +130,13 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quick", action="store_true", help="start from the chapter's quick values")
     run.set_defaults(func=_run)
-    book = sub.add_parser("book", help="run the chapters that are missing or stale, then build the HTML")
-    values = book.add_mutually_exclusive_group()
+    book_parser = sub.add_parser("book", help="run the chapters that are missing or stale, then build the HTML")
+    values = book_parser.add_mutually_exclusive_group()
     values.add_argument("--defaults", action="store_true", help="run every chapter at its default parameters")
     values.add_argument("--quick", action="store_true", help="run every chapter at its quick values")
-    book.add_argument("--no-build", action="store_true", help="run the chapters only")
-    book.add_argument("--no-run", dest="no_run", action="store_true", help="only build (same as rcakit build)")
-    book.set_defaults(func=lambda a: _build(a) if a.no_run else _book(a))
+    book_parser.add_argument("--no-build", action="store_true", help="run the chapters only")
+    book_parser.add_argument("--no-run", dest="no_run", action="store_true", help="only build (same as rcakit build)")
+    book_parser.set_defaults(func=lambda a: _build(a) if a.no_run else _book(a))
     sub.add_parser("build", help="build the HTML from the executed chapters present").set_defaults(func=_build)
     val = sub.add_parser("validate", help="check LongRCA records or Who&When logs (file or folder)")
     val.add_argument("path")

@@ -13,7 +13,7 @@ facts the prose quotes.
 - exact Shapley values of the AND and OR games and runs of CAR §5
   (:func:`shapley_section`);
 - GCJR's minimal repair family on a four-event DAG with an AND or an OR join,
-  and its replay count r(1 + m + |P|) (:func:`four_event_repairs`, :func:`repair_section`);
+  and its replay count :math:`r(1 + m + |P|)` (:func:`four_event_repairs`, :func:`repair_section`);
 - the coverage rule of AgenticRAG-FP on a three-hop trace with a false
   premise at hop 3 (:func:`false_premise_trace`, :func:`coverage_section`).
 
@@ -174,10 +174,10 @@ def four_event_repairs(r: int, seed: int) -> FourEventRepairs:
 
 
 def repair_section(repairs: FourEventRepairs, r: int) -> Section:
-    """Per join: the true family, GCJR's family, its replays and r(1 + m + |P|) with m = 3 (GCJR §Methodology).
+    """Per join: the true family, GCJR's family, its replays and :math:`r(1 + m + |P|)` with m = 3 (GCJR §Methodology).
 
     The AND case has one admissible pair; in the OR case the pair contains a
-    successful singleton and is pruned, so |P| = 0.
+    successful singleton and is pruned, so :math:`|P| = 0`.
     """
     cases, found, oracles = repairs.cases, repairs.found, repairs.oracles
     closed = {"AND": r * (1 + 3 + 1), "OR": r * (1 + 3)}
@@ -218,7 +218,10 @@ def false_premise_trace(rag_questions: int, seed: int) -> FalsePremiseTrace:
 
 
 def hop_overlaps(trace: Trace) -> pd.DataFrame:
-    """Per hop: the bridge entity read, J(a, D_h) and the bound |a| / |D_h| (AgenticRAG-FP §4, coverage)."""
+    """Per hop: the bridge entity read, :math:`J(a, D_h)` and the bound :math:`|a| / |D_h|`.
+
+    AgenticRAG-FP §4 (the coverage diagnoser's overlap).
+    """
     texts = {h.index: " ".join(d.text for d in h.docs) for h in trace.hops}
     answer_size = len(set(tokens(trace.gold)))
     return pd.DataFrame(

@@ -1,4 +1,4 @@
-"""Execute chapters with papermill and build the book.
+"""Execute chapters with papermill (the book's build is :mod:`rcakit.book`).
 
 A chapter's MyST source is read with jupytext and handed to papermill as a
 notebook; the executed copy lands in ``book/chapters/<id with _>.ipynb`` with
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -355,29 +354,3 @@ def failed_notebooks(folder: Path | None = None) -> list[Path]:
         if not good.exists() or good.stat().st_mtime_ns <= path.stat().st_mtime_ns:
             newer.append(path)
     return newer
-
-
-def build_book(strict: bool = True) -> Path:
-    """Build the HTML with Jupyter Book 1 from the executed chapters present.
-
-    A failed run's notebook sits in ``<book>/failed`` and is never published;
-    the page shows the chapter's last good run (``failed_notebooks`` names
-    the chapters whose latest run failed). ``strict`` passes ``-W -n --all``:
-    a clean build in which any warning (a missing chapter, a broken
-    reference) fails the build. A failed build is one ``ChapterFailed`` with
-    its cause (the full disk, say) and the build's last lines.
-    """
-    book = book_dir()
-    remove_stale(book / "chapters")
-    exe = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(exe), "build", str(book), "--builder", "html"]
-    if strict:
-        cmd += ["--all", "-W", "-n", "--keep-going"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        text = proc.stdout + proc.stderr
-        if "No space left on device" in text:
-            raise ChapterFailed(f"jupyter-book build failed: no space left on the device holding {book / '_build'}")
-        tail = "\n".join(line for line in text.strip().splitlines()[-40:] if "WARNING" in line or "rror" in line)
-        raise ChapterFailed(f"jupyter-book build failed:\n{tail or text.strip().splitlines()[-1]}")
-    return book / "_build" / "html" / "index.html"

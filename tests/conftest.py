@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rcakit import book as html_book
 from rcakit import chapters, runner
-from rcakit.paths import project_root
 
 FIXTURE_HASH_SEED = "0"
 KERNEL_FIXTURES = {"quick_book", "toy"}  # fixtures that execute pages in a kernel
@@ -18,9 +18,6 @@ def pytest_collection_modifyitems(items: list) -> None:
     for item in items:
         if KERNEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.chapters)
-
-
-BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib", "api.md", "bibliography.md")
 
 
 @pytest.fixture(scope="session")
@@ -40,12 +37,8 @@ def quick_book(tmp_path_factory) -> Path:
     os.environ.setdefault("RCAKIT_RESULTS_DIR", str(book / "results"))
     home = Path(os.environ.setdefault("RCAKIT_DATA_DIR", str(book / "data-home")))
     assert not home.exists() or not any(home.iterdir()), f"the quick book needs an empty data home, {home} is not"
-    for name in BOOK_FILES:
-        shutil.copy(project_root() / "book" / name, book / name)
-    if (project_root() / "book" / "_static").is_dir():
-        shutil.copytree(project_root() / "book" / "_static", book / "_static", dirs_exist_ok=True)
     shutil.rmtree(book / "chapters", ignore_errors=True)
     for cid in chapters.PAGES:
         runner.run_chapter(cid, quick=True, show_progress=False)
-    runner.build_book()
+    html_book.build()
     return book

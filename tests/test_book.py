@@ -4,13 +4,17 @@ book builds with warnings as errors. Also: the gate fails when it should."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
 
+import nbformat
 import pytest
 
+from rcakit import book as html_book
 from rcakit import chapters, claims, results, runner
+from rcakit.paths import project_root
 
 
 @pytest.mark.parametrize("chapter_id", [c for c in chapters.ORDER if c != "claims"])
@@ -86,15 +90,29 @@ def test_a_failing_chapter_fails_the_run(tmp_path, monkeypatch):
     assert proc.returncode == 1 and "planted failure" in proc.stderr
 
 
-def test_a_warning_fails_the_book_build(tmp_path, monkeypatch, quick_book):
+def test_a_scratch_book_gets_the_sources_and_a_warning_fails_the_build_by_name(tmp_path, monkeypatch, quick_book):
+    """A book folder holding only executed chapters builds with the project's configuration, and a broken
+    reference fails the strict build with an error that quotes the warning."""
     book = tmp_path / "book"
-    book.mkdir()
-    (book / "_config.yml").write_text((quick_book / "_config.yml").read_text())
-    (book / "intro.md").write_text("# Intro\n")
-    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: chapters/missing\n")
+    shutil.copytree(quick_book / "chapters", book / "chapters")
+    intro = book / "chapters" / "intro.ipynb"
+    notebook = nbformat.read(intro, as_version=4)
+    notebook.cells.append(nbformat.v4.new_markdown_cell("See {ref}`no-such-label`."))
+    nbformat.write(notebook, intro)
     monkeypatch.setenv("RCAKIT_BOOK_DIR", str(book))
-    with pytest.raises(runner.ChapterFailed, match="jupyter-book build failed"):
-        runner.build_book()
+    with pytest.raises(runner.ChapterFailed, match="no-such-label"):
+        html_book.build()
+    assert (book / "_toc.yml").read_bytes() == (project_root() / "book" / "_toc.yml").read_bytes()
+
+
+def test_a_failed_build_is_summarised_by_its_warnings_or_its_last_message(tmp_path):
+    many = "\n".join(f"/x/p.md:{i}: WARNING: w{i}" for i in range(15))
+    summary = html_book.failure_summary("Running\n" + many + "\nTraceback\n  File x\n", tmp_path)
+    assert summary.splitlines()[0].endswith("WARNING: w0") and summary.splitlines()[-1] == "... and 5 more"
+    rule = "\x1b[91m=====\x1b[0m"
+    boxed = f"Traceback\n  File 'x'\nRuntimeError:\n{rule}\n\nCouldn't find a Table of Contents\n{rule}\n"
+    assert html_book.failure_summary(boxed, tmp_path) == "Couldn't find a Table of Contents"
+    assert "no space left" in html_book.failure_summary("OSError: No space left on device", tmp_path)
 
 
 def test_a_page_without_its_data_shows_one_admonition_and_no_missing_numbers(quick_book):

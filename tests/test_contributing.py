@@ -81,6 +81,16 @@ def test_section_tags_name_a_parameter_of_the_chapter(chapter_id):
                 assert name in chapter.parameters, f"{chapter_id}: tag {tag!r} names no parameter"
 
 
+@pytest.mark.parametrize("chapter_id", chapters.PAGES)
+def test_an_optional_section_cell_holds_no_heading(chapter_id):
+    """A ``needs-``/``missing-`` markdown cell is dropped with its input: a heading inside it (a cell that ran on
+    past its section, for want of a ``+++``) would drop the next section's title and prose with it."""
+    for cell in _cells(chapter_id):
+        optional = any(tag.startswith(("needs-", "missing-")) for tag in cell.metadata.get("tags", []))
+        if optional and cell.cell_type == "markdown":
+            assert not re.search(r"^#{1,3} ", cell.source, re.M), f"{chapter_id}: a heading in {cell.source[:60]!r}"
+
+
 def test_notebook_sources_hold_no_outputs():
     for path in sorted((project_root() / "notebooks").glob("*.md")):
         assert '"outputs": [' not in path.read_text(encoding="utf-8"), path

@@ -1,0 +1,73 @@
+"""The HTML book: its sources in the book folder, and one strict Jupyter Book 1 build.
+
+The book folder is ``book/`` or ``$RCAKIT_BOOK_DIR``. A folder other than the
+project's gets the project's book sources (configuration, table of contents,
+references, API page, static files) copied in before each build, so a scratch
+book never builds with stale or missing configuration. The build is strict
+(``-W -n --all``): any warning, a broken reference or a glued value that
+cannot be formatted, fails it with one message that names the warnings.
+
+Used by ``rcakit book`` and ``rcakit build``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from rcakit.paths import book_dir, project_root
+from rcakit.runner import ChapterFailed, chapters_dir, remove_stale
+
+SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api.md", "bibliography.md", "_static")
+SHOWN_WARNINGS = 10  # warnings quoted in the error of a failed build
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def copy_sources(book: Path) -> None:
+    """Copy the project's book sources into ``book`` when it is another folder (``$RCAKIT_BOOK_DIR``)."""
+    source = project_root() / "book"
+    if book.resolve() == source.resolve():
+        return
+    book.mkdir(parents=True, exist_ok=True)
+    for name in SOURCES:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, book / name, dirs_exist_ok=True)
+        elif (source / name).exists():
+            shutil.copy(source / name, book / name)
+
+
+def build(strict: bool = True) -> Path:
+    """Build the HTML from the executed chapters present; the path of its ``index.html``.
+
+    A failed run's notebook sits in ``<book>/failed`` and is never published
+    (``rcakit.runner.failed_notebooks`` names them). ``strict`` passes ``-W -n
+    --all --keep-going``: a clean build in which any warning fails. A failed
+    build is one :class:`~rcakit.runner.ChapterFailed` naming its warnings (or
+    its last message, or a full disk).
+    """
+    book = book_dir()
+    copy_sources(book)
+    remove_stale(chapters_dir())
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(book), "--builder", "html"]
+    if strict:
+        cmd += ["--all", "-W", "-n", "--keep-going"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ChapterFailed(f"jupyter-book build failed:\n{failure_summary(proc.stdout + proc.stderr, book)}")
+    return book / "_build" / "html" / "index.html"
+
+
+def failure_summary(output: str, book: Path) -> str:
+    """What a reader needs from a failed build's output: its warnings, else its last message."""
+    if "No space left on device" in output:
+        return f"no space left on the device holding {book / '_build'}"
+    lines = [_ANSI.sub("", line).strip() for line in output.splitlines()]
+    warnings = [line for line in lines if "WARNING" in line or "ERROR" in line]
+    if warnings:
+        more = len(warnings) - SHOWN_WARNINGS
+        return "\n".join(warnings[:SHOWN_WARNINGS] + ([f"... and {more} more"] if more > 0 else []))
+    message = [line for line in lines if line and not set(line) <= set("=") and not line.startswith(("File ", "^"))]
+    return message[-1] if message else "no output"
