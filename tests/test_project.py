@@ -1,7 +1,12 @@
 """The project around the package: environment.yml, the lint gate, compare_results, the API page."""
 
+import ast
 import json
 from pathlib import Path
+
+import networkx as nx
+
+from rcakit.paths import project_root
 
 LINT = Path(__file__).parents[1] / "scripts" / "lint.py"
 
@@ -124,3 +129,42 @@ def test_api_page_lists_every_public_module_and_is_up_to_date():
 
     for module in pkgutil.iter_modules(rcakit.__path__):  # a new module cannot go undocumented
         assert f".. automodule:: rcakit.{module.name}\n" in page, module.name
+
+
+def import_graph(package: Path) -> nx.DiGraph:
+    """Module -> rcakit module it imports (anywhere in the file, functions included), read from the source.
+
+    An import of a subpackage's ``__init__`` by one of its own modules is left out: it is how a module reaches
+    its siblings' re-exports, never a dependency of the package on itself.
+    """
+
+    def name(path: Path) -> str:
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name(p): p for p in package.rglob("*.py")}
+    graph = nx.DiGraph()
+    for module, path in modules.items():
+        graph.add_node(module)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules:
+                targets = [
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                    for a in node.names
+                ]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name in modules]
+            graph.add_edges_from((module, t) for t in targets if not module.startswith(t + "."))
+    return graph
+
+
+def test_the_package_has_no_import_circle(tmp_path):
+    """Layers run one way: no module reaches, through any chain of imports, back to itself."""
+    assert list(nx.simple_cycles(import_graph(project_root() / "rcakit"))) == []
+    planted = tmp_path / "pkg"
+    planted.mkdir()
+    (planted / "__init__.py").write_text("")
+    (planted / "a.py").write_text("from pkg.b import f\n")
+    (planted / "b.py").write_text("def f():\n    from pkg import a\n")
+    assert [sorted(c) for c in nx.simple_cycles(import_graph(planted))] == [["pkg.a", "pkg.b"]]
