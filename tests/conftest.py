@@ -10,7 +10,7 @@ from rcakit import book as html_book
 from rcakit import chapters, runner
 
 FIXTURE_HASH_SEED = "0"
-KERNEL_FIXTURES = {"quick_book", "toy"}  # fixtures that execute pages in a kernel
+KERNEL_FIXTURES = {"quick_book", "toy", "at_q_half"}  # fixtures that execute pages in a kernel
 
 
 def pytest_collection_modifyitems(items: list) -> None:

@@ -232,6 +232,7 @@ def test_cli_refuses_musique_without_the_llm_agent_before_any_work(tmp_path):
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
 
+@pytest.mark.chapters
 def test_coverage_collapse_runs_end_to_end_on_the_fixture_against_the_fake_server(world, tmp_path):
     results = tmp_path / "results"
     with FakeOllamaServer(reader_model(world[0])) as server:

@@ -88,6 +88,7 @@ def test_primer_is_first_and_validates_its_parameters():
         chapters.validate("primer", {"q": 1.5})
 
 
+@pytest.mark.chapters
 def test_a_broken_do_operation_fails_the_primer_run(tmp_path, monkeypatch):
     """Forcing the action is replaced by resampling it in the package the kernel imports: the asserted identity
     claim stops the run, and no results are written."""
