@@ -569,26 +569,13 @@ def test_attribution_metrics_on_hand_made_cases():
 
 
 def test_branch_counts_and_accuracies_on_hand_made_cases():
-    def case(qid, depth, hop, branch, kind="stale_evidence", n_hops=3):
-        return {
-            "qid": qid,
-            "depth": depth,
-            "kind": kind,
-            "true_stage": "retrieval",
-            "skipped": False,
-            "correct": False,
-            "n_hops": n_hops,
-            "fact_in_trace": qid == "a",
-            "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch], "coverage": ["retrieval", 1, 0, "none"]},
-        }
-
     cases = pd.DataFrame(
         [
-            case("a", 2, 2, "flip"),
-            case("b", 2, 3, "flip"),
-            case("c", 2, 2, "continue", "early_termination", 1),
-            case("d", 2, 2, "fallback"),
-            case("e", 2, 0, "none"),
+            structural_row("a", 2, 2, "flip", fact_in_trace=True),
+            structural_row("b", 2, 3, "flip"),
+            structural_row("c", 2, 2, "continue", "early_termination", 1),
+            structural_row("d", 2, 2, "fallback"),
+            structural_row("e", 2, 0, "none"),
         ]
     )
     out = M.attribution(cases, [2])
