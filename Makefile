@@ -1,7 +1,7 @@
 # rcakit: the README's commands.
 #   make book   run every chapter with its default parameters and build the HTML
 #   make test   the lint gate, unit tests, every chapter with its quick parameters, strict nbval, book build -W
-#   make unit   the unit tests alone (no chapter runs)
+#   make unit   the unit tests alone (no chapter runs, no test marked slow)
 #   make build  the HTML from the executed pages present (keeps reruns)
 #   make lint   ruff over rcakit, tests, benchmarks, scripts and the chapters' code (scripts/lint.py)
 #   make lab    JupyterLab with jupytext: the MyST chapters open as notebooks
@@ -64,9 +64,9 @@ test: install-dev install-browser
 seeds: install-dev
 	$(PY) -m pytest tests/test_seeds.py -m seeds -v -p no:cacheprovider
 
-# The unit tests alone: no chapter runs, no book (the fast inner loop).
+# The unit tests alone: no chapter runs, no book, no process, server or cluster tests (the fast inner loop).
 unit: install-dev
-	$(PY) -m pytest tests -m "not chapters and not seeds" -q
+	$(PY) -m pytest tests -m "not chapters and not seeds and not slow" -q
 
 lab: $(PY)
 	$(PY) -m pip install -q -e ".[lab]"

@@ -231,6 +231,7 @@ def one_rag_case():
     return {"rag_hops": tb.rag_testbed(0, 1)[:1]}
 
 
+@pytest.mark.slow
 def test_a_sleeping_method_is_stopped_by_the_time_limit_naming_method_and_case(plugins, one_rag_case):
     [case] = one_rag_case["rag_hops"]
     start = time.monotonic()

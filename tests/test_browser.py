@@ -288,6 +288,7 @@ CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main s
 <div class="cell_output"><pre>no warnings here</pre></div></main></body></html>"""
 
 
+@pytest.mark.slow
 def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     context, _ = offline
     bad = tmp_path / "bad.html"

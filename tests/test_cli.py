@@ -28,6 +28,7 @@ def rcakit(*args):
         (["frobnicate"], "invalid choice"),
     ],
 )
+@pytest.mark.slow
 def test_user_errors_are_one_line_and_status_2(args, message):
     proc = rcakit(*args)
     assert proc.returncode == 2, proc.stderr

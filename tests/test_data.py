@@ -190,6 +190,7 @@ def test_a_404_is_one_line_with_the_status_and_the_file(home, monkeypatch, capsy
     assert f"who-and-when/{missing}" not in files_under(home)
 
 
+@pytest.mark.slow
 def test_an_unreachable_host_is_one_line_and_leaves_nothing(home, monkeypatch, capsys):
     url = closed_port_url()
     monkeypatch.setenv("RCAKIT_DATA_URL", url)
@@ -628,6 +629,7 @@ def test_data_path_of_an_unfetched_set_and_an_unknown_name_are_one_line_exit_2(h
     assert status == 2 and err.startswith("rcakit: error: unknown data set 'mnist' (known: who-and-when, ")
 
 
+@pytest.mark.slow
 def test_data_list_on_a_clone_with_no_shared_folder_shows_the_three_data_sets(tmp_path):
     clone = tmp_path / "clone"
     shutil.copytree(project_root() / "rcakit", clone / "rcakit", ignore=shutil.ignore_patterns("__pycache__"))

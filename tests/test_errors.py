@@ -8,6 +8,7 @@ from bad_inputs import CASES, can_mount, expected, nobody_can_run, run_case
 
 from rcakit.store import CaseStore
 
+pytestmark = pytest.mark.slow  # every case is a real rcakit process
 MOUNT = can_mount()
 NOBODY = nobody_can_run()
 

@@ -255,6 +255,7 @@ for i in range(int(sys.argv[3])):
 """
 
 
+@pytest.mark.slow
 def test_concurrent_processes_lose_nothing(tmp_path):
     ResponseCache(tmp_path)  # the file exists before the race, as after a first run
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}

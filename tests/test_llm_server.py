@@ -57,6 +57,7 @@ def one_line(excinfo, *phrases: str) -> str:
 # --- a server that accepts and never answers ---------------------------------
 
 
+@pytest.mark.slow
 def test_silent_server_fails_a_call_within_the_2_s_timeout(silent):
     provider = provider_from_spec("ollama:tiny", host=silent.url, timeout=2.0)
     start = time.monotonic()
@@ -68,6 +69,7 @@ def test_silent_server_fails_a_call_within_the_2_s_timeout(silent):
     one_line(excinfo, silent.url, "no reply within the 2 s timeout", "tiny")
 
 
+@pytest.mark.slow
 def test_rcakit_llm_timeout_sets_the_default(silent, monkeypatch):
     monkeypatch.setenv("RCAKIT_LLM_TIMEOUT", "1.5")
     provider = provider_from_spec("ollama:tiny", host=silent.url)
@@ -79,6 +81,7 @@ def test_rcakit_llm_timeout_sets_the_default(silent, monkeypatch):
     assert provider_from_spec("ollama:tiny", host=silent.url, timeout=7).timeout == 7.0  # the argument wins
 
 
+@pytest.mark.slow
 def test_silent_server_fails_the_probe_within_the_timeout(silent):
     start = time.monotonic()
     with pytest.raises(RcakitError) as excinfo:

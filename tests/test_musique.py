@@ -218,6 +218,7 @@ def test_world_other_than_synthetic_needs_the_llm_agent_and_a_provider():
     chapters.check_rules(chapter, {**base, "world": "synthetic"})
 
 
+@pytest.mark.slow
 def test_cli_refuses_musique_without_the_llm_agent_before_any_work(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "rcakit.cli", "run", "coverage-collapse", "--quick", "-p", "world", str(FIXTURE)],

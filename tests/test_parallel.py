@@ -348,6 +348,7 @@ GARBAGE = {
 
 
 @pytest.mark.parametrize("peer", list(GARBAGE))
+@pytest.mark.slow
 def test_a_port_that_is_not_dask_fails_the_probe_within_the_timeout(peer):
     pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
     with not_dask(GARBAGE[peer]) as address:
@@ -364,6 +365,7 @@ def test_a_port_that_is_not_dask_fails_the_probe_within_the_timeout(peer):
         assert seconds < 5 and "does not speak Dask's protocol" in message
 
 
+@pytest.mark.slow
 def test_a_run_on_a_silent_scheduler_stops_within_the_connect_timeout(monkeypatch):
     pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
     monkeypatch.setattr("rcakit.parallel.cluster.CONNECT_SECONDS", 2)
@@ -414,6 +416,7 @@ def _sweep(tmp_path, name, workers):
     )
 
 
+@pytest.mark.slow
 def test_a_killed_four_worker_run_resumes_to_the_serial_bytes(fake, tmp_path):
     serial = _sweep(tmp_path, "serial", 1)
     assert serial.wait(timeout=120) == 0, serial.stderr.read()
@@ -477,6 +480,7 @@ for t in threads: t.join()
 """
 
 
+@pytest.mark.slow
 def test_four_processes_of_two_threads_lose_no_cache_entry(tmp_path):
     n = 300
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -524,6 +528,7 @@ def cluster():
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
+@pytest.mark.slow
 def test_a_two_process_cluster_gives_the_serial_bytes_with_hosts_from_the_workers(cluster, tmp_path, monkeypatch):
     local, server = cluster
     monkeypatch.setenv("OLLAMA_HOST", server.url)
@@ -555,6 +560,7 @@ class DiesOnce:
         return {"y": i * i}
 
 
+@pytest.mark.slow
 def test_a_case_whose_cluster_worker_dies_is_retried(cluster, tmp_path):
     local, _ = cluster
     items = [(str(i), i) for i in range(6)]
@@ -597,6 +603,7 @@ def _in_flight(folder: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("victims", [1, 2])
+@pytest.mark.slow
 def test_a_sweep_whose_workers_are_killed_mid_case_gives_the_serial_bytes(cluster, tmp_path, monkeypatch, victims):
     """SIGKILL one worker process (its case is rerun), or both at once (the shipped work is lost with them:
     every pending case is resubmitted with the work shipped again); either way the serial bytes."""
@@ -685,6 +692,7 @@ def _arm(tmp_path, name, workers, out):
     )
 
 
+@pytest.mark.slow
 def test_a_killed_four_worker_chapter_sweep_resumes_to_the_serial_bytes(rag_env, tmp_path):
     serial = _arm(tmp_path, "serial", 1, "serial.json")
     assert serial.wait(timeout=300) == 0, serial.stderr.read()
@@ -707,6 +715,7 @@ def test_a_killed_four_worker_chapter_sweep_resumes_to_the_serial_bytes(rag_env,
     assert (tmp_path / "killed.json").read_bytes() == (tmp_path / "serial.json").read_bytes()
 
 
+@pytest.mark.slow
 def test_a_two_process_cluster_gives_the_llm_sweeps_serial_bytes(cluster, tmp_path, monkeypatch):
     local, server = cluster
     monkeypatch.setenv("OLLAMA_HOST", server.url)

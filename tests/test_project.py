@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 from rcakit.paths import project_root
 
@@ -58,6 +59,7 @@ def test_make_test_runs_the_lint_gate_before_pytest():
     assert "-eo pipefail" in makefile
 
 
+@pytest.mark.slow
 def test_lint_gate_fails_on_an_unused_import_in_code_and_in_a_chapter(tmp_path):
     clean = tmp_path / "clean.py"
     clean.write_text("import os\n\nprint(os.sep)\n")
