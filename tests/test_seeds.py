@@ -1,7 +1,9 @@
 """No valid seed fails a chapter: twenty seeds of every chapter at its quick values (``make seeds``).
 
 A chapter asserts only identities, which hold for every seed; a statistical
-claim gets a verdict with its interval instead (issue 20). This sweep is
+claim gets a verdict with its interval instead. Each run's page is also
+checked as a strict build would check it (``page_glue``): every number the
+prose quotes is glued and formats. This sweep is
 slow (each chapter executes twenty times), so ``make test`` leaves it out and
 ``make seeds`` runs it, one chapter per test, the runs of a chapter spread
 over ``RCAKIT_SEED_WORKERS`` processes (default 2).
@@ -13,6 +15,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from page_glue import problems
 
 from rcakit import chapters
 
@@ -20,6 +23,7 @@ SEEDS = range(1, 21)  # seed 0 is the quick book's; these are twenty others
 
 
 def _run(chapter_id: str, seed: int, folder) -> tuple[int, str]:
+    """Run one seed; a run that finishes but whose page a strict build would reject counts as failed."""
     env = {
         **os.environ,
         "RCAKIT_BOOK_DIR": str(folder / f"book-{seed}"),
@@ -29,7 +33,11 @@ def _run(chapter_id: str, seed: int, folder) -> tuple[int, str]:
     }
     args = [sys.executable, "-m", "rcakit.cli", "run", chapter_id, "--quick", "-p", "seed", str(seed)]
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
-    return proc.returncode, proc.stderr.strip().splitlines()[-1:] and proc.stderr.strip().splitlines()[-1]
+    if proc.returncode != 0:
+        return proc.returncode, proc.stderr.strip().splitlines()[-1:] and proc.stderr.strip().splitlines()[-1]
+    page = folder / f"book-{seed}" / "chapters" / (chapters.get(chapter_id).notebook.stem + ".ipynb")
+    found = problems(page)
+    return (1, found[0]) if found else (0, "")
 
 
 @pytest.mark.seeds
@@ -40,3 +48,23 @@ def test_twenty_seeds_of_each_chapter_at_quick_all_pass(chapter_id, tmp_path):
         outcomes = dict(zip(SEEDS, pool.map(lambda s: _run(chapter_id, s, tmp_path), SEEDS), strict=True))
     failed = {seed: line for seed, (status, line) in outcomes.items() if status != 0}
     assert failed == {}, f"{chapter_id}: seeds that fail: {failed}"
+
+
+def test_the_page_check_finds_a_missing_and_an_unformattable_glue(tmp_path):
+    """``page_glue.problems`` names what ``jupyter-book build -W`` would warn about, and nothing on a good page."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    glue = nbformat.v4.new_output(
+        "display_data",
+        data={"application/papermill.record/text/plain": "None"},
+        metadata={"scrapbook": {"name": "empty", "mime_prefix": "application/papermill.record/"}},
+    )
+    notebook.cells = [
+        nbformat.v4.new_code_cell("glue('empty', None)", outputs=[glue]),
+        nbformat.v4.new_markdown_cell("A {glue:text}`empty:.2f` and {glue:text}`absent` and {glue:text}`empty`."),
+    ]
+    page = tmp_path / "page.ipynb"
+    nbformat.write(notebook, page)
+    found = problems(page)
+    assert len(found) == 2 and "empty:.2f" in found[0] and "nothing glued under 'absent'" in found[1]
