@@ -1,7 +1,8 @@
 """The built quick book in a headless browser, opened from file:// with the network cut off.
 
-Every page of the book is opened and screenshotted into ``<book>/screenshots``
-for a reviewer, and read as a reader sees it. A page fails when:
+Every page of the book is opened, screenshotted into ``<book>/screenshots``
+for a reviewer (its first ``SHOT_HEIGHT`` pixels), and read as a reader sees
+it. A page fails when:
 
 - a display equation is wider than its container (it would be clipped);
 - raw ``{glue`` markup is left in its text;
@@ -40,6 +41,11 @@ from rcakit.paths import project_root
 PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
 VERDICT_PAGES = [cid.replace("-", "_") for cid in chapters.ORDER if cid != "claims"] + ["intro"]
 VIEWPORT = {"width": 1280, "height": 900}  # the first screen
+# A screenshot keeps a page's first SHOT_HEIGHT pixels: every chapter fits (the longest is
+# about 23,000 px), while the whole API page (about 143,000 px, 23 MB of PNG) took over the
+# 30 s default on a loaded CI machine. The checks read the whole page either way.
+SHOT_HEIGHT = 30_000
+TIMEOUT_MS = 120_000  # for every load, wait and screenshot: CI shares two cores with the build
 LAUNCH_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -186,6 +192,7 @@ def browser():
 def offline(browser):
     """A browser context with every non-local request aborted and recorded; yields (context, leaks)."""
     context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
     leaks: list[str] = []
 
     def route(route):
@@ -205,7 +212,7 @@ def load(context, path: Path):
     page = context.new_page()
     page.goto(path.as_uri(), wait_until="load")
     if page.locator("script[src*='mathjax']").count():  # Sphinx adds MathJax only to pages with math
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000)
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         page.evaluate("() => MathJax.startup.promise")
     return page
 
@@ -221,10 +228,13 @@ def open_page(offline, quick_book):
 
 
 def screenshot(page, quick_book: Path, name: str) -> Path:
+    """Save the page's first ``SHOT_HEIGHT`` pixels (the whole page when shorter) for a reviewer."""
     folder = quick_book / "screenshots"
     folder.mkdir(exist_ok=True)
     path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    height = min(page.evaluate("() => document.documentElement.scrollHeight"), SHOT_HEIGHT)
+    clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": height}
+    page.screenshot(path=str(path), full_page=True, clip=clip)
     return path
 
 
@@ -363,7 +373,7 @@ def test_a_solution_is_hidden_until_its_toggle_is_clicked(open_page, quick_book,
     body = first.locator("section, .cell").first
     assert not body.is_visible(), f"{stem}: the first solution is visible before its toggle is clicked"
     first.locator(".admonition-title, summary, button.toggle-button").first.click()
-    body.wait_for(state="visible", timeout=5000)
+    body.wait_for(state="visible")
     assert body.is_visible()
     first.scroll_into_view_if_needed()
     folder = quick_book / "screenshots"
