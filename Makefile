@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book build unit seeds format install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
+.PHONY: book build unit seeds bounds format install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -64,9 +64,13 @@ test: install-dev install-browser
 seeds: install-dev
 	$(PY) -m pytest tests/test_seeds.py -m seeds -v -p no:cacheprovider
 
+# Every chapter at each end of each parameter's range: no valid value may fail a chapter (slow, not in CI).
+bounds: install-dev
+	$(PY) -m pytest tests/test_bounds.py -m bounds -v -p no:cacheprovider
+
 # The unit tests alone: no chapter runs, no book, no process, server or cluster tests (the fast inner loop).
 unit: install-dev
-	$(PY) -m pytest tests -m "not chapters and not seeds and not slow" -q
+	$(PY) -m pytest tests -m "not chapters and not seeds and not bounds and not slow" -q
 
 lab: $(PY)
 	$(PY) -m pip install -q -e ".[lab]"

@@ -18,8 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rcakit import RcakitError, chapters
 from rcakit.paths import book_dir, project_root
-from rcakit.runner import ChapterFailed, chapters_dir, remove_stale
+from rcakit.runner import ChapterFailed, chapters_dir, executed_notebook, remove_stale
 
 SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api.md", "bibliography.md", "_static")
 SHOWN_WARNINGS = 10  # warnings quoted in the error of a failed build
@@ -39,6 +40,11 @@ def copy_sources(book: Path) -> None:
             shutil.copy(source / name, book / name)
 
 
+def missing_pages() -> list[str]:
+    """The ids of the pages (chapters and the landing page) with no executed notebook in the book folder."""
+    return [cid for cid in chapters.PAGES if not executed_notebook(chapters.get(cid)).exists()]
+
+
 def build(strict: bool = True) -> Path:
     """Build the HTML from the executed chapters present; the path of its ``index.html``.
 
@@ -46,9 +52,17 @@ def build(strict: bool = True) -> Path:
     (``rcakit.runner.failed_notebooks`` names them). ``strict`` passes ``-W -n
     --all --keep-going``: a clean build in which any warning fails. A failed
     build is one :class:`~rcakit.runner.ChapterFailed` naming its warnings (or
-    its last message, or a full disk).
+    its last message, or a full disk). A book folder that lacks a page (one
+    chapter run into an empty ``$RCAKIT_BOOK_DIR``) is a one-line
+    :class:`~rcakit.RcakitError` naming them and ``rcakit book``, which runs
+    the missing pages and keeps the reruns present.
     """
     book = book_dir()
+    if missing := missing_pages():
+        raise RcakitError(
+            f"the book in {book} has no page yet for {', '.join(missing)}: "
+            "'rcakit book' runs the missing pages (keeping the reruns present) and builds"
+        )
     copy_sources(book)
     remove_stale(chapters_dir())
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(book), "--builder", "html"]

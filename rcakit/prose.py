@@ -4,13 +4,16 @@ myst-nb's ``glue`` stores a value in the executed notebook and the text reads it
 back with ``{glue:text}`name:.3f```, so no number in prose is typed by hand.
 ``glue_all`` glues every leaf of a nested mapping under flattened names, as
 plain Python numbers (numpy scalars would render as ``np.float64(...)``).
+A value that is undefined at some valid parameter (a depth with no failed case
+to count) is glued as text by :func:`number`, :func:`percent` or
+:func:`by_depth`, since ``{glue:text}`name:.2f``` cannot format None.
 
 Used in the chapters: every chapter with prose numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from rcakit.results import to_jsonable
 
@@ -25,6 +28,25 @@ def flatten(values: Mapping, prefix: str = "") -> dict:
         else:
             out[name] = value
     return out
+
+
+NO_CASE = "— (no such case)"
+
+
+def number(value: float | None, decimals: int = 2) -> str:
+    """A value as prose text to ``decimals`` places (``0.5`` -> ``"0.50"``), or :data:`NO_CASE` when undefined."""
+    return NO_CASE if value is None else f"{value:.{decimals}f}"
+
+
+def percent(value: float | None, decimals: int = 1) -> str:
+    """A share as prose text (``0.97`` -> ``"97.0%"``), or :data:`NO_CASE` when it is undefined."""
+    return NO_CASE if value is None else f"{value:.{decimals}%}"
+
+
+def by_depth(values: Mapping[str, float | None], depths: Iterable[int], decimals: int = 2) -> dict[str, str]:
+    """``{depth: text}`` for every one of ``depths`` (keys ``"1"``, ``"2"``, ...): a depth absent from
+    ``values`` or None there had no case to count and reads :data:`NO_CASE`."""
+    return {str(d): number(values.get(str(d)), decimals) for d in depths}
 
 
 def glue_all(values: Mapping, prefix: str = "") -> None:

@@ -12,8 +12,8 @@ import textwrap
 import nbformat
 import pytest
 
+from rcakit import RcakitError, chapters, claims, results, runner
 from rcakit import book as html_book
-from rcakit import chapters, claims, results, runner
 from rcakit.paths import project_root
 
 
@@ -103,6 +103,19 @@ def test_a_scratch_book_gets_the_sources_and_a_warning_fails_the_build_by_name(t
     with pytest.raises(runner.ChapterFailed, match="no-such-label"):
         html_book.build()
     assert (book / "_toc.yml").read_bytes() == (project_root() / "book" / "_toc.yml").read_bytes()
+
+
+def test_a_book_folder_missing_pages_is_one_line_naming_them_and_rcakit_book(tmp_path, monkeypatch):
+    """One chapter run into an empty book folder: ``rcakit build`` names the missing pages before Sphinx starts
+    (it used to end in jupyter-book's "Look above for the cause")."""
+    book = tmp_path / "book"
+    (book / "chapters").mkdir(parents=True)
+    (book / "chapters" / "content_corruption.ipynb").write_text("{}")
+    monkeypatch.setenv("RCAKIT_BOOK_DIR", str(book))
+    assert "content-corruption" not in html_book.missing_pages() and "intro" in html_book.missing_pages()
+    with pytest.raises(RcakitError, match=r"no page yet for primer, .*intro: 'rcakit book' runs the missing"):
+        html_book.build()
+    assert not (book / "_build").exists()
 
 
 def test_a_failed_build_is_summarised_by_its_warnings_or_its_last_message(tmp_path):

@@ -738,6 +738,14 @@ def test_flatten_joins_nested_keys():
     assert flatten({"acc": {"coverage": {"1": 0.5}}, "n": 3}, "x_") == {"x_acc_coverage_1": 0.5, "x_n": 3}
 
 
+def test_an_undefined_share_is_quoted_as_no_such_case():
+    """A depth with no case to count (coverage-collapse at spare_hops 3) glues text a page can show."""
+    from rcakit.prose import NO_CASE, percent
+
+    assert percent(0.97) == "97.0%" and percent(1.0, 0) == "100%" and percent(0.0) == "0.0%"
+    assert percent(None) == NO_CASE and "None" not in NO_CASE and "nan" not in NO_CASE
+
+
 def test_run_arm_matches_the_protocol_and_keeps_its_store_under_the_results_folder(tmp_path, monkeypatch):
     from rcakit import chapters
     from rcakit.rag.experiments import accuracy_section, run_arm, setup_section
@@ -843,6 +851,23 @@ def test_content_sections_record_and_quote_their_own_keys():
         "bridge_slice_hop1_share",
         "bridge_slice_suf_regen_gap",
     }
+
+
+def test_a_depth_without_a_failed_case_is_quoted_as_no_such_case():
+    """coverage-collapse at spare_hops 3 and content-corruption at top_k 20 left a depth with no failed case:
+    every per-depth number the prose quotes is still glued, as text a page can show."""
+    from rcakit.prose import NO_CASE
+    from rcakit.rag import experiments as E
+
+    cases = pd.DataFrame([structural_row("a", 1, 1, "flip"), structural_row("b", 2, 1, "fallback")])
+    run = fake_run(cases, arm="structural", depths=(1, 2, 3))  # no case at all was injected at hop 3
+    accuracy = E.accuracy_section(run, ["propagation_aware", "coverage"])
+    assert accuracy.facts["acc"]["propagation_aware"] == {"1": "1.00", "2": "0.00", "3": NO_CASE}
+    branches = E.branches_section(run, downstream=True)
+    assert branches.facts["branch_n"]["propagation_aware"]["3"] == {"flip": 0, "continue": 0, "fallback": 0, "none": 0}
+    assert branches.facts["without_fallback"]["propagation_aware"]["3"] == NO_CASE
+    assert branches.facts["downstream_intact"] == {"1": "0.00", "2": "0.00", "3": NO_CASE}
+    assert E.trace_section(run).facts["fact_in_trace"]["3"] == NO_CASE
 
 
 def structural_row(qid, depth, hop, branch, kind="stale_evidence", n_hops=3, **props):

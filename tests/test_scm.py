@@ -108,6 +108,13 @@ def test_or_failure_exact_values():
     assert s.observed[0].action == s.observed[1].action == "bad"
 
 
+@pytest.mark.parametrize("seed", [2, 3])  # 10,000 draws missed the 1-in-10,000 failure at these seeds
+def test_the_and_run_finds_its_failure_at_the_smallest_q(seed):
+    """At q = 0.01 a failing AND run has probability 1e-4; observing one never raises."""
+    s = scm.interaction_scm(q=0.01, seed=seed)
+    assert s.observed[0].action == s.observed[1].action == "bad"
+
+
 class ScriptedModel:
     """A stand-in chat provider: answers REFUND for even seeds, records the calls."""
 

@@ -10,34 +10,15 @@ over ``RCAKIT_SEED_WORKERS`` processes (default 2).
 """
 
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from page_glue import problems
+from quick_runs import run_quick
 
 from rcakit import chapters
 
 SEEDS = range(1, 21)  # seed 0 is the quick book's; these are twenty others
-
-
-def _run(chapter_id: str, seed: int, folder) -> tuple[int, str]:
-    """Run one seed; a run that finishes but whose page a strict build would reject counts as failed."""
-    env = {
-        **os.environ,
-        "RCAKIT_BOOK_DIR": str(folder / f"book-{seed}"),
-        "RCAKIT_RESULTS_DIR": str(folder / f"results-{seed}"),
-        "RCAKIT_DATA_DIR": str(folder / "data"),
-        "RCAKIT_PROGRESS": "0",
-    }
-    args = [sys.executable, "-m", "rcakit.cli", "run", chapter_id, "--quick", "-p", "seed", str(seed)]
-    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        return proc.returncode, proc.stderr.strip().splitlines()[-1:] and proc.stderr.strip().splitlines()[-1]
-    page = folder / f"book-{seed}" / "chapters" / (chapters.get(chapter_id).notebook.stem + ".ipynb")
-    found = problems(page)
-    return (1, found[0]) if found else (0, "")
 
 
 @pytest.mark.seeds
@@ -45,7 +26,13 @@ def _run(chapter_id: str, seed: int, folder) -> tuple[int, str]:
 def test_twenty_seeds_of_each_chapter_at_quick_all_pass(chapter_id, tmp_path):
     workers = int(os.environ.get("RCAKIT_SEED_WORKERS", "2"))
     with ThreadPoolExecutor(workers) as pool:
-        outcomes = dict(zip(SEEDS, pool.map(lambda s: _run(chapter_id, s, tmp_path), SEEDS), strict=True))
+        outcomes = dict(
+            zip(
+                SEEDS,
+                pool.map(lambda s: run_quick(chapter_id, {"seed": s}, tmp_path / f"seed-{s}"), SEEDS),
+                strict=True,
+            )
+        )
     failed = {seed: line for seed, (status, line) in outcomes.items() if status != 0}
     assert failed == {}, f"{chapter_id}: seeds that fail: {failed}"
 

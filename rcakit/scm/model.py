@@ -159,8 +159,13 @@ class SCM:
         """Bad-outcome indicators of ``k`` rollouts under ``do``."""
         return np.array([self.is_bad(self.rollout(rng, do)) for _ in range(k)], dtype=bool)
 
-    def observe_run(self, rng: np.random.Generator, max_tries: int = 10_000) -> SCM:
-        """Draw runs until one fails and keep it as the observed trace."""
+    def observe_run(self, rng: np.random.Generator, max_tries: int = 1_000_000) -> SCM:
+        """Draw runs until one fails and keep it as the observed trace.
+
+        ``max_tries`` finds a failure of probability 1e-4 (the AND run at its
+        smallest ``q``, 0.01) all but surely: it is missed with probability
+        :math:`e^{-100}`. Only an outcome that is never bad reaches the error.
+        """
         for _ in range(max_tries):
             trace = self.rollout(rng)
             if self.is_bad(trace):

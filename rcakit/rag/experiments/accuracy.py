@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rcakit import prose
 from rcakit.claims import published
 from rcakit.llm.accounting import cost_table
 from rcakit.rag import diagnosers as dg
@@ -87,11 +88,18 @@ def label_oracle(frame: pd.DataFrame) -> pd.DataFrame:
 def accuracy_section(run: ArmRun, names: Sequence[str]) -> Section:
     """Exact-hop accuracy of every diagnoser by injected hop, 'point [lo, hi]' with failed n and recovery,
     the oracle marked; records the run's scores with their intervals and quotes the points of ``names``
-    (``acc_<name>_<hop>``) and the failed counts (``failed_<hop>``)."""
+    (``acc_<name>_<hop>``, text: a depth with no failed case reads :data:`~rcakit.prose.NO_CASE`) and the
+    failed counts (``failed_<hop>``)."""
     result = run.result
     numbers = {**result, "accuracy_ci": interval_pairs(dict(result))}
-    facts = {"acc": accuracy_points(result, names), "failed": result["failed_n"]}
+    points = accuracy_points(result, names)
+    facts = {"acc": {name: prose.by_depth(p, run.depths) for name, p in points.items()}, "failed": result["failed_n"]}
     return Section(table=label_oracle(accuracy_table(result, run.depths)), numbers=numbers, facts=facts)
+
+
+def _every_depth(counts: dict[str, dict[str, int]], depths: Iterable[int]) -> dict[str, dict[str, int]]:
+    """Branch counts for every depth: a depth with no failed case decided no case by any branch."""
+    return {str(d): counts.get(str(d), dict.fromkeys(dg.BRANCHES, 0)) for d in depths}
 
 
 def published_section(chapter_id: str, table: str) -> Section:
@@ -106,16 +114,18 @@ def views_section(run: ArmRun) -> Section:
 
 def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
     """Per probe and injected hop: failed cases per branch, each branch's accuracy alone, and the probe's
-    accuracy with and without its fallback; quotes the counts (``branch_n_...``), the accuracy without the
-    fallback (``without_fallback_...``) and each branch's hit share (``hit_share_...``).
+    accuracy with and without its fallback; quotes the counts (``branch_n_...``, 0 at a depth with no failed
+    case), the accuracy without the fallback (``without_fallback_...``, text as in :func:`accuracy_section`)
+    and each branch's hit share (``hit_share_...``).
 
     ``downstream`` adds the oracle column (the share of failed cases whose evidence still states every later
     hop's fact), records it as ``oracle_downstream_intact`` and quotes it (``downstream_intact_<hop>``).
     """
     result = run.result
+    without = accuracy_points(result, view="accuracy_without_fallback")
     facts: dict[str, Any] = {
-        "without_fallback": accuracy_points(result, view="accuracy_without_fallback"),
-        "branch_n": result["probe_branch"],
+        "without_fallback": {name: prose.by_depth(p, run.depths) for name, p in without.items()},
+        "branch_n": {name: _every_depth(n, run.depths) for name, n in result["probe_branch"].items()},
         "hit_share": result["branch_hit_share"],
     }
     table = branch_table(result, run.depths)
@@ -123,7 +133,7 @@ def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
         return Section(table=table, facts=facts, decimals=2)
     intact = failed_share(run.cases, "downstream_intact", run.depths)
     table["downstream facts intact (oracle)"] = [intact[str(d)] for _, d in table.index]
-    facts["downstream_intact"] = intact
+    facts["downstream_intact"] = prose.by_depth(intact, run.depths)
     return Section(table=table, numbers={"oracle_downstream_intact": intact}, facts=facts, decimals=2)
 
 

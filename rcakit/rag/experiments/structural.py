@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rcakit import prose
 from rcakit.rag.experiments.accuracy import label_oracle
 from rcakit.rag.experiments.arm import ArmRun
 from rcakit.rag.metrics import least_share_predicting
@@ -75,7 +76,7 @@ def hop_scores_section(run: ArmRun) -> Section:
 def mechanism_section(run: ArmRun) -> Section:
     """Per injected hop, the share of failed cases in which coverage predicts hop 1 (all of them, and those
     whose trace has a hop 1), quoted as ``coverage_hop1_share_<hop>``; records both and Suf-Regen's least
-    share of hop-1 predictions over the depths."""
+    share of hop-1 predictions over the depths. The quoted shares are text (:func:`rcakit.prose.percent`)."""
     mechanism = coverage_mechanism(run.lab, run.cases, run.params["coverage_threshold"], run.depths)
     all_cases, with_hop1 = mechanism["coverage_predicts_hop1"], mechanism["coverage_predicts_hop1_with_hop1"]
     numbers = {
@@ -84,7 +85,8 @@ def mechanism_section(run: ArmRun) -> Section:
         "suf_regen_hop1_share_min": least_share_predicting(mechanism["predictions"], "suf_regen", 1, run.depths),
     }
     table = pd.DataFrame({"all failed cases": all_cases, "failed cases with a hop 1": with_hop1})
-    return Section(table=table, numbers=numbers, facts={"coverage_hop1_share": with_hop1})
+    shares = {hop: prose.percent(share) for hop, share in with_hop1.items()}  # a depth may have no such case
+    return Section(table=table, numbers=numbers, facts={"coverage_hop1_share": shares})
 
 
 ORACLE_KEYS = {  # what the failed traces still hold, read with the world's certified facts
@@ -97,9 +99,10 @@ ORACLE_KEYS = {  # what the failed traces still hold, read with the world's cert
 def trace_section(run: ArmRun) -> Section:
     """Per injected hop, the share of failed cases whose trace still states the injected hop's fact
     (anywhere, at its own hop) and every later hop's fact: oracle measurements, recorded with an
-    ``oracle_`` prefix and quoted as ``fact_in_trace_<hop>`` and ``downstream_intact_<hop>``."""
+    ``oracle_`` prefix and quoted as text (:func:`rcakit.prose.by_depth`) as ``fact_in_trace_<hop>`` and
+    ``downstream_intact_<hop>``."""
     kept = trace_properties(run.cases, run.depths)
     numbers = {key: kept[label] for label, (key, _) in ORACLE_KEYS.items()}
-    facts = {fact: kept[label] for label, (_, fact) in ORACLE_KEYS.items() if fact}
+    facts = {fact: prose.by_depth(kept[label], run.depths) for label, (_, fact) in ORACLE_KEYS.items() if fact}
     table = pd.DataFrame(kept).rename(columns=lambda c: f"{c} (oracle)").rename_axis("injected hop")
     return Section(table=table, numbers=numbers, facts=facts)
