@@ -2,7 +2,7 @@
 
 The book folder is ``book/`` or ``$RCAKIT_BOOK_DIR``. A folder other than the
 project's gets the project's book sources (configuration, table of contents,
-references, API page, static files) copied in before each build, so a scratch
+references, API pages, static files) copied in before each build, so a scratch
 book never builds with stale or missing configuration. The build is strict
 (``-W -n --all``): any warning, a broken reference or a glued value that
 cannot be formatted, fails it with one message that names the warnings.
@@ -22,7 +22,7 @@ from rcakit import RcakitError, chapters
 from rcakit.paths import book_dir, project_root
 from rcakit.runner import ChapterFailed, chapters_dir, executed_notebook, remove_stale
 
-SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api.md", "bibliography.md", "_static")
+SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api", "bibliography.md", "_static")
 SHOWN_WARNINGS = 10  # warnings quoted in the error of a failed build
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

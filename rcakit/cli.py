@@ -49,10 +49,11 @@ def _run(args: argparse.Namespace) -> None:
         hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
         print(f"LLM cache: +{hits} hits, +{misses} misses (model calls)", file=sys.stderr)
     print(out)
-    print(
-        "to see it as a page: rcakit build (keeps this rerun; rcakit book --defaults restores the defaults)",
-        file=sys.stderr,
-    )
+    if book.missing_pages():  # a scratch book folder: build alone would refuse
+        hint = "to see it as a page: rcakit book (runs the pages this book folder lacks, keeps this rerun)"
+    else:
+        hint = "to see it as a page: rcakit build (keeps this rerun; rcakit book --defaults restores the defaults)"
+    print(hint, file=sys.stderr)
 
 
 def _llm_cache_totals() -> dict:

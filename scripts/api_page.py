@@ -1,10 +1,13 @@
-"""Write ``book/api.md``: one section per public module, a subpackage's modules listed.
+"""Write the API pages, ``book/api/``: an index, and one page per part of the package.
 
     python scripts/api_page.py [--check]
 
-The page is made from the package layout and its docstrings, so it is written
-by this script and checked by the tests (``--check`` exits 1 when the page on
-disk is not what the script would write).
+The pages are made from the package layout and its docstrings, so they are
+written by this script and checked by the tests (``--check`` exits 1 when a
+page on disk is not what the script would write, or a page is left over).
+The index lists every module; each part's page documents its modules, a
+subpackage through its exports and then its modules. ``book/_toc.yml`` lists
+the part pages under the index, in the order of ``PARTS`` (a test checks it).
 """
 
 from __future__ import annotations
@@ -14,49 +17,74 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = [
-    ("rcakit", "The package"),
-    ("rcakit.scm", "Structural causal models"),
-    ("rcakit.shapley", "Shapley values"),
-    ("rcakit.fidelity", "Replay fidelity"),
-    ("rcakit.repair", "Minimal repair families"),
-    ("rcakit.rag", "Agentic retrieval"),
-    ("rcakit.trajectories", "Long trajectories"),
-    ("rcakit.attribution", "Attribution families"),
-    ("rcakit.llm", "Language models"),
-    ("rcakit.stats", "Statistics"),
-    ("rcakit.claims", "Claims"),
-    ("rcakit.sections", "What a chapter section returns"),
-    ("rcakit.results", "Results"),
-    ("rcakit.prose", "Numbers in prose"),
-    ("rcakit.data", "Data sets"),
-    ("rcakit.parallel", "Running a sweep's cases"),
-    ("rcakit.chapters", "The chapter registry"),
-    ("rcakit.runner", "Running chapters"),
-    ("rcakit.book", "Building the book"),
-    ("rcakit.provenance", "What produced a page"),
-    ("rcakit.kernel", "The kernel a chapter runs in"),
-    ("rcakit.staging", "A run's temporary files"),
-    ("rcakit.inputs", "Inputs checked before a kernel starts"),
-    ("rcakit.tables", "Tables"),
-    ("rcakit.progress", "Progress and warnings on the terminal"),
-    ("rcakit.store", "Case stores"),
-    ("rcakit.io", "Atomic writes"),
-    ("rcakit.plotting", "Figures"),
-    ("rcakit.primer", "The primer's examples"),
-    ("rcakit.primer_plots", "The primer's figures"),
-    ("rcakit.paths", "Project paths"),
-    ("rcakit.cli", "The command line"),
+PARTS = [  # (page, title, [(module, section title)]): the science first, then the workbench
+    (
+        "models",
+        "Causal models, Shapley values and statistics",
+        [
+            ("rcakit", "The package"),
+            ("rcakit.scm", "Structural causal models"),
+            ("rcakit.shapley", "Shapley values"),
+            ("rcakit.fidelity", "Replay fidelity"),
+            ("rcakit.stats", "Statistics"),
+        ],
+    ),
+    ("repair", "Minimal repair families", [("rcakit.repair", "Minimal repair families")]),
+    ("rag", "Agentic retrieval", [("rcakit.rag", "Agentic retrieval")]),
+    ("trajectories", "Long trajectories", [("rcakit.trajectories", "Long trajectories")]),
+    ("attribution", "Attribution families", [("rcakit.attribution", "Attribution families")]),
+    ("llm", "Language models", [("rcakit.llm", "Language models")]),
+    (
+        "chapters",
+        "Chapters, claims and results",
+        [
+            ("rcakit.claims", "Claims"),
+            ("rcakit.sections", "What a chapter section returns"),
+            ("rcakit.results", "Results"),
+            ("rcakit.prose", "Numbers in prose"),
+            ("rcakit.tables", "Tables"),
+            ("rcakit.plotting", "Figures"),
+            ("rcakit.primer", "The primer's examples"),
+            ("rcakit.primer_plots", "The primer's figures"),
+        ],
+    ),
+    (
+        "running",
+        "Running chapters and building the book",
+        [
+            ("rcakit.chapters", "The chapter registry"),
+            ("rcakit.runner", "Running chapters"),
+            ("rcakit.book", "Building the book"),
+            ("rcakit.provenance", "What produced a page"),
+            ("rcakit.kernel", "The kernel a chapter runs in"),
+            ("rcakit.staging", "A run's temporary files"),
+            ("rcakit.inputs", "Inputs checked before a kernel starts"),
+            ("rcakit.progress", "Progress and warnings on the terminal"),
+            ("rcakit.cli", "The command line"),
+        ],
+    ),
+    (
+        "data",
+        "Data, stores and parallel runs",
+        [
+            ("rcakit.data", "Data sets"),
+            ("rcakit.store", "Case stores"),
+            ("rcakit.parallel", "Running a sweep's cases"),
+            ("rcakit.io", "Atomic writes"),
+            ("rcakit.paths", "Project paths"),
+        ],
+    ),
 ]
 HEAD = """# The rcakit API
 
 The chapters are thin: they hold parameters, narrative, calls, tables and
-figures, and every mechanism they run lives in the `rcakit` package. This page
-is built from the package's docstrings, which name the paper section each
-definition comes from and the chapters that use each module. A subpackage is
-documented through the names it exports (its `__all__`; import them from the
-subpackage, e.g. `from rcakit.repair import gcjr`), followed by what each of
-its modules holds.
+figures, and every mechanism they run lives in the `rcakit` package. These
+pages are built from the package's docstrings, which name the paper section
+each definition comes from and the chapters that use each module. Each page
+that follows documents one part of the package. A subpackage is documented
+through the names it exports (its `__all__`; import them from the subpackage,
+e.g. `from rcakit.repair import gcjr`), followed by what each of its modules
+holds. Every module, with its summary:
 
 """
 
@@ -69,8 +97,9 @@ def source_of(name: str) -> Path | None:
     return (ROOT / rel).with_suffix(".py") if (ROOT / rel).with_suffix(".py").exists() else None
 
 
-def section(name: str, title: str) -> str:
-    text = f"\n## {title}: `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n```\n"
+def section(name: str, title: str, level: str = "##") -> str:
+    """A module's documentation under a heading of ``level``; a subpackage's modules follow, listed."""
+    text = f"\n{level} {title}: `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n```\n"
     folder = source_of(name)
     if folder.is_dir() and name != "rcakit":
         subs = sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith("_"))
@@ -79,22 +108,40 @@ def section(name: str, title: str) -> str:
     return text
 
 
-def page() -> str:
-    present = [(n, t) for n, t in SECTIONS if source_of(n)]
-    table = "".join(f"   {n}\n" for n, _ in present)
-    return HEAD + f"```{{eval-rst}}\n.. autosummary::\n\n{table}```\n" + "".join(section(n, t) for n, t in present)
+def index() -> str:
+    """The index page: what the API pages hold, and every module with its one-line summary."""
+    names = "".join(f"   {n}\n" for _, _, modules in PARTS for n, _ in modules if source_of(n))
+    return HEAD + f"```{{eval-rst}}\n.. autosummary::\n\n{names}```\n"
+
+
+def part(title: str, modules: list[tuple[str, str]]) -> str:
+    """One part's page: a section per module present (a one-module part is titled by its module)."""
+    if len(modules) == 1:
+        return section(*modules[0], level="#").lstrip("\n")
+    return f"# {title}\n" + "".join(section(n, t) for n, t in modules if source_of(n))
+
+
+def pages() -> dict[str, str]:
+    """``{file name under book/api: text}`` of every API page."""
+    return {"index.md": index(), **{f"{slug}.md": part(title, modules) for slug, title, modules in PARTS}}
 
 
 def main() -> int:
-    target = ROOT / "book" / "api.md"
+    folder = ROOT / "book" / "api"
+    wanted = pages()
     if "--check" in sys.argv:
-        if target.read_text(encoding="utf-8") != page():
-            print(f"{target} is out of date: run python scripts/api_page.py", file=sys.stderr)
+        on_disk = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.md")}
+        if on_disk != wanted:
+            print(f"{folder} is out of date: run python scripts/api_page.py", file=sys.stderr)
             return 1
         return 0
     from rcakit.io import atomic_write
 
-    atomic_write(target, page())
+    folder.mkdir(exist_ok=True)
+    for stale in set(p.name for p in folder.glob("*.md")) - set(wanted):
+        (folder / stale).unlink()
+    for name, text in wanted.items():
+        atomic_write(folder / name, text)
     return 0
 
 

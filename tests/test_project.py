@@ -6,6 +6,7 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+import yaml
 
 from rcakit.paths import project_root
 
@@ -109,10 +110,12 @@ def test_compare_results_names_the_differing_keys_and_passes_only_identical_or_e
     assert cmp.differing_keys([1, 2], [1, 2, 3]) == ["(whole file)"]
 
 
-def test_api_page_lists_every_public_module_and_is_up_to_date():
+def test_api_pages_list_every_public_module_and_are_up_to_date():
     api = _script("api_page")
-    page = api.page()
-    assert (Path(__file__).parents[1] / "book" / "api.md").read_text(encoding="utf-8") == page
+    pages = api.pages()
+    folder = Path(__file__).parents[1] / "book" / "api"
+    assert {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.md")} == pages
+    everything = "".join(pages.values())
     for name in (
         "rcakit.scm",
         "rcakit.shapley",
@@ -123,14 +126,22 @@ def test_api_page_lists_every_public_module_and_is_up_to_date():
         "rcakit.stats",
         "rcakit.claims",
     ):
-        assert f".. automodule:: {name}\n   :members:" in page
+        assert f".. automodule:: {name}\n   :members:" in everything
+        assert f"   {name}\n" in pages["index.md"]  # the index's summary table
     assert api.source_of("rcakit.no_such_module") is None
     import pkgutil
 
     import rcakit
 
     for module in pkgutil.iter_modules(rcakit.__path__):  # a new module cannot go undocumented
-        assert f".. automodule:: rcakit.{module.name}\n" in page, module.name
+        assert f".. automodule:: rcakit.{module.name}\n" in everything, module.name
+
+
+def test_the_table_of_contents_lists_the_api_pages_in_order():
+    api = _script("api_page")
+    toc = yaml.safe_load((Path(__file__).parents[1] / "book" / "_toc.yml").read_text(encoding="utf-8"))
+    entry = next(c for c in toc["chapters"] if c["file"] == "api/index")
+    assert [s["file"] for s in entry["sections"]] == [f"api/{slug}" for slug, _, _ in api.PARTS]
 
 
 def import_graph(package: Path) -> nx.DiGraph:
