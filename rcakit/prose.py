@@ -6,7 +6,7 @@ back with ``{glue:text}`name:.3f```, so no number in prose is typed by hand.
 plain Python numbers (numpy scalars would render as ``np.float64(...)``).
 A value that is undefined at some valid parameter (a depth with no failed case
 to count) is glued as text by :func:`number`, :func:`percent` or
-:func:`by_depth`, since ``{glue:text}`name:.2f``` cannot format None.
+:func:`by_depth`, since ``{glue:text}`name:.2f``` cannot format a missing value.
 
 Used in the chapters: every chapter with prose numbers.
 """
