@@ -13,7 +13,7 @@ Used in the chapters: every chapter with prose numbers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from rcakit.results import to_jsonable
 
@@ -43,10 +43,13 @@ def percent(value: float | None, decimals: int = 1) -> str:
     return NO_CASE if value is None else f"{value:.{decimals}%}"
 
 
-def by_depth(values: Mapping[str, float | None], depths: Iterable[int], decimals: int = 2) -> dict[str, str]:
-    """``{depth: text}`` for every one of ``depths`` (keys ``"1"``, ``"2"``, ...): a depth absent from
-    ``values`` or None there had no case to count and reads :data:`NO_CASE`."""
-    return {str(d): number(values.get(str(d)), decimals) for d in depths}
+def by_depth(
+    values: Mapping[str, float | None], depths: Iterable[int], text: Callable[[float | None], str] = number
+) -> dict[str, str]:
+    """``{depth: text}`` for every one of ``depths`` (keys ``"1"``, ``"2"``, ...) through ``text``
+    (:func:`number` or :func:`percent`): a depth absent from ``values`` or None there had no case to count
+    and reads :data:`NO_CASE`."""
+    return {str(d): text(values.get(str(d))) for d in depths}
 
 
 def glue_all(values: Mapping, prefix: str = "") -> None:

@@ -4,7 +4,8 @@ Shared by the sweeps that ``make test`` leaves out: twenty seeds of every
 chapter (``test_seeds.py``) and every chapter at the ends of its parameters'
 ranges (``test_bounds.py``). A run fails when ``rcakit run`` exits non-zero,
 or when its page quotes a glued number that is missing or does not format
-(``page_glue.problems``).
+(``page_glue.problems``). :func:`sweep` spreads one chapter's runs over
+``RCAKIT_SEED_WORKERS`` processes (default 2).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +42,13 @@ def run_quick(chapter_id: str, overrides: dict[str, Any], folder: Path) -> tuple
     page = folder / "book" / "chapters" / (chapters.get(chapter_id).notebook.stem + ".ipynb")
     found = problems(page)
     return (1, found[0]) if found else (0, "")
+
+
+def sweep(chapter_id: str, runs: Mapping[str, dict[str, Any]], folder: Path) -> dict[str, str]:
+    """Run every ``{label: overrides}`` of ``chapter_id`` (each into its own folder); ``{label: problem}`` of those
+    that fail, so a sweep passes when it is empty."""
+    labels = list(runs)
+    workers = int(os.environ.get("RCAKIT_SEED_WORKERS", "2"))
+    with ThreadPoolExecutor(workers) as pool:
+        outcomes = pool.map(lambda i: run_quick(chapter_id, runs[labels[i]], folder / f"run-{i}"), range(len(labels)))
+        return {label: line for label, (status, line) in zip(labels, outcomes, strict=True) if status}

@@ -18,12 +18,10 @@ Like the seeds sweep this is slow, so ``make test`` leaves it out.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from quick_runs import run_quick
+from quick_runs import sweep
 
 from rcakit import RcakitError, chapters
 
@@ -59,11 +57,7 @@ CASES = [(cid, n, v) for cid, moves in MOVES.items() for n, v in moves if not _r
 @pytest.mark.bounds
 @pytest.mark.parametrize("chapter_id", sorted({c for c, _, _ in CASES}, key=chapters.ORDER.index))
 def test_a_chapter_runs_and_builds_at_each_end_of_each_parameter(chapter_id, tmp_path):
-    cases = [(n, v) for c, n, v in CASES if c == chapter_id]
-    workers = int(os.environ.get("RCAKIT_SEED_WORKERS", "2"))
-    with ThreadPoolExecutor(workers) as pool:
-        outcomes = pool.map(lambda i: run_quick(chapter_id, dict([cases[i]]), tmp_path / f"run-{i}"), range(len(cases)))
-        failed = {f"-p {n} {v}": line for (n, v), (status, line) in zip(cases, outcomes, strict=True) if status}
+    failed = sweep(chapter_id, {f"-p {n} {v}": {n: v} for c, n, v in CASES if c == chapter_id}, tmp_path)
     assert failed == {}, f"{chapter_id}: values that fail: {failed}"
 
 

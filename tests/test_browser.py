@@ -41,9 +41,9 @@ from rcakit.paths import project_root
 PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
 VERDICT_PAGES = [cid.replace("-", "_") for cid in chapters.ORDER if cid != "claims"] + ["intro"]
 VIEWPORT = {"width": 1280, "height": 900}  # the first screen
-# A screenshot keeps a page's first SHOT_HEIGHT pixels: every chapter fits (the longest is
-# about 23,000 px), while the whole API page (about 143,000 px, 23 MB of PNG) took over the
-# 30 s default on a loaded CI machine. The checks read the whole page either way.
+# A screenshot keeps a page's first SHOT_HEIGHT pixels: every page fits today (the longest is
+# about 23,000 px), but the API page before its split (about 143,000 px, 23 MB of PNG) took
+# over the 30 s default on a loaded CI machine. The checks read the whole page either way.
 SHOT_HEIGHT = 30_000
 TIMEOUT_MS = 120_000  # for every load, wait and screenshot: CI shares two cores with the build
 LAUNCH_FLAGS = [

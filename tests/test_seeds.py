@@ -9,12 +9,9 @@ slow (each chapter executes twenty times), so ``make test`` leaves it out and
 over ``RCAKIT_SEED_WORKERS`` processes (default 2).
 """
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 from page_glue import problems
-from quick_runs import run_quick
+from quick_runs import sweep
 
 from rcakit import chapters
 
@@ -24,16 +21,7 @@ SEEDS = range(1, 21)  # seed 0 is the quick book's; these are twenty others
 @pytest.mark.seeds
 @pytest.mark.parametrize("chapter_id", [c for c in chapters.ORDER if chapters.get(c).parameters])
 def test_twenty_seeds_of_each_chapter_at_quick_all_pass(chapter_id, tmp_path):
-    workers = int(os.environ.get("RCAKIT_SEED_WORKERS", "2"))
-    with ThreadPoolExecutor(workers) as pool:
-        outcomes = dict(
-            zip(
-                SEEDS,
-                pool.map(lambda s: run_quick(chapter_id, {"seed": s}, tmp_path / f"seed-{s}"), SEEDS),
-                strict=True,
-            )
-        )
-    failed = {seed: line for seed, (status, line) in outcomes.items() if status != 0}
+    failed = sweep(chapter_id, {f"seed {s}": {"seed": s} for s in SEEDS}, tmp_path)
     assert failed == {}, f"{chapter_id}: seeds that fail: {failed}"
 
 

@@ -92,9 +92,15 @@ def accuracy_section(run: ArmRun, names: Sequence[str]) -> Section:
     failed counts (``failed_<hop>``)."""
     result = run.result
     numbers = {**result, "accuracy_ci": interval_pairs(dict(result))}
-    points = accuracy_points(result, names)
-    facts = {"acc": {name: prose.by_depth(p, run.depths) for name, p in points.items()}, "failed": result["failed_n"]}
+    facts = {"acc": _quoted_points(result, run.depths, names), "failed": result["failed_n"]}
     return Section(table=label_oracle(accuracy_table(result, run.depths)), numbers=numbers, facts=facts)
+
+
+def _quoted_points(
+    result: dict, depths: Iterable[int], names: Iterable[str] | None = None, view: str = "accuracy"
+) -> dict[str, dict[str, str]]:
+    """:func:`~rcakit.rag.metrics.accuracy_points` as prose text for every depth (:func:`rcakit.prose.by_depth`)."""
+    return {name: prose.by_depth(p, depths) for name, p in accuracy_points(result, names, view).items()}
 
 
 def _every_depth(counts: dict[str, dict[str, int]], depths: Iterable[int]) -> dict[str, dict[str, int]]:
@@ -122,9 +128,8 @@ def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
     hop's fact), records it as ``oracle_downstream_intact`` and quotes it (``downstream_intact_<hop>``).
     """
     result = run.result
-    without = accuracy_points(result, view="accuracy_without_fallback")
     facts: dict[str, Any] = {
-        "without_fallback": {name: prose.by_depth(p, run.depths) for name, p in without.items()},
+        "without_fallback": _quoted_points(result, run.depths, view="accuracy_without_fallback"),
         "branch_n": {name: _every_depth(n, run.depths) for name, n in result["probe_branch"].items()},
         "hit_share": result["branch_hit_share"],
     }

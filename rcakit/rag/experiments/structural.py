@@ -76,7 +76,7 @@ def hop_scores_section(run: ArmRun) -> Section:
 def mechanism_section(run: ArmRun) -> Section:
     """Per injected hop, the share of failed cases in which coverage predicts hop 1 (all of them, and those
     whose trace has a hop 1), quoted as ``coverage_hop1_share_<hop>``; records both and Suf-Regen's least
-    share of hop-1 predictions over the depths. The quoted shares are text (:func:`rcakit.prose.percent`)."""
+    share of hop-1 predictions over the depths. The quoted shares are text (:func:`rcakit.prose.by_depth`)."""
     mechanism = coverage_mechanism(run.lab, run.cases, run.params["coverage_threshold"], run.depths)
     all_cases, with_hop1 = mechanism["coverage_predicts_hop1"], mechanism["coverage_predicts_hop1_with_hop1"]
     numbers = {
@@ -85,7 +85,7 @@ def mechanism_section(run: ArmRun) -> Section:
         "suf_regen_hop1_share_min": least_share_predicting(mechanism["predictions"], "suf_regen", 1, run.depths),
     }
     table = pd.DataFrame({"all failed cases": all_cases, "failed cases with a hop 1": with_hop1})
-    shares = {hop: prose.percent(share) for hop, share in with_hop1.items()}  # a depth may have no such case
+    shares = prose.by_depth(with_hop1, run.depths, prose.percent)  # a depth may have no such case
     return Section(table=table, numbers=numbers, facts={"coverage_hop1_share": shares})
 
 
