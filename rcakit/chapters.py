@@ -258,7 +258,8 @@ def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
     """Cross-parameter checks: ``requires`` rules and provider specs (no network).
 
     Every parameter named ``provider`` or ending in ``_provider`` is parsed by
-    ``rcakit.llm.spec.check_spec`` (the backend is not loaded); a ``scheduler``
+    ``rcakit.llm.spec.check_spec`` (the backend is not loaded), and
+    ``llm_base_url`` by ``rcakit.llm.spec.check_base_url``; a ``scheduler``
     parameter must be ``""`` or a Dask address ``tcp://HOST:PORT``.
     """
     for rule, needed in chapter.requires.items():
@@ -278,12 +279,17 @@ def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
                 raise RcakitError(
                     f"{chapter.id}: parameter {shown} needs {other!r} to be set, got {params.get(other)!r}"
                 )
-    from rcakit.llm.spec import check_spec
+    from rcakit.llm.spec import check_base_url, check_spec
     from rcakit.parallel import check_scheduler
 
     for name in provider_parameters(params):
         try:
             check_spec(params[name], param=name)
+        except RcakitError as err:
+            raise RcakitError(f"{chapter.id}: {err}") from None
+    if "llm_base_url" in params:  # '' or an http(s) URL without credentials; no network
+        try:
+            check_base_url(params["llm_base_url"])
         except RcakitError as err:
             raise RcakitError(f"{chapter.id}: {err}") from None
     if "scheduler" in params:  # '' or tcp://HOST:PORT (rcakit.parallel); no network

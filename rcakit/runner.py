@@ -140,7 +140,8 @@ def _check_data(value: Any, name: str, where: str) -> None:
 
 
 def _probe_models(chapter_id: str, params: Mapping[str, Any]) -> None:
-    """One connection probe per distinct model spec (``none`` needs none)."""
+    """One connection probe per distinct model spec (``none`` needs none); an OpenAI-compatible server is
+    the one ``llm_base_url`` names, when the chapter has that parameter."""
     specs = {}
     for name in chapters.provider_parameters(params):
         if params[name] not in chapters.UNSET:
@@ -151,7 +152,7 @@ def _probe_models(chapter_id: str, params: Mapping[str, Any]) -> None:
 
     for spec, name in specs.items():
         try:
-            probe(spec, timeout=params.get("llm_timeout"), param=name)
+            probe(spec, timeout=params.get("llm_timeout"), param=name, base_url=params.get("llm_base_url"))
         except RcakitError as err:
             raise RcakitError(f"{chapter_id}: {err}") from None
 

@@ -1,11 +1,12 @@
 """Interval estimates shared by every chapter.
 
 Wilson intervals (Wilson, 1927) come from statsmodels. The bootstraps
-(Efron and Tibshirani, 1994) are seeded percentile bootstraps over numpy that
-share one resampling step, :func:`resample`: a statistic of one sample
-(:func:`bootstrap_ci`), the AgenticRAG-FP accuracy convention
-(:func:`bootstrap_accuracy_ci`), and a difference of two independent means
-(:func:`bootstrap_difference_ci`). Nothing here re-implements what those
+(Efron and Tibshirani, 1994) are seeded percentile bootstraps: over numpy,
+sharing one resampling step (:func:`resample`), a statistic of one sample
+(:func:`bootstrap_ci`) and a difference of two independent means
+(:func:`bootstrap_difference_ci`); the AgenticRAG-FP accuracy convention
+(:func:`bootstrap_accuracy_ci`) over Python's ``random.Random``, as the
+authors draw it, so their published intervals can be recomputed exactly. Nothing here re-implements what those
 libraries offer.
 
 Used in the chapters: ``primer`` and ``car-shapley`` (Wilson, the two-arm
@@ -18,6 +19,7 @@ accuracy bootstrap); ``longrca-strata`` through ``rcakit.trajectories``
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -77,20 +79,23 @@ def bootstrap_ci(
 
 
 def bootstrap_accuracy_ci(correct: Sequence[bool], n_boot: int = 1000, seed: int = 42) -> tuple[float, float, float]:
-    """Accuracy of a hit/miss list with the AgenticRAG-FP bootstrap CI.
+    """Accuracy of a hit/miss list with the AgenticRAG-FP bootstrap CI, drawn as the authors draw it.
 
-    B resamples of size n with replacement; the sorted resampled accuracies are
-    read at the 2.5% and 97.5% positions (the authors' convention, seed 42),
-    not interpolated as :func:`percentile_interval` does. The point estimate is
-    the full-sample accuracy.
+    ``n_boot`` resamples of size n with replacement from Python's
+    ``random.Random(seed)`` (``choices``, one index at a time), the sorted
+    resampled accuracies read at the 2.5% and 97.5% positions, not
+    interpolated as :func:`percentile_interval` does (the authors' convention,
+    seed 42). The point estimate is the full-sample accuracy.
     """
-    arr = np.asarray(correct, dtype=float)
-    if len(arr) == 0:
+    hits = [bool(c) for c in correct]
+    n = len(hits)
+    if n == 0:
         return (math.nan, math.nan, math.nan)
-    accs = np.sort(resample(arr, n_boot, np.random.default_rng(seed)).mean(axis=1))
-    lo = accs[int(0.025 * n_boot)]
+    rng = random.Random(seed)
+    accs = sorted(sum(rng.choices(hits, k=n)) / n for _ in range(n_boot))
+    lo = accs[max(0, int(0.025 * n_boot))]
     hi = accs[min(int(0.975 * n_boot), n_boot - 1)]
-    return (float(arr.mean()), float(lo), float(hi))
+    return (sum(hits) / n, lo, hi)
 
 
 def bootstrap_difference_ci(

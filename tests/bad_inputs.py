@@ -287,6 +287,31 @@ def _two_argument_plugin(tmp, cleanup):
     return {"PYTHONPATH": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
+def _authors_run(damage: Callable[[dict], None]) -> Callable[[Path, list], dict]:
+    """A folder ``{tmp}/runs`` with one small run in the authors' format, damaged by ``damage``."""
+
+    def setup(tmp, cleanup):
+        meta = {
+            "sample_id": "s1", "question": "q?", "reference_answer": "Port Karith", "final_answer": "New Ostion",
+            "original_span": "Port Karith", "corrupted_span": "New Ostion", "strategy": "answer_fact",
+            "absorption": "absorbed", "query_contaminated": False, "iterations_used": 1,
+        }  # fmt: skip
+        names = ["rule_based", "doctor_rag", "llm_judge", "propagation_aware", "suffix_regen"]
+        run = {
+            "dataset": "hotpotqa", "provider": "openai:gpt-4o-mini", "judge": "claude:claude-haiku-4-5",
+            "retriever": "bm25", "criterion": "hop", "diagnosers": names,
+            "raw_by_depth": {"1": {"truth": [["retrieval", 1]], "metadata": [meta], "recovered_metadata": [],
+                                   "predictions": {n: [["retrieval", 1, 0]] for n in names}}},
+        }  # fmt: skip
+        damage(run)
+        (tmp / "runs").mkdir()
+        (tmp / "runs" / "run.json").write_text(__import__("json").dumps(run), encoding="utf-8")
+        return {}
+
+    return setup
+
+
+AUTHORS = ["run", "content-corruption", "-p", "authors_runs", "{tmp}/runs"]
 WORLD = ["-p", "world", "{tmp}/musique.jsonl", "-p", "agent", "llm", "-p", "provider", "ollama:fake"]
 WHO = ["run", "longrca-strata", "-p", "who_and_when_path", "{tmp}/who"]
 INPUT_CASES = [
@@ -544,6 +569,18 @@ CASES = [
         "store under a file",
         ["run", "content-corruption", "-p", "store", "{tmp}/store/cases.jsonl/sub"],
         "cannot be created: {tmp}/store/cases.jsonl is a file",
+    ),
+    Case(
+        "authors' runs: a prediction without its cost",
+        AUTHORS,
+        "parameter 'authors_runs': {tmp}/runs/run.json: raw_by_depth['1'].predictions.llm_judge[0]: expected "
+        "[stage, hop, cost], got ['retrieval', 1]",
+        setup=_authors_run(lambda r: r["raw_by_depth"]["1"]["predictions"]["llm_judge"][0].pop()),
+    ),
+    Case(
+        "authors' runs: a misspelled folder",
+        ["run", "content-corruption", "-p", "authors_runs", "{tmp}/rnus"],
+        "parameter 'authors_runs': {tmp}/rnus does not exist",
     ),
     Case(
         "misspelled who_and_when_path",

@@ -406,8 +406,12 @@ def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
     assert "a1 \\<x\\> & y (paper 0.0416, here \\[0.100, 2\\]). Why it is so." in text  # the note says why
     assert "- Needs a language model (parameter provider): b6 \\<x\\> & y." in text  # grouped by reason
     assert "**Correctness checks** (identities, not reproductions): 1 of 1 hold." in text
-    assert "b3" not in text and "b4" not in text  # published and not comparable are only counted
-    assert "1 published, 1 not comparable" in text
+    assert "b4" not in text  # not comparable is only counted
+    assert "**Recomputed from the paper's own data** (published numbers, not reproductions): 1 of 1 come out" in text
+    assert "Also compared, not counted as reproductions: 1 not comparable" in text  # the published one counted once
+    table = toy_table()
+    table.loc[table["kind"] == "published", "verdict"] = "differs"
+    assert "1 come out as printed; not as printed: b3 \\<x\\> & y (paper 0.0416" in claims.verdict_markdown(table)
 
 
 def test_the_verdict_box_is_one_admonition_with_its_markup_escaped():

@@ -67,9 +67,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 # ---------------------------------------------------------------- the registry
 
 
-def test_registry_names_three_data_sets_each_pinned_with_licence_and_citation():
+def test_registry_names_four_data_sets_each_pinned_with_licence_and_citation():
     sets = data.registry()
-    assert list(sets) == ["who-and-when", "longrca-bench", "musique"]
+    assert list(sets) == ["who-and-when", "longrca-bench", "musique", "agenticrag-fp-runs"]
     for ds in sets.values():
         assert len(ds.revision) == 40 and ds.revision in ds.base_url
         assert ds.licence and ds.citation and ds.bibkey
@@ -79,6 +79,8 @@ def test_registry_names_three_data_sets_each_pinned_with_licence_and_citation():
     assert not sets["longrca-bench"].pinned and sets["longrca-bench"].listing.count == 1140
     assert sets["longrca-bench"].licence_note == "no licence declared; its terms are yours to check"
     assert sets["musique"].licence == "CC BY 4.0" and not sets["musique"].pinned
+    runs = sets["agenticrag-fp-runs"]
+    assert runs.pinned and len(runs.files) == 4 and runs.licence == "none declared" and runs.root == "results"
 
 
 @needs_shared

@@ -222,7 +222,7 @@ def test_models_from_params_errors_and_none():
 def test_models_from_params_passes_the_timeout_to_every_provider(monkeypatch):
     seen = []
 
-    def spy(spec, host=None, *, timeout=None, param="provider"):
+    def spy(spec, host=None, *, timeout=None, param="provider", base_url=None):
         seen.append((param, timeout))
         return None
 

@@ -76,7 +76,12 @@ def verdict_markdown(table: pd.DataFrame) -> str:
         if len(rows):
             lines += ["", f"**{title}:**", ""]
             lines += _missing_lines(rows) if verdict == "not measured" else [_line(r) for r in _records(rows)]
-    for line in (_identity_line(table[table["kind"] == "identity"]), _others_line(table)):
+    lines_after = (
+        _published_line(table[table["kind"] == "published"]),
+        _identity_line(table[table["kind"] == "identity"]),
+        _others_line(table),
+    )
+    for line in lines_after:
         lines += ["", line] if line else []
     return "\n".join([*lines, ":::"])
 
@@ -119,8 +124,25 @@ def _identity_line(identities: pd.DataFrame) -> str | None:
     return text + "."
 
 
+def _published_line(published: pd.DataFrame) -> str | None:
+    """Published numbers recomputed from the paper's own data: how many come out as printed, which do not."""
+    checked = published[published["verdict"].isin(["agrees", "differs"])]
+    if not len(checked):
+        return None
+    differing = checked[checked["verdict"] == "differs"]
+    text = (
+        "**Recomputed from the paper's own data** (published numbers, not reproductions): "
+        f"{len(checked) - len(differing)} of {len(checked)} come out as printed"
+    )
+    if len(differing):
+        text += "; not as printed: " + "; ".join(_line(r)[2:].rstrip(".") for r in _records(differing))
+    return text + "."
+
+
 def _others_line(table: pd.DataFrame) -> str | None:
-    counts = table["kind"].value_counts()
+    counts = table[~(table["kind"].eq("published") & table["verdict"].isin(["agrees", "differs"]))][
+        "kind"
+    ].value_counts()
     others = [f"{counts[k]} {k}" for k in ("published", "calibrated", "not comparable", UNCLASSIFIED) if k in counts]
     if not others:
         return None

@@ -10,16 +10,19 @@ response cache with one :class:`MethodUsage` per method, and asks for JSON::
 
 Everything here runs without a model; ``none`` gives a falsy provider.
 Before a kernel starts, a runner calls ``check_spec`` (the string and the
-disk only) and ``probe`` (one short request to a model server); every model
+disk only; ``check_base_url`` for an OpenAI-compatible server's URL) and
+``probe`` (one short request to a model server); every network wait of a model
 call is bounded by ``timeout`` seconds (``check_timeout``; default
-``$RCAKIT_LLM_TIMEOUT`` or 120).
+``$RCAKIT_LLM_TIMEOUT`` or 120), and the API clients' retries by
+``rcakit.llm.sdk.longest_wait``. The backends: Ollama, any OpenAI-compatible
+server, Anthropic's API, and llama.cpp in process.
 """
 
 from rcakit.llm.accounting import Accounting, MethodUsage
 from rcakit.llm.base import ContextOverflow, NullProvider, Provider, Reply, request_seed
 from rcakit.llm.cache import CachedProvider, ResponseCache, cache_totals, cached, default_cache
 from rcakit.llm.replay import ReplayChannel
-from rcakit.llm.spec import check_spec, check_timeout, probe, provider_from_spec
+from rcakit.llm.spec import check_base_url, check_spec, check_timeout, probe, provider_from_spec
 from rcakit.llm.structured import Shape, ask_json, parse_json
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "ask_json",
     "cache_totals",
     "cached",
+    "check_base_url",
     "check_spec",
     "check_timeout",
     "default_cache",

@@ -17,6 +17,10 @@ from rcakit import RcakitError
 
 Message = Mapping[str, str]
 ROLES = ("system", "user", "assistant")
+SPECS = "none, ollama:MODEL, openai:MODEL, anthropic:MODEL, llamacpp:PATH.gguf or llamacpp:smollm2"
+REPLY_CHARS_PER_TOKEN = (
+    256  # generous: a BPE token is rarely over 32 characters; a longer reply is not max_tokens tokens
+)
 
 
 class ContextOverflow(RcakitError):
@@ -46,7 +50,13 @@ class Provider(Protocol):
     ``context_window`` is the number of tokens prompt plus reply may span,
     or ``None`` when the backend does not say; ``count_tokens`` sizes a
     prompt against it (exact or a stated over-estimate, per backend), so a
-    caller can segment a long input before it is cut.
+    caller can segment a long input before it is cut. ``replays`` says
+    whether the same seeded request is expected to get the same reply (the
+    backend takes the seed: Ollama, llama.cpp, OpenAI-compatible servers; not
+    Anthropic's API), an expectation that CAR §3's replay action-match rate
+    measures rather than assumes. A backend behind a server may also carry
+    ``endpoint``, the server's URL without credentials, which the response
+    cache adds to its key.
     """
 
     @property
@@ -57,6 +67,9 @@ class Provider(Protocol):
 
     @property
     def context_window(self) -> int | None: ...
+
+    @property
+    def replays(self) -> bool: ...
 
     def chat(
         self,
@@ -86,6 +99,37 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
     """A deliberate over-estimate of a prompt's tokens, for backends that
     cannot count (Ollama): ``ceil(chars / 3) + 8`` per message."""
     return sum(-(-len(m["content"]) // CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in check_messages(messages))
+
+
+def check_reply(text: object, input_tokens: object, output_tokens: object, *, max_tokens: int, where: str) -> Reply:
+    """A server's answer as a :class:`Reply`, checked before anything keeps it.
+
+    ``text`` must be a string that encodes as UTF-8 (the cache hashes it) of at
+    most ``REPLY_CHARS_PER_TOKEN * max_tokens`` characters, each token count a
+    non-negative int; anything else is one :class:`RcakitError` line naming
+    ``where`` (the server).
+    """
+    limit = REPLY_CHARS_PER_TOKEN * int(max_tokens)
+    counts = [t for t in (input_tokens, output_tokens) if isinstance(t, int) and not isinstance(t, bool) and t >= 0]
+    if not isinstance(text, str):
+        why = f"the reply text is {type(text).__name__}, not a string"
+    elif len(text) > limit:
+        why = f"a reply of {len(text)} characters, more than {max_tokens} tokens can hold"
+    elif len(counts) != 2:
+        why = "token counts that are not non-negative integers"
+    elif not _encodes(text):
+        why = "text that is not valid Unicode"
+    else:
+        return Reply(text, counts[0], counts[1])
+    raise RcakitError(f"{where}: malformed reply from the server ({why})")
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, which JSON can carry
+        return False
+    return True
 
 
 def check_messages(messages: Sequence[Message]) -> list[dict]:
@@ -128,6 +172,7 @@ class NullProvider:
     name = "none"
     model = ""
     context_window = None
+    replays = False
 
     def __init__(self, param: str = "provider") -> None:
         self.param = param
@@ -146,6 +191,5 @@ class NullProvider:
 
     def _refuse(self) -> NoReturn:
         raise RcakitError(
-            f"{self.param}: none is set, so no language model is available; "
-            "use ollama:MODEL, llamacpp:PATH.gguf or llamacpp:smollm2"
+            f"{self.param}: none is set, so no language model is available; use {SPECS.removeprefix('none, ')}"
         )

@@ -2,8 +2,11 @@
 
 The key is the SHA-256 of the canonical JSON of (provider, model, messages,
 options), options being temperature, seed, max_tokens and the JSON schema.
-The server host is not part of the key: the same model answers the same
-request the same way wherever it runs. The database lives in
+For Ollama and llama.cpp the server host is not part of the key: the same
+model answers the same request the same way wherever it runs. A provider
+behind an API client (``openai:``, ``anthropic:``) adds its ``endpoint``, the
+server's URL without credentials, since one model name may mean different
+models on different servers; an API key is never part of a key or a row. The database lives in
 ``$RCAKIT_LLM_CACHE`` or ``<project>/.cache/llm``; it runs in WAL mode with a
 busy timeout, and inserts are ``INSERT OR IGNORE``, so several threads or
 processes may write at once without losing or clobbering a row. Each
@@ -55,9 +58,13 @@ def default_folder() -> Path:
     return Path(env) if env else project_root() / ".cache" / "llm"
 
 
-def canonical_request(provider: str, model: str, messages: Sequence[Message], opts: dict) -> str:
-    """The request as canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+def canonical_request(
+    provider: str, model: str, messages: Sequence[Message], opts: dict, endpoint: str | None = None
+) -> str:
+    """The request as canonical JSON: sorted keys, no spaces, UTF-8 kept; ``endpoint`` only when given."""
     payload = {"provider": provider, "model": model, "messages": check_messages(messages), "options": opts}
+    if endpoint is not None:
+        payload["endpoint"] = endpoint
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -237,7 +244,8 @@ class CachedProvider:
     def __init__(self, provider: Provider, cache: ResponseCache, accounting: MethodUsage) -> None:
         self.provider, self.cache, self.shared_usage = provider, cache, accounting
         self.name, self.model = provider.name, provider.model
-        self.context_window = provider.context_window
+        self.context_window, self.replays = provider.context_window, provider.replays
+        self.endpoint: str | None = getattr(provider, "endpoint", None)
 
     @property
     def server(self) -> str:
@@ -276,7 +284,7 @@ class CachedProvider:
         json_schema: dict | None = None,
     ) -> Reply:
         opts = options(temperature, seed, max_tokens, json_schema)
-        request = canonical_request(self.name, self.model, messages, opts)
+        request = canonical_request(self.name, self.model, messages, opts, self.endpoint)
         reply = self.cache.get(request)
         count_call(self.server, model_call=reply is None)
         usage = self.accounting

@@ -73,6 +73,7 @@ class LlamaCppProvider:
     """
 
     name = "llamacpp"
+    replays = True  # greedy at temperature 0, else the sampler is reseeded from ``seed`` on every call
 
     def __init__(
         self, model_path: str | Path, n_ctx: int = 4096, n_threads: int | None = None, timeout: float = 120.0

@@ -28,7 +28,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from rcakit import RcakitError
-from rcakit.llm.base import Message, Reply, check_messages, estimate_tokens, options
+from rcakit.llm.base import Message, Reply, check_messages, check_reply, estimate_tokens, options
 
 if TYPE_CHECKING:
     import ollama
@@ -40,6 +40,7 @@ class OllamaProvider:
     """``ollama:MODEL``: one model on one Ollama server."""
 
     name = "ollama"
+    replays = True  # the seed goes to the server as Ollama's ``seed``
 
     def __init__(self, model: str, host: str | None = None, timeout: float = 120.0, num_ctx: int = 8192) -> None:
         self.model = model
@@ -75,10 +76,12 @@ class OllamaProvider:
             response = self._client.chat(
                 model=self.model, messages=check_messages(messages), format=json_schema, options=sampling, stream=False
             )
-        return Reply(
-            text=response.message.content or "",
-            input_tokens=int(response.prompt_eval_count or 0),
-            output_tokens=int(response.eval_count or 0),
+        return check_reply(
+            response.message.content or "",
+            response.prompt_eval_count or 0,
+            response.eval_count or 0,
+            max_tokens=opts["max_tokens"],
+            where=f"ollama at {self.host} (model {self.model})",
         )
 
     def count_tokens(self, messages: Sequence[Message]) -> int:

@@ -27,7 +27,8 @@ class ReplayChannel:
         self.provider = provider
         self.name = f"{provider.name}+replay"
         self.model = provider.model
-        self.context_window = provider.context_window
+        self.context_window, self.replays = provider.context_window, provider.replays
+        self.endpoint: str | None = getattr(provider, "endpoint", None)
 
     def __repr__(self) -> str:
         return f"ReplayChannel({self.provider!r})"

@@ -1,11 +1,14 @@
 """Stand-in models for tests and benchmarks: no network, no weights.
 
-:class:`FakeOllamaServer` speaks enough of Ollama's ``/api/chat`` and
-``/api/show`` on 127.0.0.1 for the real ``ollama`` client (real HTTP, canned
-behaviours). :class:`SilentServer` accepts connections on 127.0.0.1 and never
-answers, the server that a timeout must cut short. :class:`ScriptedProvider`
-is an in-process provider whose reply is a function of the messages, for unit
-tests of LLM-backed methods in other modules.
+Fake model servers on 127.0.0.1 speak enough of each protocol for the official
+clients (real HTTP, canned behaviours): :class:`FakeOllamaServer` (Ollama's
+``/api/chat`` and ``/api/show``), :class:`FakeOpenAIServer`
+(``/v1/chat/completions``, ``/v1/models``, ``/v1/models/{id}``) and
+:class:`FakeAnthropicServer` (``/v1/messages``, ``/v1/models/{id}``).
+:class:`SilentServer` accepts connections on 127.0.0.1 and never answers, the
+server that a timeout must cut short. :class:`ScriptedProvider` is an
+in-process provider whose reply is a function of the messages, for unit tests
+of LLM-backed methods in other modules.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import json
 import socket
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -23,6 +27,7 @@ from rcakit.llm.base import Message, Reply, check_messages, options
 
 Behaviour = tuple[str, Any]  # (kind, payload): the payload's type follows the kind (text, status code, seconds)
 _RESPOND: Behaviour = ("respond", None)
+ERROR_TEXT = "model exploded\nsecond line"
 
 
 def echo(messages: Sequence[Message]) -> str:
@@ -30,23 +35,32 @@ def echo(messages: Sequence[Message]) -> str:
     return json.dumps({"echo": messages[-1]["content"]})
 
 
-class FakeOllamaServer:
-    """``/api/chat`` on an ephemeral port; ``requests`` holds each request body.
+class FakeServer(ABC):
+    """What the fake model servers share; a subclass maps its protocol's paths and bodies.
 
-    ``queue(*behaviours)`` sets what the next requests get, in order:
-    ``("reply", text)``, ``("status", code)`` (an HTTP error with an Ollama
-    error body) or ``("hang", seconds)`` (no answer until then or until
-    ``close``). With nothing queued the server replies ``respond(messages)``.
-    Token counts are the characters of the prompt and of the reply.
+    ``queue(*behaviours)`` sets what the next chat requests get, in order:
+    ``("reply", text)`` (also a reply that ignores the schema asked for),
+    ``("status", code)`` or ``("status", (code, retry_after))`` (an HTTP error
+    with the protocol's error body, and a ``Retry-After`` header when given),
+    ``("hang", seconds)`` (no answer until then or until ``close``),
+    ``("malformed", text)`` (HTTP 200 with ``text`` as a JSON body that is not
+    the protocol's) or ``("echo_auth", code)`` (an HTTP error whose message
+    quotes the request's ``Authorization`` and ``x-api-key`` headers, as a
+    hostile server might). With nothing queued the server replies
+    ``respond(messages)``. Token counts are the characters of the prompt and of
+    the reply. ``requests`` holds each chat request body, ``paths`` every
+    request's method and path, ``times`` the ``time.monotonic()`` of each chat
+    request's arrival.
 
-    ``/api/show`` (what :func:`rcakit.llm.probe` asks) answers for any model
-    when ``models`` is ``None``, else only for those names (an untagged name
-    means ``:latest``) and HTTP 404 otherwise; ``shown`` holds the names
-    asked about. It takes nothing from the queue.
-
-    ``latency`` seconds are waited before each ``/api/chat`` answer, as a model
-    server would take to generate; requests are served concurrently, each on
-    its own thread, like an Ollama server with ``OLLAMA_NUM_PARALLEL`` slots.
+    ``models`` are the names the server has (``None``: any name it is asked
+    about, and none in a listing); ``shown`` holds the names asked about. A
+    chat request that carries a field in ``refuses`` gets HTTP 400 naming it,
+    as a server without that feature answers (it takes nothing from the queue).
+    With a ``key``, a request that presents another (as ``Authorization:
+    Bearer`` or ``x-api-key``) gets HTTP 401 quoting what it presented.
+    ``latency`` seconds are waited before each chat answer, as a model server
+    would take to generate; requests are served concurrently, each on its own
+    thread.
     """
 
     def __init__(
@@ -54,14 +68,18 @@ class FakeOllamaServer:
         respond: Callable[[Sequence[Message]], str] = echo,
         models: Sequence[str] | None = None,
         latency: float = 0.0,
+        refuses: Collection[str] = (),
+        key: str | None = None,
     ) -> None:
-        self.latency = float(latency)
+        self.respond, self.latency, self.refuses, self.key = respond, float(latency), tuple(refuses), key
         self.script: deque[Behaviour] = deque()
         self.requests: list[dict] = []
+        self.paths: list[str] = []
+        self.times: list[float] = []
         self.shown: list[str] = []
-        self.models = None if models is None else {tagged(m) for m in models}
+        self.models = None if models is None else {self.full_name(m) for m in models}
         self.release = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self, respond))
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
@@ -80,10 +98,181 @@ class FakeOllamaServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def full_name(self, model: str) -> str:
+        """A model's name as the server stores it."""
+        return model
+
+    def has(self, model: str) -> bool:
+        """Whether the server has ``model``; the name is recorded in ``shown``."""
+        self.shown.append(model)
+        return self.models is None or self.full_name(model) in self.models
+
+    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+        """Answer one request (a subclass maps its paths)."""
+        http.send(404, {"error": f"no route {method} {path}"})
+
+    def authorised(self, http: _Exchange) -> bool:
+        """Whether the request presents :attr:`key` (always, without one); else it is answered with HTTP 401."""
+        if self.key is None or self.key in (http.headers.get("x-api-key"), _bearer(http.headers)):
+            return True
+        http.send(401, self.error_body(f"invalid credentials: {_credentials(http.headers)}"))
+        return False
+
+    def chat(self, http: _Exchange, body: dict, messages: list[dict]) -> None:
+        """Answer one chat request with the next queued behaviour."""
+        self.requests.append(body)
+        self.times.append(time.monotonic())
+        refused = [name for name in self.refuses if name in body]
+        if refused:
+            http.send(400, self.error_body(f"this server does not support {refused[0]}"))
+            return
+        if self.latency:
+            time.sleep(self.latency)
+        kind, payload = self.script.popleft() if self.script else _RESPOND
+        if kind == "hang":
+            self.release.wait(payload)
+        elif kind == "status":
+            code, wait = payload if isinstance(payload, tuple) else (payload, None)
+            http.send(code, self.error_body(ERROR_TEXT), {} if wait is None else {"Retry-After": str(wait)})
+        elif kind == "echo_auth":
+            http.send(payload, self.error_body(f"invalid credentials: {_credentials(http.headers)}"))
+        elif kind == "malformed":
+            http.send_bytes(200, str(payload).encode())
+        else:
+            text = payload if kind == "reply" else self.respond(messages)
+            http.send(200, self.reply_body(body, text, sum(len(m["content"]) for m in messages)))
+
+    def error_body(self, message: str) -> dict:
+        return {"error": message}
+
+    @abstractmethod
+    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+        """The protocol's reply to a chat request."""
+
+
+def _bearer(headers: Any) -> str | None:
+    value = headers.get("Authorization") or ""
+    return value.removeprefix("Bearer ") if value.startswith("Bearer ") else None
+
+
+def _credentials(headers: Any) -> str:
+    """What a request presented as its key, quoted back as a careless (or hostile) server does."""
+    return f"Authorization {headers.get('Authorization')!r}, x-api-key {headers.get('x-api-key')!r}"
+
+
+class FakeOllamaServer(FakeServer):
+    """Ollama's ``/api/chat`` and ``/api/show`` (what :func:`rcakit.llm.probe` asks; an untagged name means
+    ``:latest``, a model it lacks is HTTP 404), as :class:`FakeServer` describes."""
+
+    def full_name(self, model: str) -> str:
+        return tagged(model)
+
+    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+        if path == "/api/show":
+            model = body["model"]
+            if not self.has(model):
+                http.send(404, {"error": f"model '{model}' not found"})
+                return
+            show = {"details": {"format": "gguf", "family": "fake"}, "model_info": {"general.architecture": "fake"}}
+            http.send(200, {"modelfile": f"FROM {model}", **show})
+        elif path == "/api/chat":
+            self.chat(http, body, body["messages"])
+        else:
+            super().route(http, method, path, body)
+
+    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+        return {
+            "model": request["model"],
+            "created_at": "2026-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": text},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": prompt_chars,
+            "eval_count": len(text),
+        }
+
 
 def tagged(model: str) -> str:
     """Ollama's full model name: ``:latest`` when no tag is given."""
     return model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
+
+
+class FakeOpenAIServer(FakeServer):
+    """An OpenAI-compatible server: ``POST /v1/chat/completions``, ``GET /v1/models`` (the ``models``
+    given) and ``GET /v1/models/{id}``, as :class:`FakeServer` describes. Its URL for the ``openai``
+    client (``base_url``) is ``url + "/v1"``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.base_url = f"{self.url}/v1"
+
+    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+        if method == "POST" and path == "/v1/chat/completions":
+            self.chat(http, body, body["messages"])
+        elif method == "GET" and path == "/v1/models":
+            http.send(200, {"object": "list", "data": [_openai_model(m) for m in sorted(self.models or ())]})
+        elif method == "GET" and path.startswith("/v1/models/"):
+            model = path.removeprefix("/v1/models/")
+            if self.has(model):
+                http.send(200, _openai_model(model))
+            else:
+                http.send(404, self.error_body(f"The model '{model}' does not exist"))
+        else:
+            super().route(http, method, path, body)
+
+    def error_body(self, message: str) -> dict:
+        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+
+    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": request["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"},
+            ],
+            "usage": {"prompt_tokens": prompt_chars, "completion_tokens": len(text), "total_tokens": 0},
+        }
+
+
+def _openai_model(model: str) -> dict:
+    return {"id": model, "object": "model", "created": 0, "owned_by": "fake"}
+
+
+class FakeAnthropicServer(FakeServer):
+    """Anthropic's ``POST /v1/messages`` and ``GET /v1/models/{id}``, as :class:`FakeServer` describes.
+    ``respond`` sees the request's ``system`` field as a leading system message."""
+
+    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+        if method == "POST" and path == "/v1/messages":
+            system = [{"role": "system", "content": body["system"]}] if "system" in body else []
+            self.chat(http, body, system + body["messages"])
+        elif method == "GET" and path.startswith("/v1/models/"):
+            model = path.removeprefix("/v1/models/")
+            if self.has(model):
+                http.send(
+                    200, {"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z"}
+                )
+            else:
+                http.send(404, self.error_body(f"model: {model}"))
+        else:
+            super().route(http, method, path, body)
+
+    def error_body(self, message: str) -> dict:
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": request["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt_chars, "output_tokens": len(text)},
+        }
 
 
 class SilentServer:
@@ -131,66 +320,43 @@ class SilentServer:
         self.close()
 
 
-def _handler(fake: FakeOllamaServer, respond: Callable[[Sequence[Message]], str]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path == "/api/show":
-                self._show(body["model"])
-            else:
-                self._chat(body)
+class _Exchange(BaseHTTPRequestHandler):
+    """One request to a fake server: read, routed to ``fake.route``, answered with :meth:`send`."""
 
-        def _chat(self, body: dict) -> None:
-            fake.requests.append(body)
-            if fake.latency:
-                time.sleep(fake.latency)
-            kind, payload = fake.script.popleft() if fake.script else _RESPOND
-            if kind == "hang":
-                fake.release.wait(payload)
-                return
-            if kind == "status":
-                self._send(payload, {"error": "model exploded\nsecond line"})
-                return
-            content = payload if kind == "reply" else respond(body["messages"])
-            self._send(
-                200,
-                {
-                    "model": body["model"],
-                    "created_at": "2026-01-01T00:00:00Z",
-                    "message": {"role": "assistant", "content": content},
-                    "done": True,
-                    "done_reason": "stop",
-                    "prompt_eval_count": sum(len(m["content"]) for m in body["messages"]),
-                    "eval_count": len(content),
-                },
-            )
+    fake: FakeServer
 
-        def _show(self, model: str) -> None:
-            fake.shown.append(model)
-            if fake.models is not None and tagged(model) not in fake.models:
-                self._send(404, {"error": f"model '{model}' not found"})
-                return
-            self._send(
-                200,
-                {
-                    "modelfile": f"FROM {model}",
-                    "details": {"format": "gguf", "family": "fake"},
-                    "model_info": {"general.architecture": "fake"},
-                },
-            )
+    def do_GET(self) -> None:
+        self._route("GET")
 
-        def _send(self, status: int, obj: dict) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def do_POST(self) -> None:
+        self._route("POST")
 
-        def log_message(self, *args: object) -> None:
-            pass
+    def _route(self, method: str) -> None:
+        size = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(size)) if size else {}
+        path = self.path.split("?", 1)[0]
+        self.fake.paths.append(f"{method} {path}")
+        if self.fake.authorised(self):
+            self.fake.route(self, method, path, body)
 
-    return Handler
+    def send(self, status: int, obj: dict, headers: dict[str, str] | None = None) -> None:
+        self.send_bytes(status, json.dumps(obj).encode(), headers)
+
+    def send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _handler(fake: FakeServer) -> type[_Exchange]:
+    return type("Exchange", (_Exchange,), {"fake": fake})
 
 
 class ScriptedProvider:
@@ -202,6 +368,7 @@ class ScriptedProvider:
 
     name = "scripted"
     context_window = None
+    replays = True  # a function of the messages
 
     def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, model: str = "script") -> None:
         self.respond, self.model = respond, model

@@ -7,12 +7,14 @@ readers and the actions they return), ``agent``, ``interventions``, ``diagnosers
 sweeps, case stores), ``metrics`` (exact-hop accuracy, its intervals and shares),
 ``propagation`` (what a structural fault leaves for each reader), ``outcomes`` (what content corruption
 does to the answer), ``llm_methods`` (the LLM reader and judge wired from chapter parameters) and
+``authors_runs`` and ``rescoring`` (the authors' released per-case runs, read and rescored) and
 ``experiments`` (one arm run end to end, and every chapter section as a ``rcakit.sections.Section``).
 
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
 
 from rcakit.rag.agent import Agent, AgentSettings
+from rcakit.rag.authors_runs import AuthorsRun, read_runs
 from rcakit.rag.diagnosers import Diagnosis, LLMJudge
 from rcakit.rag.experiments import ArmRun, run_arm
 from rcakit.rag.interventions import CONTENT, STRUCTURAL, Corruption, corrupt_content, inject
@@ -29,6 +31,7 @@ __all__ = [
     "Agent",
     "AgentSettings",
     "ArmRun",
+    "AuthorsRun",
     "CONTENT",
     "Corpora",
     "Corruption",
@@ -55,5 +58,6 @@ __all__ = [
     "normalise",
     "predictions",
     "protocol_record",
+    "read_runs",
     "run_arm",
 ]

@@ -1,9 +1,10 @@
 """The LLM reader and the LLM judge, wired from chapter parameters (AgenticRAG-FP §5-6).
 
-Chapters turn three parameters into models: ``provider`` (the agent's model,
+Chapters turn these parameters into models: ``provider`` (the agent's model,
 and the judge's unless ``judge_provider`` names another, for cross-family
-judging), ``agent`` (``rule`` or ``llm``) and ``llm_timeout`` (seconds a model
-server may take per reply). The LLM judge sees a seeded
+judging), ``agent`` (``rule`` or ``llm``), ``llm_timeout`` (seconds a model
+server may take per reply) and ``llm_base_url`` (an OpenAI-compatible
+server's URL, for ``openai:`` specs). The LLM judge sees a seeded
 sample of at most ``llm_max_cases`` failed cases per depth, their traces
 rebuilt from the cases' seeds. The cost of each LLM method (cost columns
 only: calls, tokens, abstentions, cases) is counted per case
@@ -47,21 +48,31 @@ class Models:
 
 
 def models_from_params(
-    provider: str, judge_provider: str, agent: str, seed: int, *, timeout: float | None = None, judge_hops: str = "any"
+    provider: str,
+    judge_provider: str,
+    agent: str,
+    seed: int,
+    *,
+    timeout: float | None = None,
+    judge_hops: str = "any",
+    base_url: str | None = None,
 ) -> Models:
     """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
 
     ``timeout`` (the chapters' ``llm_timeout``) bounds each model reply, in seconds; ``judge_hops``
-    (``any`` or ``trace``) is the hop range the judge may name (``LLMJudge``).
+    (``any`` or ``trace``) is the hop range the judge may name (``LLMJudge``); ``base_url`` (the
+    chapters' ``llm_base_url``) is the server of an ``openai:`` spec.
     """
     if agent not in AGENTS:
         raise RcakitError(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
     accounting = Accounting()
-    main = provider_from_spec(provider, timeout=timeout, param="provider")
+    main = provider_from_spec(provider, timeout=timeout, param="provider", base_url=base_url)
     if agent == "llm" and not main:
         raise RcakitError("agent: llm needs a language model; set provider (e.g. llamacpp:smollm2)")
     own = judge_provider == "none"
-    backend = main if own else provider_from_spec(judge_provider, timeout=timeout, param="judge_provider")
+    backend = (
+        main if own else provider_from_spec(judge_provider, timeout=timeout, param="judge_provider", base_url=base_url)
+    )
     reader_chat = cached(main, accounting=accounting[READER]) if agent == "llm" else None
     judge = LLMJudge(cached(backend, accounting=accounting[JUDGE]), seed, hops=judge_hops) if backend else None
     return Models(accounting, reader_chat, judge)

@@ -136,15 +136,18 @@ def build_lab(
     runner: Runner | None = None,
     corpus: str = "question",
     empty_search: str = "first_two",
+    retriever: str = "bm25",
     reformulate: bool = False,
     interventions: str = "generic",
     heed_warnings: float = 0.5,
 ) -> Lab:
-    """World, BM25 corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
+    """World, corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
 
     The protocol's choices (``papers/README.md``): ``corpus`` (``question``: each
     question's own paragraphs; ``global``: one index over the world),
-    ``empty_search`` (``first_two`` or ``nothing``), ``top_k``, ``spare_hops``
+    ``empty_search`` (``first_two`` or ``nothing``), ``retriever`` (``bm25``, the
+    authors' for the content-corruption runs, or ``dense``, all-MiniLM-L6-v2, the
+    authors' for Table 2; ``rcakit.rag.retrieval``), ``top_k``, ``spare_hops``
     and ``reformulate`` (the hop budget and retrievals per hop,
     ``AgentSettings``), ``interventions`` (``generic`` or ``targeted``) and the
     rule reader's ``heed_warnings`` (how often it abstains on a warning text).
@@ -168,21 +171,23 @@ def build_lab(
         reader = LLMReader(reader_chat, reader, seed)
     settings = AgentSettings(top_k=top_k, spare_hops=spare_hops, reformulate=reformulate)
     check_style(interventions)
-    agent = Agent(made, Corpora(made, corpus, empty_search), reader, settings)
+    agent = Agent(made, Corpora(made, corpus, empty_search, retriever), reader, settings)
     lab = Lab.build(made, agent, seed, runner=runner, interventions=interventions)
     lab.selection = selection
     return lab
 
 
 def protocol_record(lab: Lab) -> dict:
-    """The protocol a lab ran, for the results: corpus kind and paragraphs per question, hop budget,
-    retrievals per hop, top_k, empty-search rule, intervention style and set, and the reader's reaction."""
+    """The protocol a lab ran, for the results: corpus kind and paragraphs per question, retriever, hop
+    budget, retrievals per hop, top_k, empty-search rule, intervention style and set, and the reader's
+    reaction."""
     agent, questions = lab.agent, lab.world.questions
     sizes = sorted(agent.corpora.size(q) for q in questions)
     budgets = sorted({agent.settings.budget(q) for q in questions})
     return {
         "corpus": agent.corpora.kind,
         "paragraphs_per_question": {"min": sizes[0], "median": sizes[len(sizes) // 2], "max": sizes[-1]},
+        "retriever": agent.corpora.retriever,
         "hop_budget": budgets[0] if len(budgets) == 1 else budgets,
         "retrievals_per_hop": 2 if agent.settings.reformulate else 1,
         "top_k": agent.top_k,

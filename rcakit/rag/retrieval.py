@@ -1,4 +1,4 @@
-"""BM25 retrieval (rank-bm25 ``BM25Okapi``) over each question's own paragraphs or the world's corpus.
+"""Retrieval over each question's own paragraphs or the world's corpus: BM25 or dense (all-MiniLM-L6-v2).
 
 ``Corpora`` is what the agent searches. With ``kind = "question"`` (the
 authors' protocol, AgenticRAG-FP §6 and ``papers/README.md``) each question is
@@ -9,18 +9,34 @@ the whole corpus. With ``empty_search = "first_two"`` (the authors') a search
 in which no paragraph scores returns the searched corpus's first two
 paragraphs; with ``"nothing"`` it returns nothing.
 
-Documents are title plus text, tokenised with the answer normaliser of
+``retriever`` says how a corpus is searched (``papers/README.md``, "Retriever
+and probe budget"): ``bm25`` (:class:`Retriever`; the authors' retriever for
+the content-corruption runs behind Tables 3-4) or ``dense``
+(:class:`DenseRetriever`; their Table 2 sweep). Both rank by score, break
+ties by paragraph position, and return only paragraphs that score above 0,
+so a search where nothing scores is left to the empty-search rule.
+
+BM25: documents are title plus text, tokenised with the answer normaliser of
 ``rcakit.rag.text`` so retrieval and scoring see the same tokens. The corpus
 statistics (idf, term frequencies, lengths, k1, b) are ``BM25Okapi``'s; the
 per-term Okapi weights are laid out once in a sparse term-by-document matrix
 (scipy), so a query costs one sparse row sum instead of rank-bm25's Python
 loop over documents. ``scores`` equals ``BM25Okapi.get_scores`` (tested).
+
+Dense: documents are "title: text", as the authors embed them; a score is the
+cosine of the query's and the paragraph's unit embeddings
+(``rcakit.rag.embeddings``), summed in float64 by numpy (no threaded BLAS),
+rounded to :data:`DECIMALS` places and clamped at 0, so near-ties become
+ties broken by position and a score does not hinge on the last bits of a
+float32 sum.
+
 Results are cached per (query, k): sweeps re-issue the same clean queries;
 the cache is thread-safe, and a pickled retriever (to a Dask worker) starts
-with an empty one. These caches (the search results, the per-question
-indexes of ``Corpora``) are the only state here, and no result depends on
-them: they only save work that concurrent cases would otherwise repeat, so
-they keep their lock and their pickling hooks, which leave a cache behind.
+with an empty one. These caches (the search results, a dense retriever's
+paragraph embeddings, the per-question indexes of ``Corpora``) are the only
+state here, and no result depends on them: they only save work that
+concurrent cases would otherwise repeat, so they keep their lock and their
+pickling hooks, which leave a cache behind.
 
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
@@ -35,22 +51,27 @@ from rank_bm25 import BM25Okapi
 from scipy import sparse
 
 from rcakit import RcakitError
+from rcakit.rag.embeddings import Encoder, shared_encoder
 from rcakit.rag.text import tokens
 from rcakit.rag.world import Paragraph, Question, World
 
 CORPUS_KINDS = ("question", "global")
 EMPTY_SEARCH = ("first_two", "nothing")
+RETRIEVERS = ("bm25", "dense")
 FALLBACK_DOCS = 2  # paragraphs the authors' search returns when nothing scores
+DECIMALS = 6  # a dense score's rounding before ranking
 
 
-class Retriever:
-    """Top-k BM25 search; ties broken by paragraph id, so results are deterministic."""
+def top_positions(scores: np.ndarray, k: int) -> tuple[int, ...]:
+    """Positions of the ``k`` highest ``scores`` above 0, ties broken by position."""
+    order = np.lexsort((np.arange(len(scores)), -scores))[: max(k, 0)]
+    return tuple(int(i) for i in order if scores[i] > 0)
 
-    def __init__(self, corpus: list[Paragraph]) -> None:
-        self.corpus = corpus
-        self.bm25 = BM25Okapi([tokens(f"{p.title} {p.text}") for p in corpus])
-        self._vocab, self._weights = self._okapi_matrix()
-        self._cached_search()
+
+class _Search:
+    """Top-k search over ``corpus`` by ``scores``, cached per (query, k); the cache is left out of a pickle."""
+
+    corpus: list[Paragraph]
 
     def _cached_search(self) -> None:
         self.search = functools.lru_cache(maxsize=200_000)(self._search)
@@ -60,6 +81,23 @@ class Retriever:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._cached_search()
+
+    def scores(self, query: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def _search(self, query: str, k: int) -> tuple[int, ...]:
+        """Positions (in ``corpus``) of the top ``k`` paragraphs with a positive score."""
+        return top_positions(self.scores(query), k) if k > 0 else ()
+
+
+class Retriever(_Search):
+    """Top-k BM25 search; ties broken by paragraph position, so results are deterministic."""
+
+    def __init__(self, corpus: list[Paragraph]) -> None:
+        self.corpus = corpus
+        self.bm25 = BM25Okapi([tokens(f"{p.title} {p.text}") for p in corpus])
+        self._vocab, self._weights = self._okapi_matrix()
         self._cached_search()
 
     def _okapi_matrix(self) -> tuple[dict[str, int], sparse.csr_matrix]:
@@ -79,33 +117,78 @@ class Retriever:
             return np.zeros(len(self.corpus))
         return np.asarray(self._weights[ids].sum(axis=0)).ravel()
 
-    def _search(self, query: str, k: int) -> tuple[int, ...]:
-        """Positions (in ``corpus``) of the top ``k`` paragraphs with a positive score."""
-        if not tokens(query) or k <= 0:
-            return ()
-        scores = self.scores(query)
-        order = np.lexsort((np.arange(len(scores)), -scores))[:k]
-        return tuple(int(i) for i in order if scores[i] > 0)
+
+class DenseRetriever(_Search):
+    """Top-k cosine search over all-MiniLM-L6-v2 embeddings of "title: text", scores clamped at 0.
+
+    ``encoder`` is the process's shared one by default; the paragraphs are embedded on the first search.
+    """
+
+    def __init__(self, corpus: list[Paragraph], encoder: Encoder | None = None) -> None:
+        self.corpus = corpus
+        self.encoder = encoder or shared_encoder()
+        self._fresh()
+
+    def _fresh(self) -> None:
+        self._lock = threading.Lock()
+        self._matrix: np.ndarray | None = None
+        self._cached_search()
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("search", "_lock", "_matrix")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._fresh()
+
+    def documents(self) -> list[str]:
+        """The texts embedded for the corpus, "title: text" as the authors write them."""
+        return [f"{p.title}: {p.text}" for p in self.corpus]
+
+    def paragraph_embeddings(self) -> np.ndarray:
+        """Every paragraph's unit embedding, in float64 (computed once)."""
+        with self._lock:
+            if self._matrix is None:
+                self._matrix = self.encoder.embed(self.documents()).astype(np.float64)
+            return self._matrix
+
+    def scores(self, query: str) -> np.ndarray:
+        """Cosine of ``query`` with every paragraph, rounded to :data:`DECIMALS` places, clamped at 0;
+        all 0 for a blank query."""
+        if not query.strip():
+            return np.zeros(len(self.corpus))
+        paragraphs = self.paragraph_embeddings()
+        cosine = (paragraphs * self.encoder.embed([query])[0].astype(np.float64)).sum(axis=1)
+        return np.maximum(np.round(cosine, DECIMALS), 0.0)
+
+
+INDEXES = {"bm25": Retriever, "dense": DenseRetriever}
 
 
 class Corpora:
-    """What the agent searches: one BM25 index per question (``question``) or one for all (``global``).
+    """What the agent searches: one index per question (``question``) or one for all (``global``), each
+    searched by ``retriever`` (``bm25`` or ``dense``).
 
     Per-question indexes are built on first use and kept (under a lock, since
     concurrent cases share them); a pickled ``Corpora`` starts with none.
     """
 
-    def __init__(self, world: World, kind: str = "question", empty_search: str = "first_two") -> None:
-        if kind not in CORPUS_KINDS:
-            raise RcakitError(f"corpus: expected one of {', '.join(CORPUS_KINDS)}, got {kind!r}")
-        if empty_search not in EMPTY_SEARCH:
-            raise RcakitError(f"empty_search: expected one of {', '.join(EMPTY_SEARCH)}, got {empty_search!r}")
-        self.world, self.kind, self.empty_search = world, kind, empty_search
+    def __init__(
+        self, world: World, kind: str = "question", empty_search: str = "first_two", retriever: str = "bm25"
+    ) -> None:
+        for name, value, allowed in (
+            ("corpus", kind, CORPUS_KINDS),
+            ("empty_search", empty_search, EMPTY_SEARCH),
+            ("retriever", retriever, RETRIEVERS),
+        ):
+            if value not in allowed:
+                raise RcakitError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
+        self.world, self.kind, self.empty_search, self.retriever = world, kind, empty_search, retriever
         self._fresh()
 
     def _fresh(self) -> None:
         self._lock = threading.Lock()
-        self._indexes: dict[str, Retriever] = {}
+        self._indexes: dict[str, Retriever | DenseRetriever] = {}
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_indexes")}
@@ -114,13 +197,13 @@ class Corpora:
         self.__dict__.update(state)
         self._fresh()
 
-    def index(self, q: Question) -> Retriever:
-        """The BM25 index question ``q`` searches."""
+    def index(self, q: Question) -> Retriever | DenseRetriever:
+        """The index question ``q`` searches."""
         key = q.id if self.kind == "question" else ""
         with self._lock:
             if key not in self._indexes:
                 docs = self.world.context(q) if self.kind == "question" else self.world.corpus
-                self._indexes[key] = Retriever(docs)
+                self._indexes[key] = INDEXES[self.retriever](docs)
             return self._indexes[key]
 
     def size(self, q: Question) -> int:

@@ -363,9 +363,20 @@ def pilot_section(
     r: int = 3,
     theta: ThetaLike = THETA,
     timeout: float | None = None,
+    base_url: str | None = None,
 ) -> Section:
-    """The four-agent pilot (GCJR §Key results, DualSolve-MAS) beside the paper's ``published`` pilot block."""
-    numbers = run_pilot(n_cases=n_cases, seed=seed, policy=policy, provider=provider, r=r, theta=theta, timeout=timeout)
+    """The four-agent pilot (GCJR §Key results, DualSolve-MAS) beside the paper's ``published`` pilot block;
+    ``timeout`` and ``base_url`` (the chapter's ``llm_timeout`` and ``llm_base_url``) reach the provider."""
+    numbers = run_pilot(
+        n_cases=n_cases,
+        seed=seed,
+        policy=policy,
+        provider=provider,
+        r=r,
+        theta=theta,
+        timeout=timeout,
+        base_url=base_url,
+    )
     return Section(
         table=pilot_beside_paper(numbers, published),
         numbers={"pilot": numbers},

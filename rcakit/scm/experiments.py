@@ -29,6 +29,7 @@ from IPython.display import Markdown
 from scipy import stats as scipy_stats
 
 from rcakit.llm.accounting import Accounting
+from rcakit.llm.base import Provider
 from rcakit.llm.cache import cached
 from rcakit.llm.spec import provider_from_spec
 from rcakit.scm import records
@@ -270,18 +271,28 @@ def replay_action_match(report: SupportReport) -> Section:
 
 
 def language_model_support(
-    provider: str, *, k_samples: int, n_permutations: int, seed: int, extra_runs: int, timeout: float
+    provider: str,
+    *,
+    k_samples: int,
+    n_permutations: int,
+    seed: int,
+    extra_runs: int,
+    timeout: float,
+    base_url: str | None = None,
 ) -> Section:
     """The support-agent report with a language model deciding the refund (CAR §2-3, Figure 1).
 
-    ``provider`` is a spec (:func:`rcakit.llm.provider_from_spec`); ``none``
-    skips the section. The model answers behind the response cache; its
-    report (:func:`rcakit.scm.llm_support_report`) and the tokens it cost are
+    ``provider`` is a spec (:func:`rcakit.llm.provider_from_spec`, with
+    ``base_url`` for an ``openai:`` server); ``none`` skips the section. The
+    model answers behind the response cache; its report
+    (:func:`rcakit.scm.llm_support_report`) and the tokens it cost are
     recorded under ``support_agent.llm``. Facts: ``amr``, ``amr_lo``,
-    ``replayed``, ``locus_text`` (Markdown: the locus, or why there is none)
-    and ``calls`` (model calls, replay included).
+    ``replayed``, ``locus_text`` (Markdown: the locus, or why there is none),
+    ``replay_text`` (Markdown: whether the backend takes the seed, so whether
+    an exact replay is to be expected) and ``calls`` (model calls, replay
+    included).
     """
-    chat = provider_from_spec(provider, timeout=timeout)
+    chat = provider_from_spec(provider, timeout=timeout, base_url=base_url)
     if not chat:
         return Section.skip("no language model was given (`provider = none`).")
     usage = Accounting()
@@ -304,7 +315,18 @@ def language_model_support(
         "amr_lo": report.replay.ci()[0],
         "replayed": report.replay.n,
         "locus_text": Markdown(locus_text),
+        "replay_text": Markdown(_replay_text(chat)),
         "calls": sum(method["calls"] for method in cost.values()),
     }
     numbers = {"support_agent": {"llm": {**records.support_numbers(report), "cost": cost}}}
     return Section(table=report.trajectory(), numbers=numbers, facts=facts)
+
+
+def _replay_text(chat: Provider) -> str:
+    """Whether ``chat``'s backend takes the seed, in words for the page (``Provider.replays``)."""
+    if chat.replays:
+        return (
+            f"`{chat.name}` sends the seed with every request, so a server that honours it and serves one "
+            "request at a time should match every step"
+        )
+    return f"`{chat.name}` takes no seed, so a replayed step is drawn afresh and need not match the recorded one"

@@ -6,9 +6,9 @@ section; every section comes back as a :class:`rcakit.sections.Section`
 why it was skipped), so the notebook only glues, shows and collects.
 
 Modules: ``arm`` (running an arm, the protocol's side-by-side runs),
-``setup`` (the protocol table and the world), ``accuracy`` (exact-hop accuracy,
-the probes' branches, the LLM methods), ``structural`` (the coverage-collapse
-chapter's own sections) and ``content`` (the content-corruption chapter's).
+``setup`` (the protocol table and the world), ``authors`` (the authors' released runs,
+rescored), ``accuracy`` (exact-hop accuracy, the probes' branches, the LLM methods),
+``structural`` (the coverage-collapse chapter's own sections) and ``content`` (the content-corruption chapter's).
 
 Used in the chapters: `coverage-collapse`, `content-corruption`.
 """
@@ -31,6 +31,7 @@ from rcakit.rag.experiments.arm import (
     run_arm,
     show_served,
 )
+from rcakit.rag.experiments.authors import AuthorsRuns, authors_runs
 from rcakit.rag.experiments.content import (
     bridge_section,
     contamination_section,
@@ -58,9 +59,11 @@ from rcakit.rag.experiments.structural import (
 
 __all__ = [
     "ArmRun",
+    "AuthorsRuns",
     "EARLIER_PROTOCOL",
     "PROTOCOL_DEFAULTS",
     "accuracy_section",
+    "authors_runs",
     "branch_kinds_section",
     "branches_section",
     "bridge_section",

@@ -25,6 +25,7 @@ from rcakit.parallel import Runner, report_served
 from rcakit.progress import track
 from rcakit.rag import llm_methods as lm
 from rcakit.rag import replay as rp
+from rcakit.rag.embeddings import stack_versions
 from rcakit.rag.metrics import attribution
 from rcakit.rag.musique import SYNTHETIC
 from rcakit.rag.protocol import ARMS, Lab, build_lab, case_store, sweep
@@ -42,6 +43,9 @@ PROTOCOL_DEFAULTS = {
     "heed_warnings": 0.5,
     "judge_hops": "any",
 }
+# The authors' retriever differs by arm (papers/README.md, "Retriever and probe budget"): Table 2's structural
+# sweep is dense (all-MiniLM-L6-v2), the content-corruption runs behind Tables 3-4 are BM25.
+AUTHORS_RETRIEVER = {"structural": "dense", "content": "bm25"}
 # The workbench's earlier protocol, for the side-by-side run of the chapters' Explore sections.
 EARLIER_PROTOCOL = {
     "corpus": "global",
@@ -51,6 +55,7 @@ EARLIER_PROTOCOL = {
     "interventions": "targeted",
     "top_k": 3,
     "judge_hops": "trace",
+    "retriever": "bm25",
 }
 RUN_ONLY = ("workers", "scheduler")  # where the cases run: never part of what a stored case means
 Progress = Callable[..., Iterator] | None
@@ -114,7 +119,7 @@ def run_arm(
     """
     if arm not in ARMS:
         raise RcakitError(f"arm: expected 'structural' or 'content', got {arm!r}")
-    params = {**PROTOCOL_DEFAULTS, **params}
+    params = {**authors_protocol(arm), **params}
     chapter_id = chapter_id or CHAPTERS[arm]
     bar = (lambda desc: partial(track, desc=desc)) if progress is track else (lambda desc: progress)
     models = lm.models_from_params(
@@ -124,9 +129,10 @@ def run_arm(
         params["seed"],
         timeout=params["llm_timeout"],
         judge_hops=params["judge_hops"],
+        base_url=params.get("llm_base_url"),
     )
     runner = Runner(params.get("workers", 1), params.get("scheduler", ""))
-    protocol = {k: params[k] for k in PROTOCOL_DEFAULTS if k != "judge_hops"}
+    protocol = {k: params[k] for k in authors_protocol(arm) if k != "judge_hops"}
     lab = build_lab(
         params["seed"],
         **{k: params[k] for k in LAB_PARAMS},
@@ -153,9 +159,18 @@ def run_arm(
     return run
 
 
+def authors_protocol(arm: str) -> dict[str, Any]:
+    """The authors' protocol for ``arm``: :data:`PROTOCOL_DEFAULTS` and the arm's retriever."""
+    return {**PROTOCOL_DEFAULTS, "retriever": AUTHORS_RETRIEVER[arm]}
+
+
 def _stored(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters that key the case store: all but :data:`RUN_ONLY`, so any setting resumes any other."""
-    return {k: v for k, v in params.items() if k not in RUN_ONLY}
+    """The parameters that key the case store: all but :data:`RUN_ONLY`, so any setting resumes any other;
+    with the dense retriever, also the versions of the packages that compute its embeddings."""
+    stored = {k: v for k, v in params.items() if k not in RUN_ONLY}
+    if params.get("retriever") == "dense":
+        stored["embedding_stack"] = stack_versions()
+    return stored
 
 
 def show_served(run: ArmRun) -> None:
@@ -169,7 +184,9 @@ def _offline(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _authors(params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` under the authors' protocol, the rule reader's ``heed_warnings`` kept."""
+    """``params`` under the authors' protocol, the rule reader's ``heed_warnings`` and the retriever kept (a run
+    without one gets the arm's own in :func:`run_arm`), so no side-by-side run needs a retriever the page's
+    does not."""
     return {**params, **{k: v for k, v in PROTOCOL_DEFAULTS.items() if k != "heed_warnings"}, "top_k": 5}
 
 

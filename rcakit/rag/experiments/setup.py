@@ -18,7 +18,14 @@ from typing import Any
 import pandas as pd
 
 from rcakit import chapters
-from rcakit.rag.experiments.arm import CHAPTERS, PROTOCOL_DEFAULTS, ArmRun, heed_runs, protocol_runs
+from rcakit.rag.experiments.arm import (
+    AUTHORS_RETRIEVER,
+    CHAPTERS,
+    ArmRun,
+    authors_protocol,
+    heed_runs,
+    protocol_runs,
+)
 from rcakit.rag.musique import SYNTHETIC
 from rcakit.rag.outcomes import outcome_shares
 from rcakit.rag.protocol import Lab
@@ -59,7 +66,8 @@ def describe_world(lab: Lab) -> str:
 
 
 # What the authors' protocol is, per choice (papers/README.md): label, parameter, the authors' setting, its
-# value here (None: no parameter of the authors' to match), and what the parameter's other values do.
+# value here (None: no parameter of the authors' to match; a dict by arm: it differs by arm), and what the
+# parameter's other values do.
 PROTOCOL_ROWS = (
     (
         "corpus",
@@ -67,6 +75,17 @@ PROTOCOL_ROWS = (
         "each question's own paragraphs (MuSiQue's 20)",
         "question",
         "global searches one index over the whole world",
+    ),
+    (
+        "retriever",
+        "retriever",
+        {
+            "structural": "dense: all-MiniLM-L6-v2 cosine, the sweep behind Table 2",
+            "content": "BM25: the four runs behind Tables 3 and 4",
+        },
+        AUTHORS_RETRIEVER,
+        "bm25 ranks by Okapi BM25 over normalised tokens; dense by the cosine of all-MiniLM-L6-v2 embeddings "
+        "of 'title: text', clamped at 0, so the first-two fallback almost never fires",
     ),
     (
         "hop budget",
@@ -141,9 +160,11 @@ def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.Dat
     """The chapter's protocol table: per choice, the authors' setting, this run's (its parameter and value)
     and why; a run that departs from the authors' says so. The content arm leaves out the structural
     interventions and the reader's reaction to their warnings."""
-    params = {**PROTOCOL_DEFAULTS, "agent": "rule", "world": SYNTHETIC, **params}
+    params = {**authors_protocol(arm), "agent": "rule", "world": SYNTHETIC, **params}
     rows = []
     for label, name, authors, default, note in PROTOCOL_ROWS:
+        if isinstance(authors, dict) and isinstance(default, dict):  # an authors' setting that differs by arm
+            authors, default = authors[arm], default[arm]
         if arm != "structural" and name in STRUCTURAL_ONLY:
             continue
         value = params.get(name)

@@ -150,6 +150,7 @@ class ChargedChat:
         self._provider, self._charge = provider, charge
         self.name, self.model = provider.name, provider.model
         self.context_window: int | None = provider.context_window
+        self.replays = provider.replays
         self.accounting = getattr(provider, "accounting", None)
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
@@ -220,18 +221,20 @@ def make_policy(
     seed: int = 0,
     slip: float = 0.0,
     timeout: float | None = None,
+    base_url: str | None = None,
 ) -> Policy:
     """The policy a chapter parameter names; ``provider`` is a spec string or a provider object.
 
     A spec string is built with :func:`rcakit.llm.provider_from_spec` (each
-    reply bounded by ``timeout`` seconds) and put behind the response cache;
-    the scripted policy ignores ``provider`` and ``timeout``.
+    reply bounded by ``timeout`` seconds; ``base_url`` the server of an
+    ``openai:`` spec) and put behind the response cache; the scripted policy
+    ignores ``provider``, ``timeout`` and ``base_url``.
     """
     if policy == "scripted":
         return ScriptedPolicy(slip, seed)
     if policy == "llm":
         chat = (
-            cached(provider_from_spec(provider, timeout=timeout, param="provider"))
+            cached(provider_from_spec(provider, timeout=timeout, param="provider", base_url=base_url))
             if isinstance(provider, str)
             else provider
         )

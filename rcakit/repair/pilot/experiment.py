@@ -30,9 +30,17 @@ SCORED = ("fem", "rs1", "mv")
 
 
 def _agents(
-    policy: str | Policy, *, provider: str | Provider | None, seed: int, slip: float, timeout: float | None = None
+    policy: str | Policy,
+    *,
+    provider: str | Provider | None,
+    seed: int,
+    slip: float,
+    timeout: float | None = None,
+    base_url: str | None = None,
 ) -> Policy:
-    return make_policy(policy, provider, seed=seed, slip=slip, timeout=timeout) if isinstance(policy, str) else policy
+    if not isinstance(policy, str):
+        return policy
+    return make_policy(policy, provider, seed=seed, slip=slip, timeout=timeout, base_url=base_url)
 
 
 def evaluate_pilot(
@@ -91,6 +99,7 @@ def run_pilot(
     r: int = 3,
     theta: ThetaLike = THETA,
     timeout: float | None = None,
+    base_url: str | None = None,
 ) -> dict:
     """The pilot's numbers (GCJR §Key results, DualSolve-MAS): FEM, RS@1, MV and mean calls, and the saving.
 
@@ -98,9 +107,10 @@ def run_pilot(
     against the planted one. Cases whose clean run fails, whose failed run
     passes, or whose replays disagree across seeds are counted apart, and
     FEM is also given over the cases with none of these (``fem_regular``).
-    ``timeout`` bounds each model reply when ``provider`` is a spec string.
+    ``timeout`` bounds each model reply when ``provider`` is a spec string, whose server (for ``openai:``)
+    is ``base_url``.
     """
-    agents = _agents(policy, provider=provider, seed=seed, slip=slip, timeout=timeout)
+    agents = _agents(policy, provider=provider, seed=seed, slip=slip, timeout=timeout, base_url=base_url)
     if cases is None:
         cases = pilot_cases(n_cases, seed, agents)
     frame = evaluate_pilot(cases, policy=agents, r=r, theta=theta)
