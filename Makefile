@@ -63,7 +63,7 @@ TEST_ENV := RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results
 test: install-dev install-browser
 	$(PY) scripts/lint.py
 	rm -rf $(TEST_BOOK)
-	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests
+	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests --durations=15
 	cp -r $(TEST_BOOK)/results $(TEST_BOOK)/results-first
 	$(TEST_ENV) PYTHONHASHSEED=123 PYTHONPATH=tests $(PY) -m pytest --nbval -p nbval_figures \
 	  $(TEST_BOOK)/chapters -p no:cacheprovider

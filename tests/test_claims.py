@@ -240,7 +240,9 @@ def test_an_identity_is_checked_at_any_parameters_against_its_expected_value(fak
     assert elsewhere.loc["closed form", "verdict"] == "agrees"  # never "other parameters"
     assert elsewhere.loc["tied", "verdict"] == "other parameters"  # tied to the paper's setting
     assert wrong.loc["closed form", "verdict"] == "differs"
-    assert elsewhere.loc["closed form", "asserted"] and elsewhere.loc["closed form", "rule"] == "±1e-12 of expected"
+    assert elsewhere.loc["closed form", "asserted"] and elsewhere.loc["closed form", "rule"] == (
+        "within ±1e-12 of 0.375 (its expected value at these parameters)"
+    )
 
 
 def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_claims):
@@ -257,7 +259,9 @@ def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_cla
     )
     assert claims.compare("car-shapley", {"x": 0.5}, {"q": 0.5})["verdict"].tolist() == ["agrees"]
     assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["verdict"].tolist() == ["differs"]
-    assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["rule"].tolist() == ["== expected"]
+    assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["rule"].tolist() == [
+        "= 0.5 (its expected value at these parameters)"
+    ]
 
 
 def test_an_interval_identity_holds_its_expected_value(fake_claims):
@@ -271,7 +275,9 @@ def test_an_interval_identity_holds_its_expected_value(fake_claims):
         }
     )
     table = claims.compare("car-shapley", {"x": 0.49, "x_ci": [0.45, 0.55]}, {"p_bad": 0.5})
-    assert table[["verdict", "rule", "asserted"]].values.tolist() == [["agrees", "expected in CI", False]]
+    assert table[["verdict", "rule", "asserted"]].values.tolist() == [
+        ["agrees", "0.5 (its expected value at these parameters) inside the 95% interval", False]
+    ]
     assert claims.compare("car-shapley", {"x": 0.3, "x_ci": [0.25, 0.35]}, {"p_bad": 0.5})["verdict"][0] == "differs"
 
 
@@ -403,7 +409,8 @@ def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
     assert "1 not measured and 1 not at the paper's setting, not counted as disagreeing" in text
     reproduces, differs = text.index("**Reproduces:**"), text.index("**Does not reproduce:**")
     assert reproduces < text.index("a0 ") < differs < text.index("a1 ")
-    assert "a1 \\<x\\> & y (paper 0.0416, here \\[0.100, 2\\]). Why it is so." in text  # the note says why
+    # the rule beside the values, then the note that says why
+    assert "a1 \\<x\\> & y (paper 0.0416, here \\[0.100, 2\\]; rule: \\> 0). Why it is so." in text
     assert "- Needs a language model (parameter provider): b6 \\<x\\> & y." in text  # grouped by reason
     assert "**Correctness checks** (identities, not reproductions): 1 of 1 hold." in text
     assert "b4" not in text  # not comparable is only counted
@@ -424,6 +431,39 @@ def test_the_verdict_box_is_one_admonition_with_its_markup_escaped():
     assert "Verdict" in box.astext()
     assert "phi_0 * {glue:text}`x` $a$ [link](y)" in box.astext()  # shown as written, nothing interpreted
     assert not list(box.findall(nodes.math)) and not list(box.findall(nodes.reference))
+
+
+def test_a_page_with_no_paper_says_what_holds_and_is_never_counted_as_a_reproduction():
+    table = toy_table().assign(has_paper=False)
+    text = claims.verdict_markdown(table)
+    assert "Verdict: what holds here" in text and "agree with the paper" not in text
+    assert "**Holds:**" in text and "**Does not hold:**" in text and "Reproduces:" not in text
+    assert "(here \\[0.100, 2\\]; rule: \\> 0)" in text  # no paper value where there is no paper
+    with_paper = toy_table().assign(has_paper=True)
+    both = pd.concat([with_paper, table.assign(chapter="c")], ignore_index=True)
+    assert claims.headline_numbers(both)["mechanism"] == claims.headline_numbers(with_paper)["mechanism"] == 4
+
+
+def test_each_rule_is_stated_in_words_with_its_kind_of_bound(fake_claims):
+    fake_claims(
+        {
+            "car-shapley": {
+                "claims": [
+                    claim(claim="lower", kind="mechanism", paper=0.5, expect=">= 0.45"),
+                    claim(claim="exact", kind="identity", paper=1, expect="== 1"),
+                    claim(claim="near", kind="mechanism", paper=0.5, tolerance=0.05),
+                    claim(claim="inside", kind="mechanism", paper=0.5, ci="x_ci"),
+                ]
+            }
+        }
+    )
+    table = claims.compare("car-shapley", {"x": 0.5, "x_ci": [0.4, 0.6]}, {}).set_index("claim")
+    assert table["rule"].to_dict() == {
+        "lower": "≥ 0.45 (one-sided bound)",
+        "exact": "exactly 1",
+        "near": "within ±0.05 of the paper's value",
+        "inside": "paper's value inside the 95% interval",
+    }
 
 
 def test_a_page_without_mechanism_claims_says_so():

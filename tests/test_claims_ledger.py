@@ -44,13 +44,28 @@ def test_compare_verdicts_and_assert_holds():
 
 
 def test_an_identity_is_checked_at_any_parameters_against_its_own_expected_value():
+    name = "Replay reduction 1 - GCJR/exhaustive equals what the cost formulas give on these graphs"
+    held = claims.compare("gcjr-ablations", {"replay_reduction": 0.7, "cost": {"formula_reduction": 0.7}}, {"q": 1})
+    broken = claims.compare("gcjr-ablations", {"replay_reduction": 0.7, "cost": {"formula_reduction": 0.6}}, {"q": 1})
+    assert held.set_index("claim").loc[name, "verdict"] == "agrees"  # q = 1 is not the paper's: checked all the same
+    assert broken.set_index("claim").loc[name, "verdict"] == "differs"
+    with pytest.raises(AssertionError, match="Replay reduction 1 - GCJR/exhaustive equals"):
+        claims.assert_holds(broken)
     at_half = claims.compare("car-shapley", _car(gap=0.0, q=0.5), {"q": 0.5}).set_index("claim")
-    identities = at_half[at_half["kind"] == "identity"]
-    assert "other parameters" not in set(identities["verdict"])
-    phi_0 = next(v for name, v in identities["verdict"].items() if name.startswith("Shapley phi_0"))
-    assert phi_0 == "differs"  # (1 - 0.25) / 2 = 0.375 is outside [0.43, 0.49]: checked, not excused
+    phi_0 = next(v for name, v in at_half["verdict"].items() if name.startswith("Shapley phi_0"))
+    assert phi_0 == "other parameters"  # a statistical claim against the paper's number, at the paper's q only
     missing = claims.compare("car-shapley", {}, {"q": 0.3, "provider": "llamacpp:smollm2"})
     assert set(missing["verdict"]) == {"not measured"}
+
+
+def test_no_identity_rests_on_an_interval_a_seed_can_miss():
+    """An identity holds at every seed: a claim whose rule is a 95% interval is statistical, never one."""
+    for cid in chapters.ORDER:
+        if cid == "claims":
+            continue
+        for claim in claims.chapter_claims(cid)["claims"]:
+            if claim.get("kind") == "identity":
+                assert "ci" not in claim, f"{cid}: {claim['claim']!r} is an identity with an interval rule"
 
 
 def test_every_claims_section_is_well_formed():

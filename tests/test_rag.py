@@ -170,6 +170,8 @@ def test_protocol_record_names_the_authors_protocol(lab):
     assert (record["hop_budget"], record["retrievals_per_hop"], record["top_k"]) == (3, 1, 5)
     assert record["empty_search"] == "first_two" and record["interventions"] == "generic"
     assert record["intervention_set"] == list(STRUCTURAL)
+    assert record["contamination_recall"] == 1.0 and record["max_probes"] is None  # the authors' rules
+    assert "random.Random(42)" in record["bootstrap"] and "not the authors'" in record["judge_prompt"]
 
 
 def test_agent_settings_reject_bad_values():
@@ -627,22 +629,23 @@ def own_hop_reference(trace, threshold=0.05):
     return dg.oracle_gold_hop(trace)
 
 
-COVERAGE_IDENTITIES = {
+COVERAGE_CLAIMS = {
     "coverage-collapse": ("structural", ["Coverage collapses at hop 2", "Coverage collapses at hop 3"]),
 }
 
 
-@pytest.mark.parametrize("chapter", sorted(COVERAGE_IDENTITIES))
-def test_coverage_identity_claims_fail_when_coverage_is_broken(tmp_path, monkeypatch, chapter):
+@pytest.mark.parametrize("chapter", sorted(COVERAGE_CLAIMS))
+def test_coverage_collapse_claims_fail_when_coverage_is_broken(tmp_path, monkeypatch, chapter):
     from rcakit import claims
 
-    arm, checked = COVERAGE_IDENTITIES[chapter]
+    arm, checked = COVERAGE_CLAIMS[chapter]
     small = P.build_lab(3, n_entities=600, n_questions=30, hops=3)
     params = {"coverage_threshold": 0.05, "hops": 3, "world": "synthetic"}
 
     def verdicts(folder):
         cases = P.sweep(small, arm, [1, 2, 3], P.case_store("t", {"arm": arm}, tmp_path / folder))
-        table = claims.compare(chapter, M.attribution(cases, [1, 2, 3]), params)
+        result = M.attribution(cases, [1, 2, 3])
+        table = claims.compare(chapter, {**result, "accuracy_ci": M.interval_pairs(result)}, params)
         return {c: table[table["claim"].str.startswith(c)]["verdict"].item() for c in checked}
 
     assert set(verdicts("right").values()) == {"agrees"}
@@ -650,7 +653,7 @@ def test_coverage_identity_claims_fail_when_coverage_is_broken(tmp_path, monkeyp
     for mutant in (latest_below, own_hop_reference):
         monkeypatch.setattr(dg, "coverage", mutant)
         failed |= {c for c, v in verdicts(mutant.__name__).items() if v == "differs"}
-    assert failed == set(checked)  # each asserted identity fails under some broken coverage
+    assert failed == set(checked)  # each collapse claim (the paper's 0 in the interval) fails under a broken coverage
 
 
 # --- lab, store, metrics and the arm runner -----------------------------------------------------
@@ -723,7 +726,9 @@ def test_content_metrics_on_hand_made_cases():
     assert absorbed["absorbed_n"] == 3 and absorbed["absorbed_answer_fact_n"] == 2
     assert absorbed["absorbed_answer_fact_share"] == pytest.approx(2 / 3)
     assert absorbed["salient_entity_absorbed"] == {"k": 0, "n": 1}
-    assert O.query_contamination(cases) == {"k": 1, "n": 3, "share": 1 / 3}
+    found = O.query_contamination(cases)
+    assert {k: found[k] for k in ("k", "n", "share")} == {"k": 1, "n": 3, "share": 1 / 3}
+    assert found["ci"][0] < 1 / 3 < found["ci"][1]  # the share's Wilson interval, the claim's rule
     pooled, by_depth = O.bridge_slice(cases)
     assert pooled["n"] == 2 and pooled["suf_regen"]["point"] == 0.5 and list(by_depth) == ["hop 1"]
     table = bridge_table(pooled, by_depth)
@@ -829,7 +834,11 @@ def test_content_sections_record_and_quote_their_own_keys():
     assert strategies.numbers["absorbed_answer_fact_share"] == 0.5
     assert strategies.numbers["strategy_counts"]["bridge_entity"]["n"] == 3
     contamination = E.contamination_section(run)
-    assert contamination.numbers["query_contamination"] == {"k": 1, "n": 4, "share": 0.25}
+    assert {k: contamination.numbers["query_contamination"][k] for k in ("k", "n", "share")} == {
+        "k": 1,
+        "n": 4,
+        "share": 0.25,
+    }
     assert contamination.facts == {"contaminated": {"k": 1, "n": 4, "share": 0.25}}
     bridge = E.bridge_section(run)  # failed bridge cases: b (hop 1, named 1), c (hop 1, named 2), d (hop 2, named 1)
     assert bridge.facts["bridge_n"] == 3 and bridge.facts["bridge_hop1"] == pytest.approx(2 / 3)

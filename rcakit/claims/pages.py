@@ -90,7 +90,11 @@ def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) ->
     body = []
     for key, group in table.groupby("chapter", sort=False):
         chapter_id = str(key)
-        note = _chapter_note({str(k): int(v) for k, v in counts.loc[chapter_id].to_dict().items()})
+        note = (
+            _chapter_note({str(k): int(v) for k, v in counts.loc[chapter_id].to_dict().items()})
+            if "has_paper" not in group.columns or group["has_paper"].any()
+            else "no paper behind it: its findings are the workbench's own, not reproductions"
+        )
         body.append(
             f'<tr><th colspan="{len(COLUMNS)}" style="text-align:left;padding-top:1em">'
             f"{chapter_link(chapter_id, titles.get(chapter_id))} "

@@ -1,7 +1,8 @@
 """The book-wide summary: every chapter's claims in book order, linked to their sections, and the headline counts.
 
-Only ``mechanism`` claims test a paper, so only they are counted in a
-headline; identity checks are counted apart, as checks of the code. Claims
+Only ``mechanism`` claims of a page with a paper behind it test a paper, so
+only they are counted in a headline (a page with no paper, ``has_paper``
+False, has findings of its own, never reproductions); identity checks are counted apart, as checks of the code. Claims
 that were not measured or ran away from the paper's setting are named and
 never counted as disagreeing. The closing page (``claims``) and the landing
 page (``intro``) read these tables; :mod:`rcakit.claims.pages` lays them out.
@@ -77,6 +78,12 @@ def kind_order(kinds: Iterable[str]) -> list[str]:
     return [k for k in order if k in kinds] + sorted(kinds - set(order))
 
 
+def _mechanism(table: pd.DataFrame) -> pd.DataFrame:
+    """The mechanism claims that test a paper (a page with no paper behind it tests none)."""
+    tests_paper = table["has_paper"].astype(bool) if "has_paper" in table.columns else True
+    return table[(table["kind"] == "mechanism") & tests_paper]
+
+
 def headline_counts(table: pd.DataFrame, by: str = "chapter") -> pd.DataFrame:
     """Per chapter (or per ``paper_name``), mechanism claims by verdict, and identity checks apart.
 
@@ -84,7 +91,7 @@ def headline_counts(table: pd.DataFrame, by: str = "chapter") -> pd.DataFrame:
     ``identities hold`` and ``identities fail``. Other kinds are not counted.
     """
     groups = list(dict.fromkeys(table[by]))
-    mech = table[table["kind"] == "mechanism"]
+    mech = _mechanism(table)
     counts = pd.crosstab(mech[by], mech["verdict"]).reindex(index=groups, columns=list(HEADLINE), fill_value=0)
     identity = table[table["kind"] == "identity"]
     counts["identities hold"] = (
@@ -106,7 +113,7 @@ def headline_numbers(table: pd.DataFrame) -> dict[str, int]:
     did not have) and ``not_recorded`` (the chapter has not run, or did not
     record it); ``identities_hold``, ``identities_fail``.
     """
-    mech = table[table["kind"] == "mechanism"]
+    mech = _mechanism(table)
     unmeasured = mech[mech["verdict"] == "not measured"]
     needs_input = int(unmeasured["why"].str.startswith("needs").sum())
     identity = table[table["kind"] == "identity"]

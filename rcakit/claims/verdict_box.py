@@ -36,10 +36,19 @@ def _sentence(text: str) -> str:
     return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
 
 
-def _line(row: Mapping) -> str:
-    values = f"paper {paper_text(row['paper'])}, here {workbench_text(row['workbench'], row['CI'])}"
+def _line(row: Mapping, paper: bool = True) -> str:
+    """One claim as a list item: the paper's value (on a page with a paper), the workbench's, the rule
+    the verdict follows, and the note."""
+    values = f"paper {paper_text(row['paper'])}, " * paper + f"here {workbench_text(row['workbench'], row['CI'])}"
+    rule = str(row.get("rule") or "")
+    values += f"; rule: {rule}" if rule else ""
     note = _sentence(row["note"])
     return f"- {_md(row['claim'])} ({_md(values)}).{' ' + _md(note) if note else ''}"
+
+
+def _has_paper(table: pd.DataFrame) -> bool:
+    """False for a page that reproduces no paper (every row's ``has_paper`` is False)."""
+    return not ("has_paper" in table.columns and len(table) and not table["has_paper"].any())
 
 
 def verdict_markdown(table: pd.DataFrame) -> str:
@@ -47,17 +56,23 @@ def verdict_markdown(table: pd.DataFrame) -> str:
 
     Mechanism claims are the verdict: those that agree, those that differ, those
     not measured and why (the input the section needs), those tied to the
-    paper's setting when the run used other parameters. Identities are counted
-    apart as correctness checks, with any that fail named; the other kinds are
-    counted in one line.
+    paper's setting when the run used other parameters; each with the rule its
+    verdict follows (a tolerance, a one-sided bound, an interval). Identities are
+    counted apart as correctness checks, with any that fail named; the other
+    kinds are counted in one line. On a page with no paper behind it the
+    mechanism claims are the workbench's own findings: the box says which hold,
+    never that they agree with a paper.
     """
+    paper = _has_paper(table)
     mechanism = table[table["kind"] == "mechanism"]
     groups = {v: mechanism[mechanism["verdict"] == v] for v in VERDICTS}
-    lines = [":::{admonition} Verdict: what reproduces here", ":class: verdict tip", ""]
+    title = "what reproduces here" if paper else "what holds here"
+    lines = [f":::{{admonition}} Verdict: {title}", ":class: verdict tip", ""]
     if len(mechanism):
         checked = len(groups["agrees"]) + len(groups["differs"])
+        what = "agree with the paper" if paper else "hold (no paper is behind this page: none is a reproduction)"
         lead = (
-            f"**Mechanism claims checked here that agree with the paper: {len(groups['agrees'])} of {checked}**"
+            f"**Mechanism claims checked here that {what}: {len(groups['agrees'])} of {checked}**"
             if checked
             else "**No mechanism claim could be checked in this run**"
         )
@@ -65,17 +80,17 @@ def verdict_markdown(table: pd.DataFrame) -> str:
     else:
         lines.append("**This page reproduces no published number**: its claims are correctness checks.")
     sections = [
-        ("Reproduces", "agrees"),
-        ("Does not reproduce", "differs"),
+        ("Reproduces" if paper else "Holds", "agrees"),
+        ("Does not reproduce" if paper else "Does not hold", "differs"),
         ("Not measured", "not measured"),
         ("Not at the paper's setting", "other parameters"),
         ("Reported without a rule", "reported"),
     ]
-    for title, verdict in sections:
+    for heading, verdict in sections:
         rows = groups[verdict]
         if len(rows):
-            lines += ["", f"**{title}:**", ""]
-            lines += _missing_lines(rows) if verdict == "not measured" else [_line(r) for r in _records(rows)]
+            lines += ["", f"**{heading}:**", ""]
+            lines += _missing_lines(rows) if verdict == "not measured" else [_line(r, paper) for r in _records(rows)]
     lines_after = (
         _published_line(table[table["kind"] == "published"]),
         _identity_line(table[table["kind"] == "identity"]),
@@ -120,7 +135,7 @@ def _identity_line(identities: pd.DataFrame) -> str | None:
     parts += [f"{n} {_IDENTITY_WORDS.get(str(v), v)}" for v, n in others.items()]
     text = "**Correctness checks** (identities, not reproductions): " + "; ".join(parts)
     if len(failing):
-        text += "; failing: " + "; ".join(_md(c) for c in failing["claim"])
+        text += "; failing: " + "; ".join(_line(r)[2:].rstrip(".") for r in _records(failing))
     return text + "."
 
 

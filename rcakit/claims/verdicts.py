@@ -27,15 +27,16 @@ When a verdict can be given:
   parameter), the row says so (:mod:`rcakit.claims.needs`); "not measured" is
   never counted as disagreeing.
 - ``when`` (e.g. ``{q: 0.3}``) ties a claim to the paper's setting: under
-  other parameters its verdict is ``other parameters``. An ``identity`` holds at
-  every parameter value, so it is checked at any parameters: when its value
-  depends on them, ``expected`` names the recorded key (or ``params.<name>``)
-  of the value it must have at this run's parameters, used in place of the
-  paper's value or the ``expect`` threshold, and ``when`` then only says where
-  the paper's number applies. An identity whose ``expected`` value was not
-  recorded is ``not measured``, never checked against the paper's number. An
-  identity with a ``when`` and no ``expected`` is a scoped one (it holds for
-  ``agent: rule``, say); outside its scope it reads ``other parameters``.
+  other parameters its verdict is ``other parameters``. A claim checked against
+  a closed form is checked at any parameters: ``expected`` names the recorded
+  key (or ``params.<name>``) of the value it must have at this run's
+  parameters, used in place of the paper's value or the ``expect`` threshold,
+  and ``when`` then only says where the paper's number applies. Such a claim is
+  an ``identity`` when its rule is exact, a ``mechanism`` when it is an
+  interval a correct run misses at some seeds. A claim whose ``expected`` value
+  was not recorded is ``not measured``, never checked against the paper's
+  number. An identity with a ``when`` and no ``expected`` is a scoped one (it
+  holds for ``agent: rule``, say); outside its scope it reads ``other parameters``.
 - A row checked against another number than the paper's (``expected``, or an
   ``expect ==`` threshold) says which in its ``note`` when the claim has none.
 
@@ -53,7 +54,7 @@ from typing import Any
 
 import pandas as pd
 
-from rcakit.claims.ledger import OPERATORS, UNCLASSIFIED, chapter_claims
+from rcakit.claims.ledger import OPERATORS, UNCLASSIFIED, chapter_claims, paper_name
 from rcakit.claims.needs import input_parameters, why_missing
 from rcakit.results import lookup, to_jsonable
 from rcakit.tables import DASH, format_value, is_missing
@@ -120,11 +121,11 @@ def _check(claim: Mapping, value: Any, ci: Any, target: Any) -> str:
 def _verdict(
     claim: Mapping, value: Any, *, ci: Any, target: Any, params: Mapping | None, inputs: Mapping[str, str]
 ) -> str:
-    if value is None or (claim.get("kind") == "identity" and "expected" in claim and target is None):
+    if value is None or ("expected" in claim and target is None):
         return "not measured"
     setting = _setting(claim, inputs)
     off_setting = params is not None and any(params.get(k) != v for k, v in setting.items())
-    if off_setting and (claim.get("kind") != "identity" or "expected" not in claim):
+    if off_setting and "expected" not in claim:
         return "other parameters"
     return _check(claim, value, ci, target)
 
@@ -156,20 +157,34 @@ def _asserted(claim: Mapping, params: Mapping | None, inputs: Mapping[str, str])
     return on_setting or "expected" in claim
 
 
-def _rule(claim: Mapping, ci: Any) -> str:
-    """The rule as the tables show it; ``expected`` is the value an identity must have at this run's parameters."""
-    if "expected" in claim:
-        if "expect" in claim:
-            return f"{claim['expect'].split(' ')[0]} expected"
-        if "ci" in claim:
-            return "expected in CI"
-        return f"±{claim['tolerance']:g} of expected" if "tolerance" in claim else ""
+_OPERATOR_TEXT = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "==": "=", "!=": "≠"}
+
+
+def _number(value: Any) -> str:
+    return paper_text(value) if not isinstance(value, float) else format_value(value, 3).rstrip("0").rstrip(".")
+
+
+def _rule(claim: Mapping, ci: Any, target: Any = None) -> str:
+    """The rule in words, as the verdict box and the tables show it beside the verdict.
+
+    ``target`` is the value an identity must have at this run's parameters (its
+    ``expected`` key), shown with the rule; a one-sided comparison says it is a
+    bound; an interval or a tolerance says what it is held against.
+    """
+    held = "its expected value at these parameters"
+    held = f"{_number(target)} ({held})" if target is not None else held
     if "expect" in claim:
-        return str(claim["expect"])
-    if ci is not None:
-        return "paper in CI"
+        op, _, threshold = str(claim["expect"]).partition(" ")
+        sign = _OPERATOR_TEXT.get(op, op)
+        if "expected" in claim:
+            return f"{sign} {held}"
+        if op == "==":
+            return f"exactly {threshold}"
+        return f"{sign} {threshold} (one-sided bound)"
+    if ci is not None and None not in ci:
+        return f"{held} inside the 95% interval" if "expected" in claim else "paper's value inside the 95% interval"
     if "tolerance" in claim:
-        return f"±{claim['tolerance']:g}"
+        return f"within ±{claim['tolerance']:g} of " + (held if "expected" in claim else "the paper's value")
     return ""
 
 
@@ -205,18 +220,20 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
     when that is present. Columns: ``claim, kind, source, paper, workbench, CI,
     rule, verdict, why`` (why a number is not measured), ``note`` (why the
     verdict is what it is), ``section`` (the chapter section that computes it),
-    ``holds`` and ``asserted`` (what :func:`assert_holds` checks).
+    ``holds`` and ``asserted`` (what :func:`assert_holds` checks), ``has_paper`` (False on a page that
+    reproduces no paper: its claims are never counted as agreeing with one).
     """
     measured = to_jsonable(measured)  # numpy arrays and frames become lists, as in the results file
     if params is None:
         params = measured.get("params")
     entry = chapter_claims(chapter_id)
     inputs = input_parameters(chapter_id)
+    has_paper = paper_name(chapter_id) is not None
     rows = []
     for claim in entry["claims"]:
         value = _get(measured, claim["measured"])
         ci = _get(measured, claim.get("ci"))
-        target = _target(claim, measured, params or {}) if claim.get("kind") == "identity" else None
+        target = _target(claim, measured, params or {})
         verdict = _verdict(claim, value, ci=ci, target=target, params=params, inputs=inputs)
         rows.append(
             {
@@ -226,7 +243,7 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
                 "paper": claim["paper"],
                 "workbench": value,
                 "CI": "" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-                "rule": _rule(claim, ci),
+                "rule": _rule(claim, ci, target),
                 "verdict": verdict,
                 "why": (
                     _why(claim, value, chapter_id=chapter_id, inputs=inputs, measured=measured)
@@ -237,6 +254,7 @@ def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -
                 "section": claim.get("section"),
                 "holds": bool(claim.get("holds", False)),
                 "asserted": _asserted(claim, params, inputs),
+                "has_paper": has_paper,
             }
         )
     return pd.DataFrame(rows)

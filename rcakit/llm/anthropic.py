@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rcakit.llm.sdk import ClientProvider, http_client
+from rcakit.llm.sdk import ClientProvider
 
 DEFAULT_URL = "https://api.anthropic.com"
 
@@ -31,19 +31,10 @@ class AnthropicProvider(ClientProvider):
     """``anthropic:MODEL``: one Claude model (the API also resolves aliases such as ``claude-haiku-4-5``)."""
 
     name = "anthropic"
-    sdk = "anthropic"
+    sdk, client_class = "anthropic", "Anthropic"
     key_env, url_env, default_url, url_param = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", DEFAULT_URL, "base_url"
     refusable = {"temperature": ("temperature",)}
     replays = False  # the API takes no seed
-
-    def _module_client(self, url: str, key: str) -> Any:
-        return self._module.Anthropic(
-            api_key=key,
-            base_url=url,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            http_client=http_client(self._module),
-        )
 
     def _optional(self, opts: dict) -> dict:
         return {"temperature": opts["temperature"]}

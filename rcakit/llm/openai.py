@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rcakit.llm.sdk import ClientProvider, http_client
+from rcakit.llm.sdk import ClientProvider
 
 DEFAULT_URL = "https://api.openai.com/v1"
 SCHEMA_NAME = "reply"
@@ -34,19 +34,10 @@ class OpenAIProvider(ClientProvider):
     """``openai:MODEL``: one model on one OpenAI-compatible server."""
 
     name = "openai"
-    sdk = "openai"
+    sdk, client_class = "openai", "OpenAI"
     key_env, url_env, default_url, url_param = "OPENAI_API_KEY", "OPENAI_BASE_URL", DEFAULT_URL, "llm_base_url"
     refusable = {"response_format": ("response_format", "json_schema", "structured output")}
     replays = True  # the seed is sent; a server that honours it and serves one request at a time replays exactly
-
-    def _module_client(self, url: str, key: str) -> Any:
-        return self._module.OpenAI(
-            api_key=key,
-            base_url=url,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            http_client=http_client(self._module),
-        )
 
     def _optional(self, opts: dict) -> dict:
         schema = opts["json_schema"]

@@ -247,7 +247,8 @@ def _short(text: str, limit: int = 120) -> str:
 class ClientProvider(ABC):
     """A provider behind one of the official clients; a subclass names the client and maps one request.
 
-    Class settings: ``name`` (the spec's kind), ``sdk`` (the client's module name), ``key_env`` and
+    Class settings: ``name`` (the spec's kind), ``sdk`` and ``client_class`` (the client's module and
+    class names), ``key_env`` and
     ``url_env`` (the environment variables of the key and the URL), ``default_url``, ``url_param`` (what
     an explicit ``base_url`` is called in errors) and ``refusable`` (:class:`Refusable`'s words). The
     provider pickles as its settings: the process that unpickles it reads the key, and the URL unless it
@@ -256,7 +257,7 @@ class ClientProvider(ABC):
     """
 
     name = "api"
-    sdk = ""
+    sdk = client_class = ""
     key_env = url_env = default_url = url_param = ""
     refusable: Mapping[str, tuple[str, ...]] = {}
     replays = False
@@ -331,9 +332,16 @@ class ClientProvider(ABC):
                 f"provider {self.name}: the {self.sdk} client is not installed; pip install 'rcakit[llm]'"
             ) from None
 
-    @abstractmethod
     def _module_client(self, url: str, key: str) -> Any:
-        """The client object, bounded by :attr:`timeout` and :attr:`max_retries`, with :func:`http_client`."""
+        """The client object (the module's :attr:`client_class`), bounded by :attr:`timeout` and
+        :attr:`max_retries`, with :func:`http_client`."""
+        return getattr(self._module, self.client_class)(
+            api_key=key,
+            base_url=url,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            http_client=http_client(self._module),
+        )
 
     @abstractmethod
     def _optional(self, opts: dict) -> dict:

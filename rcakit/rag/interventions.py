@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
 from rcakit.rag.agent import Agent
-from rcakit.rag.text import RECALL_THRESHOLD, token_recall, tokens
+from rcakit.rag.text import token_recall, tokens
 from rcakit.rag.trace import Hop, Trace
 from rcakit.rag.world import Paragraph
 
@@ -63,6 +63,9 @@ CONTENT = "content_corruption"
 STAGE = {**{k: "retrieval" for k in STRUCTURAL}, CONTENT: "retrieval"}
 _NUMBER = re.compile(r"(?<![\w,])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w,])\d+(?![\w,])")
 _SCALES = (0.5, 0.7, 1.3, 1.5, 2.0)
+# A later query is contaminated when it holds every token of the replacement span (the authors' recall of 1.0;
+# the outcome rules keep RECALL_THRESHOLD).
+CONTAMINATION_RECALL = 1.0
 
 
 def _target(trace: Trace, hop: int) -> Hop:
@@ -322,6 +325,7 @@ def corrupt_content(
 
 
 def query_contaminated(trace: Trace, corruption: Corruption) -> bool:
-    """Whether the replacement span reaches a later hop's query (token recall >= ``RECALL_THRESHOLD``)."""
+    """Whether the replacement span reaches a later hop's query: every one of its tokens is in the query
+    (token recall >= :data:`CONTAMINATION_RECALL`, 1.0 as in the authors' code, §7.3)."""
     later = [q for h in trace.hops[corruption.hop :] for q in h.queries]
-    return any(token_recall(corruption.replacement, q) >= RECALL_THRESHOLD for q in later)
+    return any(token_recall(corruption.replacement, q) >= CONTAMINATION_RECALL for q in later)

@@ -15,6 +15,7 @@ import pandas as pd
 from rcakit.rag.metrics import pooled_accuracy, predictions
 from rcakit.rag.protocol import failed, live
 from rcakit.rag.text import OUTCOMES
+from rcakit.stats import wilson_ci
 
 
 def outcome_shares(cases: pd.DataFrame, by: str = "depth") -> pd.DataFrame:
@@ -62,11 +63,12 @@ def outcomes_by_type(cases: pd.DataFrame) -> pd.DataFrame:
 
 
 def query_contamination(cases: pd.DataFrame) -> dict:
-    """``{k, n, share}``: content cases with a later query (n) whose later query recalls the replacement (k)."""
+    """``{k, n, share, ci}``: content cases with a later query (n) whose later query recalls the replacement
+    (k), and the share's Wilson 95% interval (``None`` when no case has a later query)."""
     ran = live(cases)
     later = ran[ran["has_later_query"].astype(bool)]
     k, n = int(later["contaminated"].sum()), int(len(later))
-    return {"k": k, "n": n, "share": k / n if n else None}
+    return {"k": k, "n": n, "share": k / n if n else None, "ci": list(wilson_ci(k, n)) if n else None}
 
 
 def bridge_slice(cases: pd.DataFrame) -> tuple[dict, dict]:

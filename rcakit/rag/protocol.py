@@ -33,6 +33,7 @@ from rcakit.progress import track
 from rcakit.rag import diagnosers as dg
 from rcakit.rag.agent import Agent, AgentSettings
 from rcakit.rag.interventions import (
+    CONTAMINATION_RECALL,
     CONTENT,
     STAGE,
     STRUCTURAL,
@@ -177,10 +178,24 @@ def build_lab(
     return lab
 
 
+# The rules a run follows that are not parameters yet, recorded with every run so a results file says which it
+# ran; where rcakit's differs from the authors' (papers/README.md), the value says so.
+RUN_RULES = {
+    "max_probes": None,  # no cap on the hops a probe repairs (the authors' default)
+    "bootstrap": "random.Random(42).choices, B = 1000, percentile 2.5/97.5 (the authors')",
+    "contamination_recall": CONTAMINATION_RECALL,  # every token of the replacement in a later query (the authors')
+    "tokens": "normalised answer tokens (the authors' BM25 and coverage use lower().split() over 'title: text')",
+    "grounding": "token recall (the authors' rule-based grounding uses Jaccard < 0.05)",
+    "span_rule": "first mention; salient spans from the hop's top document only (the authors' rank gold, bridge, then "
+    "salient spans over all the hop's documents)",
+    "judge_prompt": "rcakit's: hop n+1 offered, documents cut at 600 characters, 32 tokens (not the authors')",
+}
+
+
 def protocol_record(lab: Lab) -> dict:
     """The protocol a lab ran, for the results: corpus kind and paragraphs per question, retriever, hop
-    budget, retrievals per hop, top_k, empty-search rule, intervention style and set, and the reader's
-    reaction."""
+    budget, retrievals per hop, top_k, empty-search rule, intervention style and set, the reader's
+    reaction, and the rules that are not parameters (:data:`RUN_RULES`)."""
     agent, questions = lab.agent, lab.world.questions
     sizes = sorted(agent.corpora.size(q) for q in questions)
     budgets = sorted({agent.settings.budget(q) for q in questions})
@@ -195,6 +210,7 @@ def protocol_record(lab: Lab) -> dict:
         "interventions": lab.interventions,
         "intervention_set": list(STRUCTURAL),
         "heed_warnings": getattr(agent.reader, "heed_warnings", None),
+        **RUN_RULES,
     }
 
 

@@ -70,8 +70,9 @@ def contamination_section(run: ArmRun) -> Section:
     """Cases with a later query, and those whose later query recalls the replacement span (§7.3); quoted as
     ``contaminated_k``, ``contaminated_n`` and ``contaminated_share``."""
     contamination = query_contamination(run.cases)
-    table = pd.Series(contamination, name="cases with a later query").to_frame()
-    return Section(table=table, numbers={"query_contamination": contamination}, facts={"contaminated": contamination})
+    quoted = {k: contamination[k] for k in ("k", "n", "share")}  # the interval is the claim's rule, in its table
+    table = pd.Series(quoted, name="cases with a later query").to_frame()
+    return Section(table=table, numbers={"query_contamination": contamination}, facts={"contaminated": quoted})
 
 
 def bridge_table(pooled: dict, by_depth: dict) -> pd.DataFrame:
