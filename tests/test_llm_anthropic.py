@@ -110,7 +110,6 @@ def test_coverage_collapse_runs_with_a_claude_agent(tmp_path):
             tmp_path,
             fake,
             *("agent", "llm", "provider", "anthropic:claude-test"),
-            *("retriever", "bm25"),  # the provider is under test; BM25 keeps the two runs short
         )
         calls = len(fake.requests)
     assert calls > 0 and f"+{calls} misses" in cold and "+0 misses" in warm
