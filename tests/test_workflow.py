@@ -339,6 +339,23 @@ def test_pilot_section_records_quotes_and_shows_one_run():
     assert one_seed.numbers["pilot"]["gcjr"]["mean_calls"] * R == numbers["gcjr"]["mean_calls"]
 
 
+def test_a_pilot_with_every_case_set_apart_quotes_no_value_a_format_spec_would_fail_on():
+    """An LLM pilot can set every case apart (its clean runs pass): the means are NaN, recorded as null, and
+    a glued null under a format spec breaks every later build; the quoted text says there was no case."""
+    from rcakit.repair import experiments
+
+    nan = float("nan")
+    numbers = {"gcjr": {"fem": nan, "mean_calls": nan}, "exhaustive": {"mean_calls": nan}, "saving": nan}
+    assert set(experiments.pilot_text(numbers).values()) == {prose.NO_CASE}
+    numbers = {"gcjr": {"fem": 1.0, "mean_calls": 10.0}, "exhaustive": {"mean_calls": 21.0}, "saving": 0.5238}
+    assert experiments.pilot_text(numbers) == {
+        "gcjr_fem": "1.000",
+        "gcjr_mean_calls": "10.0",
+        "exhaustive_mean_calls": "21.0",
+        "saving": "0.524",
+    }
+
+
 def test_pilot_claims_agree_for_scripted_agents_and_fail_on_a_broken_search(cases, monkeypatch):
     pilot_rows = lambda table: table[table["claim"].str.startswith("Pilot")].set_index("claim")  # noqa: E731
     good = pilot_rows(claims.compare("gcjr-ablations", {"pilot": run_pilot(cases[:6])}, {"pilot_policy": "scripted"}))

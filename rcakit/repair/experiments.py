@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown
 
-from rcakit import RcakitError
+from rcakit import RcakitError, prose
 from rcakit.llm.base import Provider
 from rcakit.repair import records
 from rcakit.repair.baselines import baseline_methods
@@ -380,8 +381,24 @@ def pilot_section(
     return Section(
         table=pilot_beside_paper(numbers, published),
         numbers={"pilot": numbers},
-        facts={"pilot": numbers, "paper_pilot": published},
+        facts={"pilot": numbers, "paper_pilot": published, "pilot_text": pilot_text(numbers)},
     )
+
+
+def pilot_text(numbers: Mapping[str, Any]) -> dict[str, str]:
+    """The pilot's quoted numbers as prose text (``pilot_text_*``): a language-model pilot whose every case
+    was set apart has no FEM or calls to average, and reads :data:`rcakit.prose.NO_CASE` there instead of
+    a value a format spec cannot take."""
+
+    def value(x: Any) -> float | None:
+        return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+    return {
+        "gcjr_fem": prose.number(value(numbers["gcjr"]["fem"]), 3),
+        "gcjr_mean_calls": prose.number(value(numbers["gcjr"]["mean_calls"]), 1),
+        "exhaustive_mean_calls": prose.number(value(numbers["exhaustive"]["mean_calls"]), 1),
+        "saving": prose.number(value(numbers["saving"]), 3),
+    }
 
 
 def closed_forms_section(q: int) -> Section:
