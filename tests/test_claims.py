@@ -433,6 +433,15 @@ def test_the_verdict_box_is_one_admonition_with_its_markup_escaped():
     assert not list(box.findall(nodes.math)) and not list(box.findall(nodes.reference))
 
 
+def test_published_numbers_that_need_the_papers_data_say_so_in_the_box():
+    table = toy_table()
+    published = table["kind"] == "published"
+    table.loc[published, ["verdict", "why"]] = ["not measured", "needs the data set x (parameter x_path)"]
+    text = claims.verdict_markdown(table)
+    assert "**Recomputed from the paper's own data**: not in this run (needs the data set x (parameter x\\_path))." in text
+    assert "Also compared, not counted as reproductions: 1 not comparable (" in text  # not counted twice
+
+
 def test_a_page_with_no_paper_says_what_holds_and_is_never_counted_as_a_reproduction():
     table = toy_table().assign(has_paper=False)
     text = claims.verdict_markdown(table)

@@ -143,7 +143,10 @@ def _published_line(published: pd.DataFrame) -> str | None:
     """Published numbers recomputed from the paper's own data: how many come out as printed, which do not."""
     checked = published[published["verdict"].isin(["agrees", "differs"])]
     if not len(checked):
-        return None
+        whys = [str(w) for w in dict.fromkeys(published.loc[published["verdict"] == "not measured", "why"]) if w]
+        if not whys:
+            return None
+        return f"**Recomputed from the paper's own data**: not in this run ({_md('; '.join(whys))})."
     differing = checked[checked["verdict"] == "differs"]
     text = (
         "**Recomputed from the paper's own data** (published numbers, not reproductions): "
@@ -155,9 +158,10 @@ def _published_line(published: pd.DataFrame) -> str | None:
 
 
 def _others_line(table: pd.DataFrame) -> str | None:
-    counts = table[~(table["kind"].eq("published") & table["verdict"].isin(["agrees", "differs"]))][
-        "kind"
-    ].value_counts()
+    stated = table["kind"].eq("published") & (
+        table["verdict"].isin(["agrees", "differs"]) | table["why"].astype(bool)
+    )  # in the line of their own
+    counts = table[~stated]["kind"].value_counts()
     others = [f"{counts[k]} {k}" for k in ("published", "calibrated", "not comparable", UNCLASSIFIED) if k in counts]
     if not others:
         return None
