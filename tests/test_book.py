@@ -41,7 +41,7 @@ def test_book_html_has_chapters_figures_and_claims(quick_book):
     page = (html / "chapters" / "car_shapley.html").read_text()
     assert page.count("<img") >= 2 and "Beside the paper" in page
     closing = (html / "chapters" / "claims.html").read_text()
-    assert "Efficiency sum vs analytic" in closing and "agrees" in closing
+    assert "Efficiency sum: the Wilson interval" in closing and "agrees" in closing
 
 
 def test_executed_chapters_show_injected_parameters_and_no_noise(quick_book):

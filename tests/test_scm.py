@@ -185,7 +185,7 @@ def claim_named(start):
     return names[0]
 
 
-EFFICIENCY = claim_named("Efficiency sum vs analytic")
+EFFICIENCY = claim_named("Efficiency sum: the Wilson interval")
 TELESCOPES = claim_named("Efficiency sum = 1 - v(empty set) estimate exactly")
 PHI = [claim_named(f"Shapley phi_{i}") for i in range(3)]
 
