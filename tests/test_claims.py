@@ -438,7 +438,9 @@ def test_published_numbers_that_need_the_papers_data_say_so_in_the_box():
     published = table["kind"] == "published"
     table.loc[published, ["verdict", "why"]] = ["not measured", "needs the data set x (parameter x_path)"]
     text = claims.verdict_markdown(table)
-    assert "**Recomputed from the paper's own data**: not in this run (needs the data set x (parameter x\\_path))." in text
+    assert (
+        "**Recomputed from the paper's own data**: not in this run (needs the data set x (parameter x\\_path))." in text
+    )
     assert "Also compared, not counted as reproductions: 1 not comparable (" in text  # not counted twice
 
 
