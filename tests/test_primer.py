@@ -56,7 +56,7 @@ def test_no_identity_row_differs_or_is_off_setting_at_the_exercise_parameters(at
     """At q = 0.5 every claim is checked against its closed form at q = 0.5, none against 0.455."""
     recorded, _ = at_q_half
     table = claims.compare("primer", recorded)
-    assert set(table["kind"]) == {"identity"}
+    assert set(table["kind"]) == {"identity", "mechanism"}  # mechanism: the Monte-Carlo checks, statistical
     assert (table["verdict"] == "agrees").all(), table.loc[table["verdict"] != "agrees", ["claim", "verdict"]]
     assert not any("when" in claim for claim in claims.chapter_claims("primer")["claims"])
 
@@ -70,7 +70,9 @@ def test_the_page_opens_with_the_verdict_and_glues_every_number(at_q_half):
         if "scrapbook" in out.get("metadata", {})
     }
     verdict = glued["verdict"]["application/papermill.record/text/markdown"]
-    assert "correctness checks" in verdict and "17 of 17 hold" in verdict
+    assert "Verdict: what holds here" in verdict and "no paper is behind this page" in verdict  # nothing reproduced
+    assert "hold (no paper is behind this page: none is a reproduction): 3 of 3" in verdict
+    assert "**Correctness checks** (identities, not reproductions): 14 of 14 hold." in verdict
     assert {"effect_0", "effect_1", "locus_text", "named_text", "and_run"} <= set(glued)
     source = (project_root() / "notebooks" / "primer.md").read_text()
     assert source.index(":::{glue:md} verdict") < source.index(":tags: [parameters]")
