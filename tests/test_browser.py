@@ -227,12 +227,25 @@ def open_page(offline, quick_book):
     return opener
 
 
+def scroll_height(page, tries: int = 3) -> int:
+    """The page's height; a page that navigates on (the book's root redirects to its first chapter) is
+    measured once the navigation has loaded, not in the context it destroyed."""
+    for _ in range(tries - 1):
+        try:
+            return page.evaluate("() => document.documentElement.scrollHeight")
+        except Exception as err:  # playwright's Error, raised when a navigation destroyed the context
+            if "context was destroyed" not in str(err):
+                raise
+            page.wait_for_load_state("load")
+    return page.evaluate("() => document.documentElement.scrollHeight")
+
+
 def screenshot(page, quick_book: Path, name: str) -> Path:
     """Save the page's first ``SHOT_HEIGHT`` pixels (the whole page when shorter) for a reviewer."""
     folder = quick_book / "screenshots"
     folder.mkdir(exist_ok=True)
     path = folder / f"{name}.png"
-    height = min(page.evaluate("() => document.documentElement.scrollHeight"), SHOT_HEIGHT)
+    height = min(scroll_height(page), SHOT_HEIGHT)
     clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": height}
     page.screenshot(path=str(path), full_page=True, clip=clip)
     return path
