@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from rcakit.results import to_jsonable
+from rcakit.tables import is_missing
 
 
 def flatten(values: Mapping, prefix: str = "") -> dict:
@@ -34,13 +35,15 @@ NO_CASE = "— (no such case)"
 
 
 def number(value: float | None, decimals: int = 2) -> str:
-    """A value as prose text to ``decimals`` places (``0.5`` -> ``"0.50"``), or :data:`NO_CASE` when undefined."""
-    return NO_CASE if value is None else f"{value:.{decimals}f}"
+    """A value as prose text to ``decimals`` places (``0.5`` -> ``"0.50"``), or :data:`NO_CASE` when undefined
+    (``None`` or ``NaN``: a mean over no case)."""
+    return NO_CASE if is_missing(value) else f"{value:.{decimals}f}"
 
 
 def percent(value: float | None, decimals: int = 1) -> str:
-    """A share as prose text (``0.97`` -> ``"97.0%"``), or :data:`NO_CASE` when it is undefined."""
-    return NO_CASE if value is None else f"{value:.{decimals}%}"
+    """A share as prose text (``0.97`` -> ``"97.0%"``), or :data:`NO_CASE` when it is undefined (``None`` or
+    ``NaN``)."""
+    return NO_CASE if is_missing(value) else f"{value:.{decimals}%}"
 
 
 def by_depth(

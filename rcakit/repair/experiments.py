@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -389,15 +388,11 @@ def pilot_text(numbers: Mapping[str, Any]) -> dict[str, str]:
     """The pilot's quoted numbers as prose text (``pilot_text_*``): a language-model pilot whose every case
     was set apart has no FEM or calls to average, and reads :data:`rcakit.prose.NO_CASE` there instead of
     a value a format spec cannot take."""
-
-    def value(x: Any) -> float | None:
-        return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
-
     return {
-        "gcjr_fem": prose.number(value(numbers["gcjr"]["fem"]), 3),
-        "gcjr_mean_calls": prose.number(value(numbers["gcjr"]["mean_calls"]), 1),
-        "exhaustive_mean_calls": prose.number(value(numbers["exhaustive"]["mean_calls"]), 1),
-        "saving": prose.number(value(numbers["saving"]), 3),
+        "gcjr_fem": prose.number(numbers["gcjr"]["fem"], 3),
+        "gcjr_mean_calls": prose.number(numbers["gcjr"]["mean_calls"], 1),
+        "exhaustive_mean_calls": prose.number(numbers["exhaustive"]["mean_calls"], 1),
+        "saving": prose.number(numbers["saving"], 3),
     }
 
 
