@@ -503,8 +503,9 @@ def test_four_processes_of_two_threads_lose_no_cache_entry(tmp_path):
 # --- a Dask LocalCluster of two processes -------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@contextlib.contextmanager
+def two_process_cluster():
+    """A LocalCluster of two single-thread worker processes, with the fake Ollama server in their environment."""
     distributed = pytest.importorskip(
         "distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')"
     )
@@ -526,6 +527,19 @@ def cluster():
             os.environ["OLLAMA_HOST"] = before
         server.close()
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with two_process_cluster() as made:
+        yield made
+
+
+@pytest.fixture
+def own_cluster():
+    """A cluster for one test that kills its workers: no later test waits on the nannies' restarts."""
+    with two_process_cluster() as made:
+        yield made
 
 
 @pytest.mark.slow
@@ -604,12 +618,10 @@ def _in_flight(folder: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("victims", [1, 2])
 @pytest.mark.slow
-def test_a_sweep_whose_workers_are_killed_mid_case_gives_the_serial_bytes(cluster, tmp_path, monkeypatch, victims):
+def test_a_sweep_whose_workers_are_killed_mid_case_gives_the_serial_bytes(own_cluster, tmp_path, monkeypatch, victims):
     """SIGKILL one worker process (its case is rerun), or both at once (the shipped work is lost with them:
     every pending case is resubmitted with the work shipped again); either way the serial bytes."""
-    from distributed import Client
-
-    local, server = cluster
+    local, server = own_cluster
     monkeypatch.setenv("OLLAMA_HOST", server.url)
     serial = run_cases(CASES, ChatSweep(tmp_path / "serial-cache"))
     marks = tmp_path / "marks"
@@ -636,8 +648,6 @@ def test_a_sweep_whose_workers_are_killed_mid_case_gives_the_serial_bytes(cluste
     for case, pid in killed.items():  # the killed case ran again, in another process, to the end
         assert not (marks / f"done-{case}-{pid}").exists()
         assert any(p.name != f"done-{case}-{pid}" for p in marks.glob(f"done-{case}-*"))
-    with Client(local.scheduler_address, set_as_default=False) as client:  # the nannies restart the workers
-        client.wait_for_workers(2, timeout=120)
 
 
 # --- the coverage-collapse sweep, agent=llm, through rcakit.parallel ------------------------------
