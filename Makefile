@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book build unit seeds bounds format install-browser test lint test-llm smoke-llm install-llm llama-wheel lab install-book install-dev bench clean
+.PHONY: book build unit seeds bounds format install-browser test lint test-llm smoke-llm install-llm llama-wheel llama-wheel-file lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -104,17 +104,23 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
 WHEELS ?= $(HOME)/.cache/rcakit/wheels
 PIP_LLAMA := $(PY) -m pip install -q --no-cache-dir --only-binary llama-cpp-python --find-links $(WHEELS)
 
-# The pinned wheel into the venv: from WHEELS if a matching one is there, else built first.
-llama-wheel: $(PY)
+LLAMA_WHEEL_GLOB := $(WHEELS)/llama_cpp_python-$(subst llama-cpp-python==,,$(LLAMA_CPP))-*.whl
+
+# The pinned wheel built into WHEELS, unless one is there; the venv is not touched, so CI
+# (.ci/run) builds it in the background while the tests run.
+llama-wheel-file: $(PY)
 	mkdir -p $(WHEELS)
-	if $(PIP_LLAMA) --no-index --no-deps --force-reinstall "$(LLAMA_CPP)" 2>/dev/null; then \
-	  echo "$(LLAMA_CPP): installed from the wheel in $(WHEELS)"; \
+	if ls $(LLAMA_WHEEL_GLOB) >/dev/null 2>&1; then \
+	  echo "$(LLAMA_CPP): a wheel is in $(WHEELS)"; \
 	else \
-	  echo "$(LLAMA_CPP): no matching wheel in $(WHEELS); building it with $(LLAMA_CMAKE_ARGS) (about 15 minutes)"; \
+	  echo "$(LLAMA_CPP): no wheel in $(WHEELS); building it with $(LLAMA_CMAKE_ARGS) (about 15 minutes)"; \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-cache-dir --no-deps \
 	    --no-binary llama-cpp-python "$(LLAMA_CPP)" -w $(WHEELS); \
-	  $(PIP_LLAMA) --no-index --no-deps --force-reinstall "$(LLAMA_CPP)"; \
 	fi
+
+# The pinned wheel into the venv, from WHEELS (built first if none is there).
+llama-wheel: llama-wheel-file
+	$(PIP_LLAMA) --no-index --no-deps --force-reinstall "$(LLAMA_CPP)"
 
 install-llm: llama-wheel
 	$(PIP_LLAMA) -e ".[book,dev,local-llm]"

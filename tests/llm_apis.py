@@ -103,3 +103,14 @@ def run_chapter(chapter_id: str, folder: Path, env: dict[str, str], *params: str
     args = [sys.executable, "-m", "rcakit.cli", "run", chapter_id, "--quick"]
     pairs = [["-p", name, value] for name, value in zip(params[::2], params[1::2], strict=True)]
     return subprocess.run(args + sum(pairs, []), env=environ, capture_output=True, text=True, timeout=1800)
+
+
+def cache_lines(chapter_id: str, folder: Path, env: dict[str, str], *params: str, runs: int = 2) -> list[str]:
+    """``runs`` runs of a chapter into ``folder`` (each must pass and leak no key): the "LLM cache" line of each."""
+    lines = []
+    for _ in range(runs):
+        proc = run_chapter(chapter_id, folder, env, *params)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert KEY not in proc.stderr + proc.stdout
+        lines.append(next(line for line in proc.stderr.splitlines() if line.startswith("LLM cache: ")))
+    return lines

@@ -10,7 +10,7 @@ model call and no planted key in anything they wrote. What both API providers sh
 from __future__ import annotations
 
 import pytest
-from llm_apis import ANTHROPIC, ENVIRONMENT, KEY, MODEL, QUESTION, leaks, one_line, rag_model, run_chapter
+from llm_apis import ANTHROPIC, ENVIRONMENT, KEY, MODEL, QUESTION, cache_lines, leaks, one_line, rag_model
 
 from rcakit import RcakitError
 from rcakit.llm import probe, provider_from_spec
@@ -81,20 +81,11 @@ def test_llm_base_url_is_for_openai_servers_only(fake):
 # --- chapters end to end ---------------------------------------------------------------------------
 
 
-def cold_and_warm(chapter_id, tmp_path, fake, *params):
-    """Two runs of a chapter into ``tmp_path`` against ``fake``; the LLM cache line of each."""
-    lines = []
-    for _ in range(2):
-        proc = run_chapter(chapter_id, tmp_path, ANTHROPIC.environment(fake), *params)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert KEY not in proc.stderr + proc.stdout
-        lines.append(next(line for line in proc.stderr.splitlines() if line.startswith("LLM cache: ")))
-    return lines
-
-
 def test_longrca_strata_runs_against_anthropics_api(tmp_path):
     with FakeAnthropicServer(models=["claude-test"], key=KEY) as fake:
-        cold, warm = cold_and_warm("longrca-strata", tmp_path, fake, "provider", "anthropic:claude-test")
+        cold, warm = cache_lines(
+            "longrca-strata", tmp_path, ANTHROPIC.environment(fake), "provider", "anthropic:claude-test"
+        )
         calls = len(fake.requests)
     assert calls > 0 and f"+{calls} misses" in cold and "+0 misses" in warm
     assert leaks(tmp_path) == []
@@ -105,12 +96,16 @@ def test_coverage_collapse_runs_with_a_claude_agent(tmp_path):
 
     world = build_world(0, n_entities=1200, n_questions=40, hops=3)  # the chapter's quick world
     with FakeAnthropicServer(rag_model(world), models=["claude-test"], key=KEY) as fake:
-        cold, warm = cold_and_warm(
+        (cold,) = cache_lines(  # one run: the warm rerun's zero misses are shown on longrca-strata
             "coverage-collapse",
             tmp_path,
-            fake,
-            *("agent", "llm", "provider", "anthropic:claude-test"),
+            ANTHROPIC.environment(fake),
+            "agent",
+            "llm",
+            "provider",
+            "anthropic:claude-test",
+            runs=1,
         )
         calls = len(fake.requests)
-    assert calls > 0 and f"+{calls} misses" in cold and "+0 misses" in warm
+    assert calls > 0 and f"+{calls} misses" in cold
     assert leaks(tmp_path) == []
