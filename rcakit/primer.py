@@ -36,8 +36,8 @@ from IPython.display import Markdown
 
 from rcakit import rag, repair, scm, shapley, stats
 from rcakit.rag import Trace
-from rcakit.rag.diagnosers import coverage
-from rcakit.rag.text import jaccard, tokens
+from rcakit.rag.diagnosers import coverage, coverage_score
+from rcakit.rag.text import split_tokens
 from rcakit.sections import Section
 
 FAULT_HOP = 3  # the hop at which the coverage example injects its false premise
@@ -222,13 +222,13 @@ def hop_overlaps(trace: Trace) -> pd.DataFrame:
 
     AgenticRAG-FP §4 (the coverage diagnoser's overlap).
     """
-    texts = {h.index: " ".join(d.text for d in h.docs) for h in trace.hops}
-    answer_size = len(set(tokens(trace.gold)))
+    texts = {h.index: " ".join(f"{d.title}: {d.text}" for d in h.docs) for h in trace.hops}
+    answer_size = len(set(split_tokens(trace.gold)))
     return pd.DataFrame(
         {
             "bridge entity read": [h.entity for h in trace.hops],
-            "J(a, D_h)": [jaccard(trace.gold, text) for text in texts.values()],
-            "bound |a| / |D_h|": [answer_size / max(len(set(tokens(doc))), 1) for doc in texts.values()],
+            "J(a, D_h)": [coverage_score(trace.gold, h.docs) for h in trace.hops],
+            "bound |a| / |D_h|": [answer_size / max(len(set(split_tokens(doc))), 1) for doc in texts.values()],
         },
         index=pd.Index(list(texts), name="hop"),
     )

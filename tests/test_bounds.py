@@ -37,7 +37,7 @@ def _moves(chapter: chapters.Chapter) -> list[tuple[str, Any]]:
                 moves.append((name, value))
     for name, options in chapter.choices.items():
         default = chapter.defaults[name]
-        ends = options if len(options) <= 3 else [options[0], options[-1]]  # theta's eight fractions: the ends
+        ends = options if len(options) <= 3 else [options[0], options[1], options[-1]]  # of eight: three
         moves += [(name, [o] if isinstance(default, list) else o) for o in ends if o != default and [o] != default]
     return moves
 

@@ -18,6 +18,7 @@ from rcakit.rag import protocol as P
 from rcakit.rag.experiments.accuracy import branch_table
 from rcakit.rag.experiments.content import bridge_table
 from rcakit.rag.interventions import (
+    AUTHORS_SET,
     DRIFT_WORDS,
     FALSE_PREMISE,
     OFF_TOPIC,
@@ -30,7 +31,7 @@ from rcakit.rag.interventions import (
 )
 from rcakit.rag.relations import RELATIONS
 from rcakit.rag.retrieval import Corpora, Retriever
-from rcakit.rag.text import tokens
+from rcakit.rag.text import split_tokens
 from rcakit.rag.world import Paragraph, build_world
 
 
@@ -124,10 +125,11 @@ def test_resume_requires_a_matching_prefix(lab):
         lab.agent.resume_from(trace.question, trace.hops[:1], 3)
 
 
-def test_vectorised_bm25_equals_rank_bm25(lab):
-    r = Retriever(lab.world.corpus)
+@pytest.mark.parametrize("tokenizer", ["authors", "normalised"])
+def test_vectorised_bm25_equals_rank_bm25(lab, tokenizer):
+    r = Retriever(lab.world.corpus, tokenizer)
     for q in ["the director of " + lab.world.questions[0].start, "born in city", "zzz unknown", "of of the"]:
-        assert r.scores(q) == pytest.approx(r.bm25.get_scores(tokens(q)), abs=1e-9)
+        assert r.scores(q) == pytest.approx(r.bm25.get_scores(split_tokens(q, tokenizer)), abs=1e-9)
     hits = r.search("the founder of " + lab.world.questions[1].start, 3)
     assert len(hits) == 3 and r.search("zzz unknown", 3) == ()
 
@@ -169,9 +171,45 @@ def test_protocol_record_names_the_authors_protocol(lab):
     assert record["corpus"] == "question" and record["paragraphs_per_question"] == {"min": 20, "median": 20, "max": 20}
     assert (record["hop_budget"], record["retrievals_per_hop"], record["top_k"]) == (3, 1, 5)
     assert record["empty_search"] == "first_two" and record["interventions"] == "generic"
-    assert record["intervention_set"] == list(STRUCTURAL)
+    assert record["intervention_set"] == list(AUTHORS_SET) and record["intervention_set_name"] == "authors"
     assert record["contamination_recall"] == 1.0 and record["max_probes"] is None  # the authors' rules
     assert "random.Random(42)" in record["bootstrap"] and "not the authors'" in record["judge_prompt"]
+
+
+def test_the_authors_tokens_keep_punctuation_and_read_titles():
+    assert split_tokens("Port Karith, a city.") == ["port", "karith,", "a", "city."]
+    assert split_tokens("Port Karith, a city.", "normalised") == ["port", "karith", "city"]
+    hop = [Paragraph(0, "Port Karith", "A harbour town.")]
+    assert dg.coverage_score("Port Karith", hop) == pytest.approx(1 / 6)  # "karith:" is not "karith"
+    assert dg.coverage_score("Port Karith", hop, "normalised") == 0.0  # the text alone: no title
+    with pytest.raises(ValueError, match="tokenizer"):
+        split_tokens("x", "raw")
+
+
+def test_the_authors_set_is_four_of_the_six_and_a_sweep_injects_only_its_set(tmp_path):
+    assert set(AUTHORS_SET) == set(STRUCTURAL) - {"query_drift", "early_termination"}
+    small = P.build_lab(3, n_entities=300, n_questions=10, hops=3, intervention_set="authors")
+    cases = P.sweep(small, "structural", [1, 2], P.case_store("t", {"s": "a"}, tmp_path), progress=None)
+    assert set(cases["kind"]) == set(AUTHORS_SET)
+    one = P.build_lab(3, n_entities=300, n_questions=10, hops=3, intervention_set="stale_evidence")
+    assert set(P.sweep(one, "structural", [1], P.case_store("t", {"s": "b"}, tmp_path), progress=None)["kind"]) == {
+        "stale_evidence"
+    }
+    assert P.build_lab(3, n_entities=300, n_questions=10, hops=3, intervention_set="all").kinds == STRUCTURAL
+    with pytest.raises(RcakitError, match=r"^intervention_set: expected one of authors, all, "):
+        P.build_lab(3, n_entities=300, n_questions=10, hops=3, intervention_set="five")
+
+
+def test_a_probe_cap_repairs_only_the_first_hops(lab):
+    """With max_probes k the flip branch never names a hop after k, and at k = n it is the uncapped probe."""
+    traces = [inject(lab.agent, t, 3, "empty_retrieval", random.Random(0)) for t in _ok(lab, 3)]
+    failed = [t for t in traces if not t.correct]
+    uncapped = [dg.propagation_aware(lab.agent, t) for t in failed]
+    assert any(d.branch == "flip" and d.hop == 3 for d in uncapped)  # else the test could not fail
+    for probe in (dg.propagation_aware, dg.suf_regen):
+        capped = [probe(lab.agent, t, 2) for t in failed]
+        assert not any(d.branch == "flip" and d.hop > 2 for d in capped)
+        assert [probe(lab.agent, t, 3) for t in failed] == [probe(lab.agent, t) for t in failed]
 
 
 def test_agent_settings_reject_bad_values():
@@ -618,13 +656,13 @@ def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
     assert P.case_store("t", {"k": 2}, tmp_path).path != P.case_store("t", {"k": 1}, tmp_path).path
 
 
-def latest_below(trace, threshold=0.05):
+def latest_below(trace, threshold=0.05, tokenizer="authors"):
     """A broken coverage: the latest hop below the threshold instead of the earliest."""
-    below = [h.index for h in trace.hops if not h.docs or dg.jaccard(trace.gold, dg._joined(h.docs)) < threshold]
+    below = [h.index for h in trace.hops if dg.coverage_score(trace.gold, h.docs, tokenizer) < threshold]
     return dg.Diagnosis("retrieval", below[-1]) if below else dg.NO_HOP
 
 
-def own_hop_reference(trace, threshold=0.05):
+def own_hop_reference(trace, threshold=0.05, tokenizer="authors"):
     """A broken coverage: each hop checked against its own certified object instead of the final answer."""
     return dg.oracle_gold_hop(trace)
 

@@ -32,7 +32,7 @@ from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Provider, request_seed
 from rcakit.llm.prompts import Block, Budget, chat_messages, render
 from rcakit.rag.agent import Agent
-from rcakit.rag.text import answer_correct, jaccard, normalise, token_recall, tokens
+from rcakit.rag.text import answer_correct, document_text, normalise, split_jaccard, split_tokens
 from rcakit.rag.trace import Hop, Trace, tokens_read
 from rcakit.rag.world import Paragraph
 
@@ -58,14 +58,24 @@ class Diagnosis:
 NO_HOP = Diagnosis("answer", 0, 0)
 
 
-def _joined(docs: Iterable[Paragraph]) -> str:
-    return " ".join(d.text for d in docs)
+def _joined(docs: Iterable[Paragraph], tokenizer: str = "authors") -> str:
+    """The documents as one text: "title: text" each for the authors' tokenizer (the text alone for a
+    recorded document with no title), the text alone otherwise."""
+    return " ".join(document_text(getattr(d, "title", ""), d.text, tokenizer) for d in docs)
 
 
-def coverage(trace: Trace, threshold: float = 0.05) -> Diagnosis:
-    """Earliest hop with Jaccard(gold answer, joined hop documents) < threshold; empty hops score 0."""
+def coverage_score(gold: str, docs: Iterable[Paragraph], tokenizer: str = "authors") -> float:
+    """Coverage's J(a, D_h): Jaccard of the gold answer's and the joined documents' token sets, 0 for no
+    documents; the tokens are the authors' (``lower().split()`` over "title: text") unless ``tokenizer``
+    says otherwise (AgenticRAG-FP §4)."""
+    docs = list(docs)
+    return split_jaccard(gold, _joined(docs, tokenizer), tokenizer) if docs else 0.0
+
+
+def coverage(trace: Trace, threshold: float = 0.05, tokenizer: str = "authors") -> Diagnosis:
+    """Earliest hop whose :func:`coverage_score` is below ``threshold``; empty hops score 0."""
     for hop in trace.hops:
-        score = jaccard(trace.gold, _joined(hop.docs)) if hop.docs else 0.0
+        score = coverage_score(trace.gold, hop.docs, tokenizer)
         if score < threshold:
             return Diagnosis("retrieval", hop.index)
     return NO_HOP
@@ -96,13 +106,13 @@ def oracle_gold_hop(trace: Trace) -> Diagnosis:
     return NO_HOP
 
 
-def visible_stage(trace: Trace) -> str:
+def visible_stage(trace: Trace, tokenizer: str = "authors") -> str:
     """The authors' post-hoc stage rule, first match wins, from the final trace alone (§5).
 
     No document retrieved at all -> retrieval; no tool call (no hop issued a
-    query) -> tool; an empty answer, or one whose tokens are found in the
-    retrieved documents below ``UNGROUNDED`` (token recall), or a wrong
-    answer -> answer; else none.
+    query) -> tool; an empty answer, or one whose Jaccard overlap with the
+    retrieved documents is below ``UNGROUNDED`` (the authors' grounding test,
+    over ``tokenizer``'s tokens), or a wrong answer -> answer; else none.
     """
     docs = [d for hop in trace.hops for d in hop.docs]
     if not docs:
@@ -110,30 +120,31 @@ def visible_stage(trace: Trace) -> str:
     if not any(hop.query for hop in trace.hops):
         return "tool"
     answer = trace.answer or ""
-    if not normalise(answer) or token_recall(answer, _joined(docs)) < UNGROUNDED:
+    if not normalise(answer) or split_jaccard(answer, _joined(docs, tokenizer), tokenizer) < UNGROUNDED:
         return "answer"
     return "none" if answer_correct(answer, trace.gold) else "answer"
 
 
-def rule_based(trace: Trace) -> Diagnosis:
+def rule_based(trace: Trace, tokenizer: str = "authors") -> Diagnosis:
     """The authors' rule-based diagnoser: ``visible_stage``; the retrieval stage gets the earliest
     hop with no documents (else hop 1), every other stage hop 0.
 
     It reads only what a recorded trace holds (each hop's query and
     documents, the answer and the gold answer), never agent-internal state.
     """
-    stage = visible_stage(trace)
+    stage = visible_stage(trace, tokenizer)
     if stage != "retrieval":
         return Diagnosis(stage, 0)
     empty = [i for i, hop in enumerate(trace.hops, start=1) if not hop.docs]
     return Diagnosis("retrieval", empty[0] if empty else 1)
 
 
-def fallback_rule(trace: Trace) -> Diagnosis:
-    """The probes' branch 3: the earliest hop that is empty or whose documents share no token with the gold answer."""
-    gold = set(tokens(trace.gold))
+def fallback_rule(trace: Trace, tokenizer: str = "authors") -> Diagnosis:
+    """The probes' branch 3: the earliest hop that is empty or whose documents share no token with the gold
+    answer (``tokenizer``'s tokens: the authors' by default)."""
+    gold = set(split_tokens(trace.gold, tokenizer))
     for hop in trace.hops:
-        if not hop.docs or not gold & set(tokens(_joined(hop.docs))):
+        if not hop.docs or not gold & set(split_tokens(_joined(hop.docs, tokenizer), tokenizer)):
             return Diagnosis("retrieval", hop.index, branch="fallback")
     return NO_HOP
 
@@ -169,26 +180,38 @@ def continue_retrieving(agent: Agent, trace: Trace) -> Diagnosis:
     return replace(NO_HOP, cost=cost)
 
 
+def agent_tokenizer(agent: Agent) -> str:
+    """The tokenizer of the agent's corpora; the authors' for an agent with none (a scripted one)."""
+    corpora = getattr(agent, "corpora", None)
+    return getattr(corpora, "tokenizer", "authors")
+
+
 def _after_no_flip(agent: Agent, trace: Trace, cost: int) -> Diagnosis:
     """Branches 2 and 3, once no hop's repair flipped the answer; ``cost`` is what branch 1 spent."""
     resumed = continue_retrieving(agent, trace)
     cost += resumed.cost
     if resumed.branch == "continue":
         return replace(resumed, cost=cost)
-    return replace(fallback_rule(trace), cost=cost)
+    return replace(fallback_rule(trace, agent_tokenizer(agent)), cost=cost)
 
 
-def propagation_aware(agent: Agent, trace: Trace) -> Diagnosis:
+def _probed(trace: Trace, max_probes: int | None) -> tuple[Hop, ...]:
+    """The hops a probe repairs: 1..n, or 1..max_probes when the authors' cap is set (4 in their dense
+    Table 2 runs, 2 in their BM25 structural runs; papers/README.md)."""
+    return trace.hops if max_probes is None else trace.hops[:max_probes]
+
+
+def propagation_aware(agent: Agent, trace: Trace, max_probes: int | None = None) -> Diagnosis:
     """Propagation-Aware (frozen hop), all three branches as the authors run it.
 
-    (1) For h = 1..n: swap re-retrieved evidence into hop h (``repaired_docs``),
+    (1) For h = 1..n (1..``max_probes`` with a cap): swap re-retrieved evidence into hop h (``repaired_docs``),
     keep every other hop as observed, force an answer; the first h that flips
     it to correct is the prediction. (2) Else ``continue_retrieving``. (3) Else
     ``fallback_rule``. The cost counts every query issued and every forced
     answer's and resumed hop's reading.
     """
     cost = 0
-    for h, hop in enumerate(trace.hops, start=1):
+    for h, hop in enumerate(_probed(trace, max_probes), start=1):
         docs, issued = repaired_docs(agent, trace, hop)
         hops = list(trace.hops)
         hops[h - 1] = replace(hop, docs=docs)
@@ -199,12 +222,12 @@ def propagation_aware(agent: Agent, trace: Trace) -> Diagnosis:
     return _after_no_flip(agent, trace, cost)
 
 
-def suf_regen(agent: Agent, trace: Trace) -> Diagnosis:
+def suf_regen(agent: Agent, trace: Trace, max_probes: int | None = None) -> Diagnosis:
     """Suf-Regen: branch (1) keeps hops 1..h-1 and the repaired hop h, and lets the agent redo hops h+1..;
-    branches (2) and (3) as in ``propagation_aware``.
+    branches (2) and (3) as in ``propagation_aware`` (``max_probes`` caps the hops repaired alike).
     """
     cost = 0
-    for h, hop in enumerate(trace.hops, start=1):
+    for h, hop in enumerate(_probed(trace, max_probes), start=1):
         docs, issued = repaired_docs(agent, trace, hop)
         repaired = replace(hop, docs=docs, entity=None, mode="unread")
         probe = agent.resume_from(trace.question, trace.hops[: h - 1] + (repaired,), h + 1)

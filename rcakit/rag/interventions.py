@@ -45,6 +45,11 @@ STRUCTURAL = (
     "stale_evidence",
     "early_termination",
 )
+# The sets a sweep can run (papers/README.md): the authors' live set of Table 2 is four of the six; query drift
+# and early termination are implemented in their code but not run by default. ``all`` runs the six, and any
+# single kind runs alone.
+AUTHORS_SET = ("empty_retrieval", "irrelevant_documents", "false_premise", "stale_evidence")
+INTERVENTION_SETS = {"authors": AUTHORS_SET, "all": STRUCTURAL, **{k: (k,) for k in STRUCTURAL}}
 STYLES = ("generic", "targeted")
 # The generic texts (the authors' design; the sentences are the workbench's own).
 OFF_TOPIC = (
@@ -82,6 +87,13 @@ def _false_object(agent: Agent, relation: str, true_object: str | None, rng: ran
     if true_object and _NUMBER.fullmatch(true_object):
         return perturb_number(true_object, rng)[1]
     return rng.choice(sorted(n for n in agent.world.types if n != true_object))
+
+
+def intervention_kinds(name: str) -> tuple[str, ...]:
+    """The structural kinds of the intervention set ``name`` (:data:`INTERVENTION_SETS`), else a one-line error."""
+    if name not in INTERVENTION_SETS:
+        raise RcakitError(f"intervention_set: expected one of {', '.join(INTERVENTION_SETS)}, got {name!r}")
+    return INTERVENTION_SETS[name]
 
 
 def check_style(style: str) -> str:

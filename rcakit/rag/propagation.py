@@ -20,7 +20,6 @@ import pandas as pd
 from rcakit.rag import diagnosers as dg
 from rcakit.rag.metrics import failed_share, predictions, predictions_with_hops, share_predicting
 from rcakit.rag.protocol import PROBES, TRACE_READERS, Lab, failed, live
-from rcakit.rag.text import jaccard
 
 
 def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers: Iterable[str] = TRACE_READERS) -> dict:
@@ -46,7 +45,7 @@ def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers: Iter
 def hop_answer_jaccard(lab: Lab) -> pd.DataFrame:
     """Coverage's score, Jaccard(gold answer, joined documents), of every non-empty hop of every clean correct trace."""
     rows = [
-        {"hop": h.index, "jaccard": jaccard(t.gold, " ".join(d.text for d in h.docs))}
+        {"hop": h.index, "jaccard": dg.coverage_score(t.gold, h.docs, lab.tokenizer)}
         for t in lab.clean.values()
         if t.correct
         for h in t.hops

@@ -36,11 +36,11 @@ from rcakit.rag.interventions import (
     CONTAMINATION_RECALL,
     CONTENT,
     STAGE,
-    STRUCTURAL,
     Corruption,
     check_style,
     corrupt_content,
     inject,
+    intervention_kinds,
     query_contaminated,
 )
 from rcakit.rag.musique import SYNTHETIC, build_musique_world, resolve_world
@@ -55,12 +55,12 @@ ARMS = ("structural", "content")
 # The offline diagnosers, in the order the tables show them. Trace readers see only the final trace;
 # continue_retrieving and the probes re-execute the agent; the controls are a constant and an oracle.
 OFFLINE = {
-    "coverage": lambda lab, trace, threshold: dg.coverage(trace, threshold),
-    "rule_based": lambda lab, trace, threshold: dg.rule_based(trace),
-    "fallback_rule": lambda lab, trace, threshold: dg.fallback_rule(trace),
+    "coverage": lambda lab, trace, threshold: dg.coverage(trace, threshold, lab.tokenizer),
+    "rule_based": lambda lab, trace, threshold: dg.rule_based(trace, lab.tokenizer),
+    "fallback_rule": lambda lab, trace, threshold: dg.fallback_rule(trace, lab.tokenizer),
     "continue_retrieving": lambda lab, trace, threshold: dg.continue_retrieving(lab.agent, trace),
-    "propagation_aware": lambda lab, trace, threshold: dg.propagation_aware(lab.agent, trace),
-    "suf_regen": lambda lab, trace, threshold: dg.suf_regen(lab.agent, trace),
+    "propagation_aware": lambda lab, trace, threshold: dg.propagation_aware(lab.agent, trace, lab.max_probes),
+    "suf_regen": lambda lab, trace, threshold: dg.suf_regen(lab.agent, trace, lab.max_probes),
     "constant_hop1": lambda lab, trace, threshold: dg.constant_hop1(trace),
     "oracle_gold_hop": lambda lab, trace, threshold: dg.oracle_gold_hop(trace),
 }
@@ -79,25 +79,46 @@ class Lab:
     agent: Agent
     seed: int
     interventions: str = "generic"  # the structural style (rcakit.rag.interventions.STYLES)
+    intervention_set: str = "authors"  # the structural kinds a sweep injects (INTERVENTION_SETS)
+    max_probes: int | None = None  # hops the probes repair, 1..max_probes (None: every hop, the authors' default)
     clean: dict[str, Trace] = field(default_factory=dict)
     clean_usage: dict = field(default_factory=dict)
     selection: dict = field(default_factory=dict)  # a MuSiQue world's selection counts (empty if synthetic)
 
     @classmethod
     def build(
-        cls, world: World, agent: Agent, seed: int, *, runner: Runner | None = None, interventions: str = "generic"
+        cls,
+        world: World,
+        agent: Agent,
+        seed: int,
+        *,
+        runner: Runner | None = None,
+        interventions: str = "generic",
+        intervention_set: str = "authors",
+        max_probes: int | None = None,
     ) -> Lab:
         """The lab with every question's clean trace run, and the LLM reader's usage for them.
 
         ``runner`` (``rcakit.parallel.Runner``, serial by default) runs the clean runs; their usage
         is counted per question and summed here, so it is the same for every setting.
         """
-        lab = cls(world, agent, seed, check_style(interventions))
+        intervention_kinds(intervention_set)
+        lab = cls(world, agent, seed, check_style(interventions), intervention_set, max_probes)
         done = (runner or Runner()).run([(q.id, q) for q in world.questions], CleanRun(agent))
         lab.clean = {q.id: trace for q, (trace, _) in zip(world.questions, done, strict=True)}
         if reader_usage(lab) is not None:
             lab.clean_usage = {k: sum(usage[k] for _, usage in done) for k in COST}
         return lab
+
+    @property
+    def tokenizer(self) -> str:
+        """How BM25, coverage, the fallback and the grounding test split text (``rcakit.rag.text.TOKENIZERS``)."""
+        return self.agent.corpora.tokenizer
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The structural kinds this lab's sweep injects."""
+        return intervention_kinds(self.intervention_set)
 
     @property
     def clean_accuracy(self) -> float:
@@ -107,6 +128,11 @@ class Lab:
     def eligible_questions(self, depths: Iterable[int]) -> dict[str, int]:
         """``{depth: questions eligible at that depth}``."""
         return {str(d): sum(eligible(t, d) for t in self.clean.values()) for d in depths}
+
+    def short_traces(self, depths: Iterable[int]) -> dict[str, int]:
+        """``{depth: correct clean traces skipped there for holding fewer hops}`` (the authors'
+        ``n_skipped_short_trace_by_depth``; a model may answer early, the rule reader never does)."""
+        return {str(d): sum(t.correct and len(t.hops) < d for t in self.clean.values()) for d in depths}
 
 
 @dataclass
@@ -141,6 +167,9 @@ def build_lab(
     reformulate: bool = False,
     interventions: str = "generic",
     heed_warnings: float = 0.5,
+    intervention_set: str = "authors",
+    max_probes: int | None = None,
+    tokenizer: str = "authors",
 ) -> Lab:
     """World, corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
 
@@ -150,8 +179,13 @@ def build_lab(
     authors' for the content-corruption runs, or ``dense``, all-MiniLM-L6-v2, the
     authors' for Table 2; ``rcakit.rag.retrieval``), ``top_k``, ``spare_hops``
     and ``reformulate`` (the hop budget and retrievals per hop,
-    ``AgentSettings``), ``interventions`` (``generic`` or ``targeted``) and the
-    rule reader's ``heed_warnings`` (how often it abstains on a warning text).
+    ``AgentSettings``), ``interventions`` (``generic`` or ``targeted``), the
+    ``intervention_set`` a sweep injects (``authors``: their four; ``all``: the
+    six; or one kind), ``max_probes`` (the probes repair hops 1..max_probes;
+    ``None`` or 0 for every hop), the ``tokenizer`` of BM25, coverage, the
+    fallback and the grounding test (``authors``: ``lower().split()`` over
+    "title: text"; ``normalised``: the answer normaliser) and the rule reader's ``heed_warnings`` (how often it
+    abstains on a warning text).
 
     ``world`` is ``synthetic`` (the seeded world of ``rcakit.rag.world``) or a
     MuSiQue file: a registry name (``musique``) or a path
@@ -172,8 +206,16 @@ def build_lab(
         reader = LLMReader(reader_chat, reader, seed)
     settings = AgentSettings(top_k=top_k, spare_hops=spare_hops, reformulate=reformulate)
     check_style(interventions)
-    agent = Agent(made, Corpora(made, corpus, empty_search, retriever), reader, settings)
-    lab = Lab.build(made, agent, seed, runner=runner, interventions=interventions)
+    agent = Agent(made, Corpora(made, corpus, empty_search, retriever, tokenizer), reader, settings)
+    lab = Lab.build(
+        made,
+        agent,
+        seed,
+        runner=runner,
+        interventions=interventions,
+        intervention_set=intervention_set,
+        max_probes=max_probes or None,
+    )
     lab.selection = selection
     return lab
 
@@ -181,11 +223,9 @@ def build_lab(
 # The rules a run follows that are not parameters yet, recorded with every run so a results file says which it
 # ran; where rcakit's differs from the authors' (papers/README.md), the value says so.
 RUN_RULES = {
-    "max_probes": None,  # no cap on the hops a probe repairs (the authors' default)
     "bootstrap": "random.Random(42).choices, B = 1000, percentile 2.5/97.5 (the authors')",
     "contamination_recall": CONTAMINATION_RECALL,  # every token of the replacement in a later query (the authors')
-    "tokens": "normalised answer tokens (the authors' BM25 and coverage use lower().split() over 'title: text')",
-    "grounding": "token recall (the authors' rule-based grounding uses Jaccard < 0.05)",
+    "grounding": "Jaccard(answer, retrieved documents) < 0.05 over the tokenizer's tokens (the authors')",
     "span_rule": "first mention; salient spans from the hop's top document only (the authors' rank gold, bridge, then "
     "salient spans over all the hop's documents)",
     "judge_prompt": "rcakit's: hop n+1 offered, documents cut at 600 characters, 32 tokens (not the authors')",
@@ -194,8 +234,8 @@ RUN_RULES = {
 
 def protocol_record(lab: Lab) -> dict:
     """The protocol a lab ran, for the results: corpus kind and paragraphs per question, retriever, hop
-    budget, retrievals per hop, top_k, empty-search rule, intervention style and set, the reader's
-    reaction, and the rules that are not parameters (:data:`RUN_RULES`)."""
+    budget, retrievals per hop, top_k, empty-search rule, intervention style and set, the probes' cap, the
+    reader's reaction, and the rules that are not parameters (:data:`RUN_RULES`)."""
     agent, questions = lab.agent, lab.world.questions
     sizes = sorted(agent.corpora.size(q) for q in questions)
     budgets = sorted({agent.settings.budget(q) for q in questions})
@@ -208,7 +248,10 @@ def protocol_record(lab: Lab) -> dict:
         "top_k": agent.top_k,
         "empty_search": agent.corpora.empty_search,
         "interventions": lab.interventions,
-        "intervention_set": list(STRUCTURAL),
+        "intervention_set_name": lab.intervention_set,
+        "intervention_set": list(lab.kinds),
+        "max_probes": lab.max_probes,
+        "tokenizer": lab.tokenizer,
         "heed_warnings": getattr(agent.reader, "heed_warnings", None),
         **RUN_RULES,
     }
@@ -352,7 +395,7 @@ def case_store(chapter_id: str, params: dict, folder: str | os.PathLike | None =
 
 
 def _case_items(lab: Lab, arm: str, depths: list[int]) -> list[tuple[str, tuple[str, int, str]]]:
-    kinds = STRUCTURAL if arm == "structural" else (CONTENT,)
+    kinds = lab.kinds if arm == "structural" else (CONTENT,)
     items = [
         (f"{arm}:{qid}:{d}:{k}", (qid, d, k))
         for d in depths

@@ -16,8 +16,9 @@ the content-corruption runs behind Tables 3-4) or ``dense``
 ties by paragraph position, and return only paragraphs that score above 0,
 so a search where nothing scores is left to the empty-search rule.
 
-BM25: documents are title plus text, tokenised with the answer normaliser of
-``rcakit.rag.text`` so retrieval and scoring see the same tokens. The corpus
+BM25: documents are "title: text", split as the authors do (``lower().split()``,
+punctuation kept on the words) or, with ``tokenizer = "normalised"``, by the
+answer normaliser of ``rcakit.rag.text`` (the workbench's earlier rule). The corpus
 statistics (idf, term frequencies, lengths, k1, b) are ``BM25Okapi``'s; the
 per-term Okapi weights are laid out once in a sparse term-by-document matrix
 (scipy), so a query costs one sparse row sum instead of rank-bm25's Python
@@ -52,7 +53,7 @@ from scipy import sparse
 
 from rcakit import RcakitError
 from rcakit.rag.embeddings import Encoder, shared_encoder
-from rcakit.rag.text import tokens
+from rcakit.rag.text import TOKENIZERS, split_tokens
 from rcakit.rag.world import Paragraph, Question, World
 
 CORPUS_KINDS = ("question", "global")
@@ -94,9 +95,9 @@ class _Search:
 class Retriever(_Search):
     """Top-k BM25 search; ties broken by paragraph position, so results are deterministic."""
 
-    def __init__(self, corpus: list[Paragraph]) -> None:
-        self.corpus = corpus
-        self.bm25 = BM25Okapi([tokens(f"{p.title} {p.text}") for p in corpus])
+    def __init__(self, corpus: list[Paragraph], tokenizer: str = "authors") -> None:
+        self.corpus, self.tokenizer = corpus, tokenizer
+        self.bm25 = BM25Okapi([split_tokens(f"{p.title}: {p.text}", tokenizer) for p in corpus])
         self._vocab, self._weights = self._okapi_matrix()
         self._cached_search()
 
@@ -112,7 +113,7 @@ class Retriever(_Search):
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every paragraph for ``query`` (each query token counted as often as it occurs)."""
-        ids = [self._vocab[t] for t in tokens(query) if t in self._vocab]
+        ids = [self._vocab[t] for t in split_tokens(query, self.tokenizer) if t in self._vocab]
         if not ids:
             return np.zeros(len(self.corpus))
         return np.asarray(self._weights[ids].sum(axis=0)).ravel()
@@ -162,9 +163,6 @@ class DenseRetriever(_Search):
         return np.maximum(np.round(cosine, DECIMALS), 0.0)
 
 
-INDEXES = {"bm25": Retriever, "dense": DenseRetriever}
-
-
 class Corpora:
     """What the agent searches: one index per question (``question``) or one for all (``global``), each
     searched by ``retriever`` (``bm25`` or ``dense``).
@@ -174,16 +172,23 @@ class Corpora:
     """
 
     def __init__(
-        self, world: World, kind: str = "question", empty_search: str = "first_two", retriever: str = "bm25"
+        self,
+        world: World,
+        kind: str = "question",
+        empty_search: str = "first_two",
+        retriever: str = "bm25",
+        tokenizer: str = "authors",
     ) -> None:
         for name, value, allowed in (
             ("corpus", kind, CORPUS_KINDS),
             ("empty_search", empty_search, EMPTY_SEARCH),
             ("retriever", retriever, RETRIEVERS),
+            ("tokenizer", tokenizer, TOKENIZERS),
         ):
             if value not in allowed:
                 raise RcakitError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
         self.world, self.kind, self.empty_search, self.retriever = world, kind, empty_search, retriever
+        self.tokenizer = tokenizer
         self._fresh()
 
     def _fresh(self) -> None:
@@ -203,7 +208,8 @@ class Corpora:
         with self._lock:
             if key not in self._indexes:
                 docs = self.world.context(q) if self.kind == "question" else self.world.corpus
-                self._indexes[key] = INDEXES[self.retriever](docs)
+                made = Retriever(docs, self.tokenizer) if self.retriever == "bm25" else DenseRetriever(docs)
+                self._indexes[key] = made
             return self._indexes[key]
 
     def size(self, q: Question) -> int:

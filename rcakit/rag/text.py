@@ -28,8 +28,37 @@ def normalise(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """Normalised whitespace tokens (also the BM25 tokeniser)."""
+    """Normalised whitespace tokens (the answer rules' tokens; BM25's and coverage's with ``tokenizer =
+    "normalised"``)."""
     return normalise(text).split()
+
+
+# How BM25, coverage, the probes' fallback and the rule-based grounding split text (papers/README.md):
+# ``authors``, a plain lower().split() over "title: text" documents (punctuation kept on the words), or
+# ``normalised``, the answer normaliser over the paragraph's text (the workbench's earlier rule).
+TOKENIZERS = ("authors", "normalised")
+
+
+def split_tokens(text: str, tokenizer: str = "authors") -> list[str]:
+    """``text`` split by ``tokenizer`` (:data:`TOKENIZERS`)."""
+    if tokenizer == "authors":
+        return str(text).lower().split()
+    if tokenizer == "normalised":
+        return tokens(text)
+    raise ValueError(f"tokenizer: expected one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
+
+
+def document_text(title: str, text: str, tokenizer: str = "authors") -> str:
+    """What a tokenizer reads of one paragraph: "title: text" for the authors' (the text alone when it has no
+    title), the text alone otherwise."""
+    return f"{title}: {text}" if tokenizer == "authors" and title else text
+
+
+def split_jaccard(a: str, b: str, tokenizer: str = "authors") -> float:
+    """Jaccard similarity of the two texts' token sets under ``tokenizer``; 0 when both are empty."""
+    sa, sb = set(split_tokens(a, tokenizer)), set(split_tokens(b, tokenizer))
+    union = sa | sb
+    return len(sa & sb) / len(union) if union else 0.0
 
 
 def token_recall(reference: str, prediction: str) -> float:

@@ -30,6 +30,7 @@ from rcakit.rag.experiments.arm import (
     protocol_runs,
     run_arm,
     show_served,
+    with_all_interventions,
 )
 from rcakit.rag.experiments.authors import AuthorsRuns, authors_runs
 from rcakit.rag.experiments.content import (
@@ -91,5 +92,6 @@ __all__ = [
     "trace_section",
     "type_section",
     "views_section",
+    "with_all_interventions",
     "world_record",
 ]

@@ -64,9 +64,8 @@ def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
             row["accuracy"] = result["accuracy"][probe][d]["point"]
             row["without fallback"] = result["accuracy_without_fallback"][probe][d]["point"]
             rows[(probe, int(d))] = row
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    frame.index.names = ["probe", "depth"]
-    return frame
+    index = pd.MultiIndex.from_tuples(list(rows), names=["probe", "depth"])  # empty when no case failed
+    return pd.DataFrame(list(rows.values()), index=index)
 
 
 VIEWS = {"stage accuracy": "stage_accuracy", "mean |hop error|": "mae", "mean tokens": "mean_cost"}

@@ -28,7 +28,7 @@ from rcakit.rag import replay as rp
 from rcakit.rag.embeddings import stack_versions
 from rcakit.rag.metrics import attribution
 from rcakit.rag.musique import SYNTHETIC
-from rcakit.rag.protocol import ARMS, Lab, build_lab, case_store, sweep
+from rcakit.rag.protocol import ARMS, Lab, build_lab, case_store, failed, sweep
 
 CHAPTERS = {"structural": "coverage-collapse", "content": "content-corruption"}  # the chapter of each arm
 LAB_PARAMS = ("n_entities", "n_questions", "hops", "top_k", "reading_noise", "distractor_rate")
@@ -40,6 +40,9 @@ PROTOCOL_DEFAULTS = {
     "spare_hops": 0,
     "reformulate": False,
     "interventions": "generic",
+    "intervention_set": "authors",
+    "max_probes": 0,  # 0: the probes repair every hop
+    "tokenizer": "authors",
     "heed_warnings": 0.5,
     "judge_hops": "any",
 }
@@ -53,6 +56,8 @@ EARLIER_PROTOCOL = {
     "spare_hops": 1,
     "reformulate": True,
     "interventions": "targeted",
+    "intervention_set": "all",
+    "tokenizer": "normalised",
     "top_k": 3,
     "judge_hops": "trace",
     "retriever": "bm25",
@@ -109,6 +114,7 @@ def run_arm(
     chapter_id: str | None = None,
     progress: Progress = track,
     replay: bool | None = None,
+    judge: bool = True,
 ) -> ArmRun:
     """Run (or resume) arm ``arm`` with a chapter's checked ``params``; its store is named by ``chapter_id``
     (the arm's chapter by default) and lives in ``params["store"]`` under the results folder.
@@ -116,6 +122,7 @@ def run_arm(
     ``params["workers"]`` and ``params["scheduler"]`` (``rcakit.parallel``) say where the cases and the
     judge's calls run. With an LLM reader and ``replay`` (by default for the structural arm), the clean
     runs of the first ``llm_max_cases`` questions are replayed read by read (``rcakit.rag.replay``, CAR §3).
+    ``judge = False`` leaves the LLM judge out even with a model.
     """
     if arm not in ARMS:
         raise RcakitError(f"arm: expected 'structural' or 'content', got {arm!r}")
@@ -146,9 +153,15 @@ def run_arm(
     cases = sweep(
         lab, arm, depths, store, threshold=params["coverage_threshold"], progress=bar(f"{arm} cases"), runner=runner
     )
+    if not len(failed(cases)):
+        raise RcakitError(
+            f"{arm} sweep: no injected case failed at depths {depths}, so there is nothing to attribute "
+            f"(intervention_set {params['intervention_set']!r}); use more questions, another reader or "
+            "intervention_set all"
+        )
     run = ArmRun(arm, params, models, lab, cases, attribution(cases, depths), runner=runner)
     judge_usage = None
-    if models.judge is not None:
+    if models.judge is not None and judge:
         sample = lm.judge_sample(cases, params["llm_max_cases"], params["seed"])
         run.judged, judge_usage = lm.judge_cases(lab, sample, models.judge, progress=bar("llm judge"), runner=runner)
         run.same_cases = lm.merge_judge(run.result, run.judged, depths)
@@ -157,6 +170,15 @@ def run_arm(
         questions = lab.world.questions[: params["llm_max_cases"]]
         run.replay = rp.match_record(rp.agent_action_match(lab.agent, questions, runner=runner))
     return run
+
+
+def with_all_interventions(run: ArmRun, progress: Progress = track) -> ArmRun:
+    """The structural ``run`` with all six interventions: ``run`` itself when it ran them, else its parameters
+    with ``intervention_set = "all"`` (its own case store; no LLM judge and no replay check, which the page's
+    own run has)."""
+    if run.params["intervention_set"] == "all":
+        return run
+    return run_arm(run.arm, {**run.params, "intervention_set": "all"}, progress=progress, replay=False, judge=False)
 
 
 def authors_protocol(arm: str) -> dict[str, Any]:
@@ -191,14 +213,17 @@ def _authors(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def protocol_runs(arm: str, params: Mapping[str, Any], progress: Progress = track) -> dict[str, ArmRun]:
-    """The arm under the authors' protocol and under the workbench's earlier one (:data:`EARLIER_PROTOCOL`),
-    both with the rule reader on the synthetic world at ``params``' sizes and reader settings, so only the
-    protocol differs; each has its own case store (a rerun resumes both)."""
-    base = _offline(params)
-    return {
-        "authors' protocol": run_arm(arm, _authors(base), chapter_id=CHAPTERS[arm], progress=progress),
-        "earlier workbench": run_arm(arm, {**base, **EARLIER_PROTOCOL}, chapter_id=CHAPTERS[arm], progress=progress),
-    }
+    """The arm under the authors' protocol, for the structural arm with all six interventions, and under the
+    workbench's earlier one (:data:`EARLIER_PROTOCOL`, six targeted interventions), each with the rule reader
+    on the synthetic world at ``params``' sizes and reader settings, so only the protocol differs; each has
+    its own case store (a rerun resumes them)."""
+    base, chapter = _offline(params), CHAPTERS[arm]
+    runs = {"authors' protocol": run_arm(arm, _authors(base), chapter_id=chapter, progress=progress)}
+    if arm == "structural":  # the six kinds the authors implement, on their protocol otherwise
+        six = {**_authors(base), "intervention_set": "all"}
+        runs["all six interventions"] = run_arm(arm, six, chapter_id=chapter, progress=progress)
+    runs["earlier workbench"] = run_arm(arm, {**base, **EARLIER_PROTOCOL}, chapter_id=chapter, progress=progress)
+    return runs
 
 
 def heed_runs(

@@ -13,6 +13,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -65,18 +66,32 @@ def describe_world(lab: Lab) -> str:
     )
 
 
-# What the authors' protocol is, per choice (papers/README.md): label, parameter, the authors' setting, its
-# value here (None: no parameter of the authors' to match; a dict by arm: it differs by arm), and what the
-# parameter's other values do.
+@dataclass(frozen=True)
+class ProtocolRow:
+    """One choice of the authors' protocol (papers/README.md): its label, the chapter parameter, the authors'
+    setting, the parameter's value that matches it (``None``: no parameter of the authors' to match; a dict by
+    arm: it differs by arm), what the other values do, and where the page measures the effect of departing."""
+
+    label: str
+    name: str
+    authors: str | dict[str, str]
+    default: object
+    note: str
+    effect: str
+
+
+EARLIER = "the Explore table's 'earlier workbench' column, with the earlier protocol's other choices"
+RERUN = "not measured on this page; rerun with another value"
 PROTOCOL_ROWS = (
-    (
+    ProtocolRow(
         "corpus",
         "corpus",
         "each question's own paragraphs (MuSiQue's 20)",
         "question",
         "global searches one index over the whole world",
+        EARLIER,
     ),
-    (
+    ProtocolRow(
         "retriever",
         "retriever",
         {
@@ -84,67 +99,110 @@ PROTOCOL_ROWS = (
             "content": "BM25: the four runs behind Tables 3 and 4",
         },
         AUTHORS_RETRIEVER,
-        "bm25 ranks by Okapi BM25 over normalised tokens; dense by the cosine of all-MiniLM-L6-v2 embeddings "
-        "of 'title: text', clamped at 0, so the first-two fallback almost never fires",
+        "bm25 ranks by Okapi BM25; dense by the cosine of all-MiniLM-L6-v2 embeddings of 'title: text', "
+        "clamped at 0, so the first-two fallback almost never fires",
+        RERUN + " (the quick run takes BM25)",
     ),
-    (
+    ProtocolRow(
         "hop budget",
         "spare_hops",
         "3 hops for a 3-hop question, then a forced answer",
         0,
         "the budget is the question's hops plus spare_hops",
+        EARLIER,
     ),
-    (
+    ProtocolRow(
         "retrievals per hop",
         "reformulate",
         "one; no reformulation inside a hop",
         False,
         "reformulate adds a second search after a failed read",
+        EARLIER,
     ),
-    ("top_k", "top_k", "5", 5, "paragraphs per retrieval"),
-    (
+    ProtocolRow("top_k", "top_k", "5", 5, "paragraphs per retrieval", EARLIER),
+    ProtocolRow(
         "search where nothing scores",
         "empty_search",
         "the corpus's first two paragraphs",
         "first_two",
         "nothing returns no paragraph",
+        EARLIER,
     ),
-    (
+    ProtocolRow(
         "structural interventions",
         "interventions",
-        "six generic texts that name no wrong object",
+        "generic texts that name no wrong object",
         "generic",
         "targeted plants a wrong object of the right type and drifts to a look-alike",
+        EARLIER,
     ),
-    (
+    ProtocolRow(
+        "intervention set",
+        "intervention_set",
+        "four: empty retrieval, irrelevant documents, false premise, stale evidence (Table 2's live set)",
+        "authors",
+        "all adds query drift and early termination, which the authors implement but do not run by default; "
+        "a single kind runs alone",
+        "the Explore table's 'all six interventions' column",
+    ),
+    ProtocolRow(
+        "probe budget",
+        "max_probes",
+        "no cap in the content runs; 4 in the dense Table 2 runs, 2 in the BM25 structural runs",
+        0,
+        "0 probes every hop; a cap k repairs hops 1..k only, so with 2 hop 3 is never probed",
+        RERUN + " (a cap of 4 changes nothing at 3 hops)",
+    ),
+    ProtocolRow(
+        "tokens",
+        "tokenizer",
+        "lower().split() over 'title: text' for BM25, coverage and the fallback; Jaccard < 0.05 grounding",
+        "authors",
+        "normalised splits with the answer normaliser (articles and punctuation dropped), coverage and the "
+        "fallback over the text alone",
+        EARLIER,
+    ),
+    ProtocolRow(
         "continue-retrieving probe",
         "spare_hops",
         "resumes at hop n+1 within the budget",
         0,
         "on a full trace it is a plain re-answer",
+        EARLIER,
     ),
-    ("LLM judge's hops", "judge_hops", "any hop >= 0, n+1 included", "any", "trace keeps the judge to hops 1..n"),
-    (
+    ProtocolRow(
+        "LLM judge's hops",
+        "judge_hops",
+        "any hop >= 0, n+1 included",
+        "any",
+        "trace keeps the judge to hops 1..n",
+        "not measurable offline: the judge is a language model",
+    ),
+    ProtocolRow(
         "reader's reaction to a warning",
         "heed_warnings",
         "the language model's own",
         None,
         "the rule reader cannot read a warning; it abstains on one with this probability, chosen once (0.5) "
         "before any attribution number was seen",
+        "the Explore section's heed_warnings sweep",
     ),
-    (
+    ProtocolRow(
         "agent's reader",
         "agent",
-        "a language model",
+        "a language model that may answer before its budget is spent",
         None,
-        "no model is reachable offline: the rule reader, or agent llm with a provider",
+        "no model is reachable offline: the rule reader, which always takes every hop, or agent llm with a "
+        "provider (traces too short for a depth are skipped there and counted)",
+        "not measurable offline: the agent is a language model",
     ),
-    (
+    ProtocolRow(
         "questions",
         "world",
         "answerable 3-hop MuSiQue questions",
         None,
         "MuSiQue is not reachable here: a synthetic world with certified hop facts (world musique when fetched)",
+        "not measurable offline: MuSiQue needs agent llm",
     ),
 )
 
@@ -153,33 +211,35 @@ def _setting_text(value: object) -> str:
     return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 
-STRUCTURAL_ONLY = ("interventions", "heed_warnings")  # choices that only the structural arm meets
+STRUCTURAL_ONLY = ("interventions", "intervention_set", "heed_warnings")  # choices only the structural arm meets
 
 
 def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.DataFrame:
-    """The chapter's protocol table: per choice, the authors' setting, this run's (its parameter and value)
-    and why; a run that departs from the authors' says so. The content arm leaves out the structural
-    interventions and the reader's reaction to their warnings."""
+    """The chapter's protocol table: per choice, the authors' setting, this run's (its parameter and value),
+    why, and where the effect of a departure is measured; a run that departs from the authors' says so. The
+    content arm leaves out the structural interventions and the reader's reaction to their warnings."""
     params = {**authors_protocol(arm), "agent": "rule", "world": SYNTHETIC, **params}
     rows = []
-    for label, name, authors, default, note in PROTOCOL_ROWS:
+    for row in PROTOCOL_ROWS:
+        authors, default = row.authors, row.default
         if isinstance(authors, dict) and isinstance(default, dict):  # an authors' setting that differs by arm
             authors, default = authors[arm], default[arm]
-        if arm != "structural" and name in STRUCTURAL_ONLY:
+        if arm != "structural" and row.name in STRUCTURAL_ONLY:
             continue
-        value = params.get(name)
+        value = params.get(row.name)
         if default is None:
-            why = note
+            why = row.note
         elif value == default:
-            why = f"the authors' setting; {note}"
+            why = f"the authors' setting; {row.note}"
         else:
-            why = f"departs from the authors' ({_setting_text(default)}); {note}"
+            why = f"departs from the authors' ({_setting_text(default)}); {row.note}"
         rows.append(
             {
-                "choice": label,
+                "choice": row.label,
                 "authors' protocol": authors,
-                "this chapter": f"{name} = {_setting_text(value)}",
+                "this chapter": f"{row.name} = {_setting_text(value)}",
                 "why": why,
+                "effect measured in": row.effect,
             }
         )
     return pd.DataFrame(rows).set_index("choice")
@@ -203,7 +263,8 @@ def protocol_cells(runs: Mapping[str, ArmRun], names: Sequence[str]) -> pd.DataF
 
 def setup_section(run: ArmRun) -> Section:
     """The protocol table (the authors' setting, this run's, and why), with the protocol, the world and the
-    clean agent's accuracy recorded and quoted; the structural arm records its eligible questions per depth,
+    clean agent's accuracy recorded and quoted; the structural arm records its eligible questions per depth
+    and the correct clean traces skipped there for being too short (an LLM agent that answered early),
     the content arm the injected cases and those skipped for want of a certifiable span. The facts also
     hold the arm's chapter's ``quick`` values (``quick_<name>``), which the page's setting note quotes."""
     lab, cases = run.lab, run.cases
@@ -214,6 +275,7 @@ def setup_section(run: ArmRun) -> Section:
     facts["quick"] = chapters.get(CHAPTERS[run.arm]).quick  # the values the page's setting note names
     if run.arm == "structural":
         numbers["eligible_questions"] = lab.eligible_questions(run.depths)
+        numbers["short_traces_skipped"] = lab.short_traces(run.depths)
     else:
         numbers["skipped"] = facts["skipped"] = int(cases["skipped"].sum())
         facts["injected"] = int(len(cases))
