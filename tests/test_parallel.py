@@ -503,6 +503,9 @@ def test_four_processes_of_two_threads_lose_no_cache_entry(tmp_path):
 # --- a Dask LocalCluster of two processes -------------------------------------------------------
 
 
+_BY_VALUE: list[bool] = []  # the clusters open now that need this module pickled by value
+
+
 @contextlib.contextmanager
 def two_process_cluster():
     """A LocalCluster of two single-thread worker processes, with the fake Ollama server in their environment."""
@@ -511,7 +514,9 @@ def two_process_cluster():
     )
     import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import the tests
+    if not _BY_VALUE:  # workers need not import the tests; clusters nest (a test's own inside the module's)
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    _BY_VALUE.append(True)
     server = FakeOllamaServer(respond, latency=LATENCY)
     before = os.environ.get("OLLAMA_HOST")
     os.environ["OLLAMA_HOST"] = server.url  # the workers' own environment, fixed when they start
@@ -526,7 +531,9 @@ def two_process_cluster():
         else:
             os.environ["OLLAMA_HOST"] = before
         server.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        _BY_VALUE.pop()
+        if not _BY_VALUE:
+            cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.fixture(scope="module")

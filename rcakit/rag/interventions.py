@@ -16,6 +16,11 @@ is the workbench's earlier family: a planted wrong object of the right type
 (a false claim, an archived paragraph with another object), a drift to a
 look-alike entity, and random corpus paragraphs as irrelevant evidence.
 
+Which kinds a sweep injects is its intervention set (:data:`INTERVENTION_SETS`):
+the authors' Table 2 runs four (empty retrieval, irrelevant documents, false
+premise, stale evidence); their code also implements query drift and early
+termination, which ``all`` adds.
+
 Two semantics follow the authors' code. Early termination at hop h forces
 the answer from hops 1..h-1, so hop h is absent from the trace. Query drift
 replaces hop h's query, and the trace records the drifted query, so a repair
