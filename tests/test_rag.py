@@ -11,6 +11,7 @@ import pytest
 from rcakit import RcakitError
 from rcakit.rag import AgentSettings, RuleReader, Trace, answer_correct, classify_outcome, normalise
 from rcakit.rag import diagnosers as dg
+from rcakit.rag import interventions as I
 from rcakit.rag import metrics as M
 from rcakit.rag import outcomes as O
 from rcakit.rag import propagation as PR
@@ -173,7 +174,7 @@ def test_protocol_record_names_the_authors_protocol(lab):
     assert record["empty_search"] == "first_two" and record["interventions"] == "generic"
     assert record["intervention_set"] == list(AUTHORS_SET) and record["intervention_set_name"] == "authors"
     assert record["contamination_recall"] == 1.0 and record["max_probes"] is None  # the authors' rules
-    assert "random.Random(42)" in record["bootstrap"] and "not the authors'" in record["judge_prompt"]
+    assert "random.Random(42)" in record["bootstrap"] and record["span_rule"] == "authors"
 
 
 def test_the_authors_tokens_keep_punctuation_and_read_titles():
@@ -210,6 +211,26 @@ def test_a_probe_cap_repairs_only_the_first_hops(lab):
         capped = [probe(lab.agent, t, 2) for t in failed]
         assert not any(d.branch == "flip" and d.hop > 2 for d in capped)
         assert [probe(lab.agent, t, 3) for t in failed] == [probe(lab.agent, t) for t in failed]
+
+
+def test_a_capped_probe_follows_from_the_uncapped_runs_recorded_branches(lab):
+    """metrics.capped_probes gives the diagnoses a run with the cap gives, case by case (costs aside)."""
+    capped_lab = replace(lab, max_probes=2)
+    qids = [t.question.id for t in _ok(lab, 3)]
+    cases = [
+        P.structural_case(lab, q, d, k) for q in qids for d in (1, 3) for k in ("empty_retrieval", "false_premise")
+    ]
+    rerun = [P.structural_case(capped_lab, c["qid"], c["depth"], c["kind"]) for c in cases]
+    derived = M.capped_probes(pd.DataFrame(cases), 2)["diagnoses"].tolist()
+    changed = 0
+    for want, got, before in zip(rerun, derived, cases, strict=True):
+        for name in P.PROBES:
+            if want["diagnoses"]:
+                assert list(got[name])[:2] + [got[name][3]] == list(want["diagnoses"][name])[:2] + [
+                    want["diagnoses"][name][3]
+                ]
+                changed += list(got[name]) != list(before["diagnoses"][name])
+    assert changed > 0  # the cap moved some diagnosis, so the test can fail
 
 
 def test_agent_settings_reject_bad_values():
@@ -355,6 +376,45 @@ def test_content_corruption_is_certified_and_corpus_stays_clean(lab):
             if h == 3:
                 assert corruption.strategy == "answer_fact" and corruption.original == trace.gold
     assert made >= 10 and lab.world.corpus == before
+
+
+def _with_hop_docs(trace, hop, docs):
+    hops = list(trace.hops)
+    hops[hop - 1] = replace(hops[hop - 1], docs=tuple(docs))
+    return replace(trace, hops=tuple(hops))
+
+
+def test_the_authors_span_rule_ranks_every_documents_spans_and_the_earlier_takes_the_top_document(lab):
+    trace = next(t for t in _ok(lab, 3) if len(t.hops) >= 3)
+    names = sorted(lab.world.types, key=lambda n: (len(n.split()), n))
+    short, long = names[0], names[-1]  # one word; the most words of any name
+    docs = [
+        Paragraph(901, "Note one", f"{short} was mentioned in 1931."),
+        Paragraph(902, "Note two", f"The archive names {long} twice: {long}."),
+    ]
+    case = _with_hop_docs(replace(trace, question=replace(trace.question, answer="zz")), 1, docs)
+    later = replace(case.hops[1], queries=("nothing in common",), query="nothing in common")
+    case = replace(case, hops=(case.hops[0], later) + case.hops[2:])
+    assert I.choose_span(lab.agent, case, 1, "authors") == ("salient_entity", long)  # most tokens, all documents
+    assert I.choose_span(lab.agent, case, 1, "first_mention") == ("salient_entity", short)  # top document, first
+    bridged = replace(case, hops=(case.hops[0], replace(later, queries=(f"where is {short}",))) + case.hops[2:])
+    assert I.choose_span(lab.agent, bridged, 1, "authors") == ("bridge_entity", short)  # a later query recalls it
+    with pytest.raises(RcakitError, match="^span_rule: expected one of authors, first_mention"):
+        I.choose_span(lab.agent, case, 1, "last_mention")
+
+
+def test_the_authors_replacement_perturbs_any_number_and_falls_back_to_invented_names():
+    rng = random.Random(0)
+    assert I._replacement("1931", "bridge_entity", [], rng)[0] == "year"  # a number whatever its strategy
+    assert I._replacement("1931", "bridge_entity", ["Port Karith"], rng, rule="first_mention") == (
+        "entity",
+        "Port Karith",
+    )
+    kind, name = I._replacement("Port Karith", "salient_entity", ["Port Ostion", "12"], rng)
+    assert kind == "entity" and name in I.FALLBACK_NAMES  # shares "Port" / is a number: no answer fits
+    assert I._replacement("Port Karith", "salient_entity", ["Port Ostion"], rng, rule="first_mention") is None
+    docs = (Paragraph(1, "t", " ".join(I.FALLBACK_NAMES[1:])),)
+    assert I._replacement("Port Karith", "salient_entity", [], rng, docs) == ("entity", I.FALLBACK_NAMES[0])
 
 
 def test_corruption_without_a_span_is_skipped_and_counted(lab):

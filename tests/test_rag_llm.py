@@ -73,10 +73,38 @@ def test_judge_sees_question_every_query_and_document_and_both_answers(failed, t
         assert all(f"query: {q}" in prompt for q in hop.queries)
         assert all(d.text in prompt and f"[{d.id}]" in prompt for d in hop.docs)
     assert call["json_schema"]["properties"]["hop"] == {"type": "integer"}  # the authors' judge: any hop
-    assert f"or {len(failed.hops) + 1} if the agent stopped" in prompt
+    assert call["messages"][0]["content"] == dg.AUTHORS_JUDGE_SYSTEM and call["max_tokens"] == 256
+    assert call["json_schema"]["properties"]["stage"]["enum"] == ["retrieval", "answer_generation", "none"]
+    assert "is wrong" not in prompt and "if the agent stopped" not in prompt  # the authors' ask nothing more
     assert call["seed"] == request_seed(7, "case-a") and call["temperature"] == 0.0
     assert found.cost == chat.accounting.input_tokens + chat.accounting.output_tokens > 0
     assert chat.accounting.totals()["cases"] == 1
+
+
+def test_rcakits_judge_prompt_says_the_answer_is_wrong_offers_hop_n_plus_1_and_cuts_documents(failed, tmp_path):
+    hops = list(failed.hops)
+    long_doc = replace(hops[0].docs[0], text="word " * 400)
+    hops[0] = replace(hops[0], docs=(long_doc,) + hops[0].docs[1:])
+    trace = replace(failed, hops=tuple(hops))
+    for prompt, whole in (("authors", True), ("rcakit", False)):
+        raw, chat = scripted(lambda m: json.dumps({"stage": "retrieval", "hop": 2}), tmp_path / prompt)
+        judge = dg.LLMJudge(chat, seed=0, prompt=prompt)
+        judge(trace, "k")
+        (call,) = raw.calls
+        text = call["messages"][-1]["content"]
+        assert (long_doc.text in text) == whole and judge.truncated_docs == (0 if whole else 1)
+        assert (f"or {len(trace.hops) + 1} if the agent stopped" in text) == (not whole)
+        assert call["max_tokens"] == (256 if whole else 32)
+    with pytest.raises(RcakitError, match="^judge_prompt: expected one of authors, rcakit"):
+        dg.LLMJudge(chat, seed=0, prompt="mine")
+
+
+def test_the_authors_judge_stages_map_onto_the_scoring_taxonomy(failed, tmp_path):
+    for said, scored in (("answer_generation", "answer"), ("none", "none"), ("retrieval", "retrieval")):
+        raw, chat = scripted(lambda m, said=said: json.dumps({"stage": said, "hop": 1}), tmp_path / said)
+        assert dg.LLMJudge(chat, seed=0)(failed, "k").stage == scored
+    raw, chat = scripted(lambda m: json.dumps({"stage": "tool", "hop": 1}), tmp_path / "tool")
+    assert dg.LLMJudge(chat, seed=0)(failed, "k").stage == "none" and len(raw.calls) == 2  # not the authors' word
 
 
 def test_judge_retries_a_malformed_reply_once_then_abstains(failed, tmp_path):
@@ -259,7 +287,7 @@ def test_cross_family_judge_uses_the_judge_provider(lab, failed, tmp_path, monke
         by_model = {}
         for body in server.requests:
             by_model.setdefault(body["model"], set()).add(body["messages"][0]["content"][:20])
-        assert by_model["judge-model"] == {dg.JUDGE_SYSTEM[:20]}
+        assert by_model["judge-model"] == {dg.AUTHORS_JUDGE_SYSTEM[:20]}
         readers = {b["model"] for b in server.requests if "diagnose" not in b["messages"][0]["content"]}
         assert "judge-model" not in readers
         assert lm.accounting["llm_judge"].calls == 1 and lm.accounting["llm_reader"].calls > 0

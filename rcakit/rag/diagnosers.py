@@ -239,6 +239,17 @@ def suf_regen(agent: Agent, trace: Trace, max_probes: int | None = None) -> Diag
 
 JUDGE_STAGES = ("retrieval", "tool", "answer")  # the scoring taxonomy: a drifted query is a retrieval fault
 JUDGE_HOPS = ("any", "trace")  # the authors': any hop >= 0 (n+1 included); the earlier workbench's: 1..n
+JUDGE_PROMPTS = ("authors", "rcakit")  # whose prompt the judge reads (papers/README.md)
+# Per prompt: the characters a document may keep (None: in full) and the reply's token budget.
+JUDGE_LIMITS = {"authors": (None, 256), "rcakit": (600, 32)}
+# The authors' reply words, mapped onto the scoring taxonomy ("none": the judge found no fault).
+AUTHORS_STAGES = {"retrieval": "retrieval", "answer_generation": "answer", "none": "none"}
+AUTHORS_JUDGE_SYSTEM = (
+    "You diagnose a multi-hop retrieval agent after the fact. You see the question, the evidence each hop "
+    "retrieved, the agent's final answer and the gold answer. Name the earliest hop at which the agent went "
+    'wrong, as one JSON object {"stage": "retrieval" | "answer_generation" | "none", "hop": H}, where H '
+    "counts hops from 1, or is 0 when nothing went wrong."
+)
 JUDGE_SYSTEM = (
     "You diagnose failed runs of a multi-hop search agent. Each hop ran one or two search queries and "
     "read the documents retrieved. Find where the failure first entered: the hop number, and the stage "
@@ -249,42 +260,52 @@ JUDGE_SYSTEM = (
 )
 
 
+def check_judge_prompt(prompt: str) -> str:
+    """``prompt`` if it names a judge prompt (:data:`JUDGE_PROMPTS`), else a one-line error."""
+    if prompt not in JUDGE_PROMPTS:
+        raise RcakitError(f"judge_prompt: expected one of {', '.join(JUDGE_PROMPTS)}, got {prompt!r}")
+    return prompt
+
+
 def document_blocks(trace: Trace) -> list[Block]:
     """Each hop's documents as one prompt block of ``("  [id] title", text)`` items."""
     return [Block(tuple((f"  [{d.id}] {d.title}", d.text) for d in hop.docs)) for hop in trace.hops]
 
 
-def judge_prompt(trace: Trace, documents: list[str], hops: str = "any") -> list[dict]:
+def judge_prompt(trace: Trace, documents: list[str], hops: str = "any", prompt: str = "authors") -> list[dict]:
     """The complete hop-level trace as the judge sees it (§5), with each hop's rendered ``documents``.
 
     The judge sees the question, every hop's queries and documents, the final
-    and the gold answer. With ``hops = "any"`` it is told it may name hop n+1
-    (the agent stopped before a hop it needed).
+    and the gold answer. The authors' prompt (``prompt = "authors"``) asks
+    for the earliest wrong hop and lets the judge say that none went wrong;
+    rcakit's states that the answer is wrong and, with ``hops = "any"``,
+    offers hop n+1 (the agent stopped before a hop it needed).
     """
+    authors = check_judge_prompt(prompt) == "authors"
     lines = [f"Question: {trace.question.text}", ""]
     for hop, shown in zip(trace.hops, documents, strict=True):
         lines.append(f"Hop {hop.index}")
         lines += [f"  query: {q}" for q in hop.queries or (hop.query,)]
         lines += ["  documents:", shown] if hop.docs else ["  (no documents retrieved)"]
-    n = len(trace.hops)
-    ask = (
-        f"At which hop (1 to {n}, or {n + 1} if the agent stopped before a hop it needed) and stage"
-        if hops == "any"
-        else f"At which hop (1 to {n}) and stage"
-    )
-    lines += [
-        "",
-        f"Final answer: {trace.answer or '(none)'}",
-        f"Gold answer: {trace.gold}",
-        f"The final answer is wrong. {ask} did the failure start?",
-    ]
-    return chat_messages(JUDGE_SYSTEM, "\n".join(lines))
+    lines += ["", f"Final answer: {trace.answer or '(none)'}", f"Gold answer: {trace.gold}"]
+    if not authors:
+        n = len(trace.hops)
+        ask = (
+            f"At which hop (1 to {n}, or {n + 1} if the agent stopped before a hop it needed) and stage"
+            if hops == "any"
+            else f"At which hop (1 to {n}) and stage"
+        )
+        lines.append(f"The final answer is wrong. {ask} did the failure start?")
+    return chat_messages(AUTHORS_JUDGE_SYSTEM if authors else JUDGE_SYSTEM, "\n".join(lines))
 
 
-def judge_messages(trace: Trace, max_doc_chars: int | None, hops: str = "any") -> tuple[list[dict], int]:
-    """The judge's messages with every document cut at ``max_doc_chars``, and how many were cut."""
+def judge_messages(
+    trace: Trace, max_doc_chars: int | None, hops: str = "any", prompt: str = "authors"
+) -> tuple[list[dict], int]:
+    """The judge's messages with every document cut at ``max_doc_chars`` (``None``: kept whole), and how many
+    were cut."""
     blocks = document_blocks(trace)
-    return judge_prompt(trace, [render(b, max_doc_chars, None) for b in blocks], hops), sum(
+    return judge_prompt(trace, [render(b, max_doc_chars, None) for b in blocks], hops, prompt), sum(
         b.clipped(max_doc_chars) for b in blocks
     )
 
@@ -293,8 +314,14 @@ class LLMJudge:
     """The LLM-Judge diagnoser (AgenticRAG-FP §5): a model reads the whole trace and names (stage, hop).
 
     ``chat`` is a cached provider (``rcakit.llm.cached``), possibly of another
-    model family than the agent's. With ``hops = "any"`` (the authors') the
-    reply is validated as ``Shape(stage=JUDGE_STAGES, hop=int)`` and a negative
+    model family than the agent's. ``prompt`` is whose prompt it reads
+    (:data:`JUDGE_PROMPTS`): the authors' (every document in full, a reply of
+    up to 256 tokens, stage ``retrieval``, ``answer_generation`` or ``none``,
+    mapped onto the scoring taxonomy by :data:`AUTHORS_STAGES`) or rcakit's
+    (documents cut at 600 characters, 32 tokens, hop n+1 offered in words);
+    ``max_doc_chars`` and ``max_tokens`` override the prompt's limits
+    (:data:`JUDGE_LIMITS`). With ``hops = "any"`` (the authors') the
+    reply's hop is any integer and a negative
     hop is clipped to 0, so the judge may name hop n+1 (an early termination),
     even on a trace with no hops; with ``hops = "trace"`` (the earlier
     workbench's) the hop must lie in 1..n and a trace with no hops gets hop 0
@@ -302,7 +329,7 @@ class LLMJudge:
     the error shown, then an abstention, scored as stage "none", hop 0 (a
     miss). The seed is derived from the chapter seed and the case key, so a
     rerun hits the response cache. Documents are cut at ``max_doc_chars``;
-    when that prompt does not fit the model's context window,
+    when the prompt does not fit the model's context window,
     ``rcakit.llm.prompts.Budget.fit`` cuts them further (the one way a prompt
     is fitted in rcakit). Every cut document is counted in ``truncated_docs``.
     ``cost`` is the tokens the diagnosis spent.
@@ -316,12 +343,21 @@ class LLMJudge:
     """
 
     def __init__(
-        self, chat: Provider, seed: int, *, max_doc_chars: int = 600, max_tokens: int = 32, hops: str = "any"
+        self,
+        chat: Provider,
+        seed: int,
+        *,
+        max_doc_chars: int | None = None,
+        max_tokens: int | None = None,
+        hops: str = "any",
+        prompt: str = "authors",
     ) -> None:
         if hops not in JUDGE_HOPS:
             raise RcakitError(f"judge_hops: expected one of {', '.join(JUDGE_HOPS)}, got {hops!r}")
-        self.chat, self.seed, self.max_doc_chars, self.max_tokens = chat, seed, max_doc_chars, max_tokens
-        self.hops = hops
+        doc_chars, reply_tokens = JUDGE_LIMITS[check_judge_prompt(prompt)]
+        self.chat, self.seed, self.hops, self.prompt = chat, seed, hops, prompt
+        self.max_doc_chars = max_doc_chars if max_doc_chars is not None else doc_chars
+        self.max_tokens = max_tokens if max_tokens is not None else reply_tokens
         self.truncated_docs = 0
         self._lock = threading.Lock()
 
@@ -340,10 +376,10 @@ class LLMJudge:
 
     def _fitted(self, trace: Trace) -> tuple[list[dict], int]:
         budget = Budget(self.chat, self.max_tokens)
-        messages, cut = judge_messages(trace, self.max_doc_chars, self.hops)
+        messages, cut = judge_messages(trace, self.max_doc_chars, self.hops, self.prompt)
         if not budget.fits(messages):
             blocks = document_blocks(trace)
-            fitted = budget.fit(blocks, lambda shown: judge_prompt(trace, shown, self.hops))
+            fitted = budget.fit(blocks, lambda shown: judge_prompt(trace, shown, self.hops, self.prompt))
             messages, cut = fitted.messages, fitted.clipped(blocks)
         return messages, cut
 
@@ -372,7 +408,8 @@ class LLMJudge:
         if not trace.hops and self.hops == "trace":
             return NO_HOP, 0
         hop_spec = int if self.hops == "any" else range(1, len(trace.hops) + 1)
-        shape = Shape(stage=JUDGE_STAGES, hop=hop_spec)
+        authors = self.prompt == "authors"
+        shape = Shape(stage=tuple(AUTHORS_STAGES) if authors else JUDGE_STAGES, hop=hop_spec)
         messages, cut = self._fitted(trace)
         with case_usage() as scope:
             verdict = ask_json(
@@ -385,7 +422,8 @@ class LLMJudge:
             )
         spent = scope.totals(self.chat)
         cost = spent["input_tokens"] + spent["output_tokens"]
-        found = (
-            Diagnosis("none", 0, cost) if verdict is None else Diagnosis(verdict["stage"], max(0, verdict["hop"]), cost)
-        )
+        if verdict is None:
+            return Diagnosis("none", 0, cost), cut
+        stage = AUTHORS_STAGES[verdict["stage"]] if authors else verdict["stage"]
+        found = Diagnosis(stage, max(0, verdict["hop"]), cost)
         return found, cut

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
 from rcakit.rag.agent import Agent
-from rcakit.rag.text import token_recall, tokens
+from rcakit.rag.text import normalise, token_recall, tokens
 from rcakit.rag.trace import Hop, Trace
 from rcakit.rag.world import Paragraph
 
@@ -270,12 +270,38 @@ def perturb_number(text: str, rng: random.Random) -> tuple[str, str]:
     return kind, (f"{new:,}" if "," in text else str(new))
 
 
-def _choose_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None:
-    """(strategy, span) by the paper's priority: answer fact, bridge entity, salient entity or number."""
+SPAN_RULES = ("authors", "first_mention")  # how a content corruption picks its span (papers/README.md)
+# Invented names for a replacement when no other question's answer fits (the authors keep such a list too).
+FALLBACK_NAMES = (
+    "Brennor Quay",
+    "Calloway Hythe",
+    "Dunmarrow Fen",
+    "Esker Pollard",
+    "Firthwick Abbey",
+    "Gannet Ridge",
+    "Hollis Tremaine",
+    "Larkspur Cross",
+)
+
+
+def check_span_rule(rule: str) -> str:
+    """``rule`` if it names a span rule (:data:`SPAN_RULES`), else a one-line error."""
+    if rule not in SPAN_RULES:
+        raise RcakitError(f"span_rule: expected one of {', '.join(SPAN_RULES)}, got {rule!r}")
+    return rule
+
+
+def _later_queries(trace: Trace, hop: int) -> list[str]:
+    return [q for h in trace.hops[hop:] for q in h.queries]
+
+
+def _first_mention_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None:
+    """The workbench's earlier rule: the answer if present, the first mention carried into a later query,
+    else the first entity or number of the hop's top document."""
     target, q = trace.hops[hop - 1], trace.question
     if span_present(q.answer, target.docs):
         return "answer_fact", q.answer
-    later = " ".join(" ".join(h.queries) for h in trace.hops[hop:])
+    later = " ".join(_later_queries(trace, hop))
     mentions = [m for d in target.docs for m in agent.reader.mentions(f"{d.title}. {d.text}")]
     for m in mentions:
         if _span_re(m).search(later) and not _span_re(m).search(q.text):
@@ -293,43 +319,103 @@ def _choose_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None
     return (candidates[0][2], candidates[0][1]) if candidates else None
 
 
+def candidate_spans(agent: Agent, docs: Iterable[Paragraph]) -> dict[str, int]:
+    """Every entity mention and number in ``docs`` (titles and texts), with its number of occurrences.
+
+    The authors find names with a capitalised-phrase pattern; the synthetic
+    world knows its names, so the reader's mentions stand in for it.
+    """
+    counts: dict[str, int] = {}
+    for d in docs:
+        for part in (d.title, d.text):
+            for span in agent.reader.mentions(part) + [m.group() for m in _NUMBER.finditer(part)]:
+                counts[span] = counts.get(span, 0) + 1
+    return counts
+
+
+def salience(span: str, count: int) -> tuple[int, int, int, str]:
+    """A candidate's rank, highest first: tokens, then occurrences, then characters, then the text itself."""
+    return len(span.split()), count, len(span), span
+
+
+def _authors_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None:
+    """The authors' rule: the gold answer if the hop's documents hold it (not a yes/no or a gold of fewer
+    than 3 characters); else the most salient candidate fully recalled by a later query but not by the
+    question (a bridge entity); else the most salient candidate of all the hop's documents."""
+    target, q = trace.hops[hop - 1], trace.question
+    gold = normalise(q.answer)
+    if len(gold) >= 3 and gold not in ("yes", "no") and span_present(q.answer, target.docs):
+        return "answer_fact", q.answer
+    counts = candidate_spans(agent, target.docs)
+    if not counts:
+        return None
+    later = _later_queries(trace, hop)
+    bridges = {
+        s: c
+        for s, c in counts.items()
+        if any(token_recall(s, query) >= 1.0 for query in later) and token_recall(s, q.text) < 1.0
+    }
+    strategy, pool = ("bridge_entity", bridges) if bridges else ("salient_entity", counts)
+    return strategy, max(pool, key=lambda s: salience(s, pool[s]))
+
+
+def choose_span(agent: Agent, trace: Trace, hop: int, rule: str = "authors") -> tuple[str, str] | None:
+    """(strategy, span) that a content corruption at ``hop`` rewrites under ``rule`` (:data:`SPAN_RULES`), or
+    ``None`` when the hop's documents hold no candidate (§4)."""
+    return (_authors_span if check_span_rule(rule) == "authors" else _first_mention_span)(agent, trace, hop)
+
+
+def _usable(name: str, span: str, docs: tuple[Paragraph, ...]) -> bool:
+    """A replacement entity: at least 3 characters, not a number, no token shared with ``span``, absent from
+    ``docs`` (the authors' exclusions)."""
+    return (
+        len(normalise(name)) >= 3
+        and not _NUMBER.fullmatch(name)
+        and not set(tokens(name)) & set(tokens(span))
+        and not span_present(name, docs)
+    )
+
+
 def _replacement(
-    agent: Agent,
-    trace: Trace,
     span: str,
     strategy: str,
     answers: list[str],
     rng: random.Random,
     docs: tuple[Paragraph, ...] = (),
+    rule: str = "authors",
+    gold: str = "",
 ) -> tuple[str, str] | None:
-    """The replacement of ``span``: a perturbed number, or another question's gold answer with no token in
-    common with ``span`` that the hop's ``docs`` do not already contain (the authors' exclusion)."""
-    if strategy == "salient_number":
+    """(kind, replacement) of ``span``: a perturbed number, or another question's (not ``gold``) answer that passes
+    :func:`_usable`. The authors' rule perturbs any numeric span and, when no answer fits, draws from
+    :data:`FALLBACK_NAMES`; the earlier rule perturbs only salient numbers and skips the case instead."""
+    numeric = _NUMBER.fullmatch(span) is not None if rule == "authors" else strategy == "salient_number"
+    if numeric:
         return perturb_number(span, rng)
-    pool = sorted(
-        {a for a in answers if a != trace.gold and not set(tokens(a)) & set(tokens(span)) and not span_present(a, docs)}
-    )
+    pool = sorted({a for a in answers if a != gold and _usable(a, span, docs)})
+    if not pool and rule == "authors":
+        pool = [n for n in FALLBACK_NAMES if _usable(n, span, docs)] or list(FALLBACK_NAMES)
     return ("entity", rng.choice(pool)) if pool else None
 
 
 def corrupt_content(
-    agent: Agent, trace: Trace, hop: int, answers: list[str], rng: random.Random
+    agent: Agent, trace: Trace, hop: int, answers: list[str], rng: random.Random, span_rule: str = "authors"
 ) -> tuple[Corruption, Hop] | None:
     """Certified corruption of hop ``hop``'s documents, or ``None`` when no span certifies.
 
-    Entities are replaced by another question's gold answer with zero token
-    overlap that the hop's documents do not already contain, whatever its type
-    (the authors' rule); numbers are perturbed (years +-2..5, integers below 10
+    The span is chosen by ``span_rule`` (:func:`choose_span`). Entities are
+    replaced by another question's gold answer with zero token overlap that
+    the hop's documents do not already contain, whatever its type (the
+    authors' rule, :func:`_replacement`); numbers are perturbed (years +-2..5, integers below 10
     +1..3, others scaled). Spans match as whole words, ignoring case. Every occurrence in the
     hop's documents is replaced; the span must be present before and absent
     after, or the case is skipped.
     """
     target = _target(trace, hop)
-    chosen = _choose_span(agent, trace, hop)
+    chosen = choose_span(agent, trace, hop, span_rule)
     if chosen is None:
         return None
     strategy, span = chosen
-    picked = _replacement(agent, trace, span, strategy, answers, rng, target.docs)
+    picked = _replacement(span, strategy, answers, rng, target.docs, span_rule, trace.gold)
     if picked is None:
         return None
     kind, new = picked

@@ -29,7 +29,7 @@ from rcakit.llm.accounting import COST
 from rcakit.llm.cache import case_usage
 from rcakit.parallel import Progress, Runner
 from rcakit.progress import track
-from rcakit.rag.diagnosers import LLMJudge
+from rcakit.rag.diagnosers import LLMJudge, check_judge_prompt
 from rcakit.rag.metrics import attribution, predictions
 from rcakit.rag.protocol import Lab, failed, injected_trace
 
@@ -55,12 +55,14 @@ def models_from_params(
     *,
     timeout: float | None = None,
     judge_hops: str = "any",
+    judge_prompt: str = "authors",
     base_url: str | None = None,
 ) -> Models:
     """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
 
     ``timeout`` (the chapters' ``llm_timeout``) bounds each model reply, in seconds; ``judge_hops``
-    (``any`` or ``trace``) is the hop range the judge may name (``LLMJudge``); ``base_url`` (the
+    (``any`` or ``trace``) is the hop range the judge may name and ``judge_prompt`` (``authors`` or
+    ``rcakit``) whose prompt it reads (``LLMJudge``); ``base_url`` (the
     chapters' ``llm_base_url``) is the server of an ``openai:`` spec.
     """
     if agent not in AGENTS:
@@ -74,7 +76,9 @@ def models_from_params(
         main if own else provider_from_spec(judge_provider, timeout=timeout, param="judge_provider", base_url=base_url)
     )
     reader_chat = cached(main, accounting=accounting[READER]) if agent == "llm" else None
-    judge = LLMJudge(cached(backend, accounting=accounting[JUDGE]), seed, hops=judge_hops) if backend else None
+    check_judge_prompt(judge_prompt)  # a bad value fails without a model too
+    chat = cached(backend, accounting=accounting[JUDGE]) if backend else None
+    judge = LLMJudge(chat, seed, hops=judge_hops, prompt=judge_prompt) if chat is not None else None
     return Models(accounting, reader_chat, judge)
 
 

@@ -124,6 +124,40 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
     return out
 
 
+PROBE_CAPS = (4, 2)  # the probes' caps of the authors' strict runs: dense Table 2, BM25 structural (papers/README.md)
+
+
+def _capped(diagnoses: dict, cap: int) -> dict:
+    """One case's diagnoses with each probe as ``max_probes = cap`` would have left it (:func:`capped_probes`)."""
+    out = dict(diagnoses)
+    resumed, fallback = diagnoses.get("continue_retrieving"), diagnoses.get("fallback_rule")
+    for name in PROBES:
+        if name not in diagnoses:
+            continue
+        _, hop, cost, branch = diagnoses[name]
+        if branch == "flip" and hop <= cap:
+            continue
+        if resumed is None or fallback is None:
+            raise ValueError("a capped probe needs the case's continue_retrieving and fallback_rule diagnoses")
+        later = resumed if resumed[3] == "continue" else fallback
+        out[name] = [later[0], later[1], cost, later[3]]
+    return out
+
+
+def capped_probes(cases: pd.DataFrame, cap: int) -> pd.DataFrame:
+    """``cases`` with Propagation-Aware's and Suf-Regen's diagnoses as a run with ``max_probes = cap`` gives.
+
+    Capping changes branch (1) alone: a flip at hop <= ``cap`` stands; any
+    other case goes to branch (2), then (3), which are the same calls as the
+    ``continue_retrieving`` and ``fallback_rule`` diagnosers the case
+    records, so their diagnoses are taken (§5; the costs stay as recorded).
+    Exact for any cap no larger than the run's own.
+    """
+    out = cases.copy()
+    out["diagnoses"] = pd.Series([_capped(d, cap) if d else d for d in cases["diagnoses"]], index=cases.index)
+    return out
+
+
 def pooled_accuracy(preds: pd.DataFrame) -> dict:
     """Exact-hop accuracy with bootstrap CI per diagnoser over all rows of ``preds`` (a slice), plus its case count."""
     out: dict[str, dict | int] = {str(name): _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}

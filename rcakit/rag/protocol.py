@@ -37,6 +37,7 @@ from rcakit.rag.interventions import (
     CONTENT,
     STAGE,
     Corruption,
+    check_span_rule,
     check_style,
     corrupt_content,
     inject,
@@ -81,6 +82,7 @@ class Lab:
     interventions: str = "generic"  # the structural style (rcakit.rag.interventions.STYLES)
     intervention_set: str = "authors"  # the structural kinds a sweep injects (INTERVENTION_SETS)
     max_probes: int | None = None  # hops the probes repair, 1..max_probes (None: every hop, the authors' default)
+    span_rule: str = "authors"  # how a content corruption picks its span (SPAN_RULES)
     clean: dict[str, Trace] = field(default_factory=dict)
     clean_usage: dict = field(default_factory=dict)
     selection: dict = field(default_factory=dict)  # a MuSiQue world's selection counts (empty if synthetic)
@@ -96,6 +98,7 @@ class Lab:
         interventions: str = "generic",
         intervention_set: str = "authors",
         max_probes: int | None = None,
+        span_rule: str = "authors",
     ) -> Lab:
         """The lab with every question's clean trace run, and the LLM reader's usage for them.
 
@@ -103,7 +106,9 @@ class Lab:
         is counted per question and summed here, so it is the same for every setting.
         """
         intervention_kinds(intervention_set)
-        lab = cls(world, agent, seed, check_style(interventions), intervention_set, max_probes)
+        lab = cls(
+            world, agent, seed, check_style(interventions), intervention_set, max_probes, check_span_rule(span_rule)
+        )
         done = (runner or Runner()).run([(q.id, q) for q in world.questions], CleanRun(agent))
         lab.clean = {q.id: trace for q, (trace, _) in zip(world.questions, done, strict=True)}
         if reader_usage(lab) is not None:
@@ -170,6 +175,7 @@ def build_lab(
     intervention_set: str = "authors",
     max_probes: int | None = None,
     tokenizer: str = "authors",
+    span_rule: str = "authors",
 ) -> Lab:
     """World, corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
 
@@ -184,8 +190,10 @@ def build_lab(
     six; or one kind), ``max_probes`` (the probes repair hops 1..max_probes;
     ``None`` or 0 for every hop), the ``tokenizer`` of BM25, coverage, the
     fallback and the grounding test (``authors``: ``lower().split()`` over
-    "title: text"; ``normalised``: the answer normaliser) and the rule reader's ``heed_warnings`` (how often it
-    abstains on a warning text).
+    "title: text"; ``normalised``: the answer normaliser), the content corruption's ``span_rule`` (``authors``:
+    gold, bridge, then the most salient span of all the hop's documents, any number perturbed, invented names
+    when no answer fits; ``first_mention``: the earlier rule) and the rule reader's ``heed_warnings`` (how
+    often it abstains on a warning text).
 
     ``world`` is ``synthetic`` (the seeded world of ``rcakit.rag.world``) or a
     MuSiQue file: a registry name (``musique``) or a path
@@ -215,6 +223,7 @@ def build_lab(
         interventions=interventions,
         intervention_set=intervention_set,
         max_probes=max_probes or None,
+        span_rule=span_rule,
     )
     lab.selection = selection
     return lab
@@ -226,9 +235,6 @@ RUN_RULES = {
     "bootstrap": "random.Random(42).choices, B = 1000, percentile 2.5/97.5 (the authors')",
     "contamination_recall": CONTAMINATION_RECALL,  # every token of the replacement in a later query (the authors')
     "grounding": "Jaccard(answer, retrieved documents) < 0.05 over the tokenizer's tokens (the authors')",
-    "span_rule": "first mention; salient spans from the hop's top document only (the authors' rank gold, bridge, then "
-    "salient spans over all the hop's documents)",
-    "judge_prompt": "rcakit's: hop n+1 offered, documents cut at 600 characters, 32 tokens (not the authors')",
 }
 
 
@@ -252,6 +258,7 @@ def protocol_record(lab: Lab) -> dict:
         "intervention_set": list(lab.kinds),
         "max_probes": lab.max_probes,
         "tokenizer": lab.tokenizer,
+        "span_rule": lab.span_rule,
         "heed_warnings": getattr(agent.reader, "heed_warnings", None),
         **RUN_RULES,
     }
@@ -340,7 +347,9 @@ def _structural(lab: Lab, qid: str, depth: int, kind: str) -> Trace:
 
 def _corruption(lab: Lab, qid: str, depth: int) -> tuple[Corruption, Hop] | None:
     rng = random.Random(f"{lab.seed}:{qid}:{depth}:{CONTENT}")
-    return corrupt_content(lab.agent, lab.clean[qid], depth, [q.answer for q in lab.world.questions], rng)
+    return corrupt_content(
+        lab.agent, lab.clean[qid], depth, [q.answer for q in lab.world.questions], rng, lab.span_rule
+    )
 
 
 def _resumed(lab: Lab, qid: str, depth: int, hop: Hop) -> Trace:

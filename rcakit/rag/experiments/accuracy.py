@@ -24,7 +24,7 @@ from rcakit.llm.accounting import cost_table
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import llm_methods as lm
 from rcakit.rag.experiments.arm import ArmRun
-from rcakit.rag.metrics import accuracy_points, failed_share, interval_pairs
+from rcakit.rag.metrics import PROBE_CAPS, accuracy_points, attribution, capped_probes, failed_share, interval_pairs
 from rcakit.rag.protocol import DIAGNOSERS, PROBES
 from rcakit.sections import Section
 
@@ -139,6 +139,29 @@ def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
     table["downstream facts intact (oracle)"] = [intact[str(d)] for _, d in table.index]
     facts["downstream_intact"] = prose.by_depth(intact, run.depths)
     return Section(table=table, numbers={"oracle_downstream_intact": intact}, facts=facts, decimals=2)
+
+
+def probe_budget_section(run: ArmRun) -> Section:
+    """Propagation-Aware's and Suf-Regen's exact-hop accuracy per injected hop at this run's probe budget and
+    at each of the authors' strict caps (:data:`~rcakit.rag.metrics.PROBE_CAPS`) below it, derived from the
+    run's own cases (:func:`~rcakit.rag.metrics.capped_probes`); records ``probe_budget`` and quotes
+    ``probe_cap_<cap>_<probe>_<hop>`` (text, as in :func:`accuracy_section`)."""
+    own = run.lab.max_probes
+    caps = [c for c in PROBE_CAPS if own is None or c < own]
+    views = {f"max_probes = {own or 0} (this run)": run.result}
+    views |= {f"max_probes = {c}": attribution(capped_probes(run.cases, c), run.depths) for c in caps}
+    points = {label: accuracy_points(result, PROBES) for label, result in views.items()}
+    table = pd.DataFrame(
+        {
+            (name, label): {f"hop {d}": p[name].get(str(d)) for d in run.depths}
+            for label, p in points.items()
+            for name in PROBES
+        }
+    )
+    table = table[[c for name in PROBES for c in table.columns if c[0] == name]]
+    quoted = {str(c): _quoted_points(views[f"max_probes = {c}"], run.depths, PROBES) for c in caps}
+    numbers = {"probe_budget": {str(c): points[f"max_probes = {c}"] for c in caps}}
+    return Section(table=table, numbers=numbers, facts={"probe_cap": quoted}, decimals=2)
 
 
 def cost_section(run: ArmRun) -> Section:

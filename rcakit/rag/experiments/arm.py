@@ -45,6 +45,8 @@ PROTOCOL_DEFAULTS = {
     "tokenizer": "authors",
     "heed_warnings": 0.5,
     "judge_hops": "any",
+    "judge_prompt": "authors",
+    "span_rule": "authors",
 }
 # The authors' retriever differs by arm (papers/README.md, "Retriever and probe budget"): Table 2's structural
 # sweep is dense (all-MiniLM-L6-v2), the content-corruption runs behind Tables 3-4 are BM25.
@@ -60,8 +62,11 @@ EARLIER_PROTOCOL = {
     "tokenizer": "normalised",
     "top_k": 3,
     "judge_hops": "trace",
+    "judge_prompt": "rcakit",
+    "span_rule": "first_mention",
     "retriever": "bm25",
 }
+JUDGE_CHOICES = ("judge_hops", "judge_prompt")  # the judge's, not the lab's
 RUN_ONLY = ("workers", "scheduler")  # where the cases run: never part of what a stored case means
 Progress = Callable[..., Iterator] | None
 
@@ -136,10 +141,11 @@ def run_arm(
         params["seed"],
         timeout=params["llm_timeout"],
         judge_hops=params["judge_hops"],
+        judge_prompt=params["judge_prompt"],
         base_url=params.get("llm_base_url"),
     )
     runner = Runner(params.get("workers", 1), params.get("scheduler", ""))
-    protocol = {k: params[k] for k in authors_protocol(arm) if k != "judge_hops"}
+    protocol = {k: params[k] for k in authors_protocol(arm) if k not in JUDGE_CHOICES}
     lab = build_lab(
         params["seed"],
         **{k: params[k] for k in LAB_PARAMS},

@@ -4,7 +4,8 @@ Each function reads an :class:`~rcakit.rag.experiments.arm.ArmRun` of the
 content arm and returns a :class:`rcakit.sections.Section` whose numbers go to
 ``results/content-corruption.json`` and whose facts the prose quotes: the
 outcome shares by depth beside Table 4, which strategy gets absorbed, the
-oracle split by entity type, query contamination and the bridge-entity slice.
+oracle split by entity type, query contamination, the bridge-entity slice and
+how the authors' span rule and the earlier one compare on the same cases.
 
 Used in the chapters: `content-corruption`.
 """
@@ -19,6 +20,7 @@ import pandas as pd
 from rcakit.claims import published
 from rcakit.rag.experiments.accuracy import label_oracle
 from rcakit.rag.experiments.arm import ArmRun
+from rcakit.rag.interventions import SPAN_RULES, choose_span
 from rcakit.rag.metrics import gap, interval_of
 from rcakit.rag.outcomes import (
     absorption,
@@ -105,3 +107,32 @@ def bridge_section(run: ArmRun) -> Section:
         "bridge_hop1": hop1,
     }
     return Section(table=label_oracle(bridge_table(pooled, by_depth)), numbers=numbers, facts=facts)
+
+
+def span_rule_section(run: ArmRun) -> Section:
+    """Both span rules (:data:`rcakit.rag.interventions.SPAN_RULES`) on every content case of the run, from
+    its clean trace: how often they pick the same strategy and the same span (§4; the authors' rule is in
+    ``papers/README.md``). Quotes ``span_cases``, ``span_same_strategy`` and ``span_same_span``."""
+    lab = run.lab
+    other = next(r for r in SPAN_RULES if r != lab.span_rule)
+    picks = [
+        (
+            choose_span(lab.agent, lab.clean[qid], int(depth), lab.span_rule),
+            choose_span(lab.agent, lab.clean[qid], int(depth), other),
+        )
+        for qid, depth in zip(run.cases["qid"], run.cases["depth"], strict=True)
+    ]
+
+    def strategy(pick: tuple[str, str] | None) -> str:
+        return pick[0] if pick else "no span"
+
+    frame = pd.DataFrame(
+        {f"{lab.span_rule} (this run)": [strategy(a) for a, _ in picks], other: [strategy(b) for _, b in picks]}
+    )
+    table = pd.crosstab(frame.iloc[:, 0], frame.iloc[:, 1])
+    facts = {
+        "span_cases": len(picks),
+        "span_same_strategy": sum(strategy(a) == strategy(b) for a, b in picks),
+        "span_same_span": sum(a is not None and a == b for a, b in picks),
+    }
+    return Section(table=table, numbers={"span_rules": {**facts, "other_rule": other}}, facts=facts)

@@ -22,6 +22,7 @@ from rcakit import chapters
 from rcakit.rag.experiments.arm import (
     AUTHORS_RETRIEVER,
     CHAPTERS,
+    JUDGE_CHOICES,
     ArmRun,
     authors_protocol,
     heed_runs,
@@ -36,8 +37,8 @@ from rcakit.sections import Section
 
 
 def protocol_record(run: ArmRun) -> dict[str, Any]:
-    """The protocol the run used (``rcakit.rag.protocol.protocol_record``) and the judge's hop range."""
-    return {**lab_protocol(run.lab), "judge_hops": run.params["judge_hops"]}
+    """The protocol the run used (``rcakit.rag.protocol.protocol_record``), the judge's hop range and prompt."""
+    return {**lab_protocol(run.lab), **{k: run.params[k] for k in JUDGE_CHOICES}}
 
 
 def world_record(lab: Lab) -> dict[str, Any]:
@@ -151,7 +152,7 @@ PROTOCOL_ROWS = (
         "no cap in the content runs; 4 in the dense Table 2 runs, 2 in the BM25 structural runs",
         0,
         "0 probes every hop; a cap k repairs hops 1..k only, so with 2 hop 3 is never probed",
-        RERUN + " (a cap of 4 changes nothing at 3 hops)",
+        "the probe-budget table (the authors' caps, derived from this run's cases)",
     ),
     ProtocolRow(
         "tokens",
@@ -177,6 +178,27 @@ PROTOCOL_ROWS = (
         "any",
         "trace keeps the judge to hops 1..n",
         "not measurable offline: the judge is a language model",
+    ),
+    ProtocolRow(
+        "LLM judge's prompt",
+        "judge_prompt",
+        "asks for the earliest wrong hop (stage retrieval, answer_generation or none; hop from 1, or 0), every "
+        "document in full, up to 256 tokens",
+        "authors",
+        "rcakit's says the answer is wrong, offers hop n+1 in words, cuts documents at 600 characters and "
+        "replies in 32 tokens",
+        "not measurable offline: the judge is a language model",
+    ),
+    ProtocolRow(
+        "content span",
+        "span_rule",
+        "the gold answer if present (not yes/no or under 3 characters), else a bridge entity, else the most "
+        "salient span, ranked by tokens, occurrences and length over all the hop's documents; any number is "
+        "perturbed; invented names when no other answer fits",
+        "authors",
+        "first_mention takes the first bridge mention and a salient span of the top document only, perturbs "
+        "only salient numbers and skips a case no answer fits",
+        "the span-rule table below (both rules on the same cases)",
     ),
     ProtocolRow(
         "reader's reaction to a warning",
@@ -212,6 +234,7 @@ def _setting_text(value: object) -> str:
 
 
 STRUCTURAL_ONLY = ("interventions", "intervention_set", "heed_warnings")  # choices only the structural arm meets
+CONTENT_ONLY = ("span_rule",)  # a choice only the content arm meets
 
 
 def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.DataFrame:
@@ -224,7 +247,7 @@ def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.Dat
         authors, default = row.authors, row.default
         if isinstance(authors, dict) and isinstance(default, dict):  # an authors' setting that differs by arm
             authors, default = authors[arm], default[arm]
-        if arm != "structural" and row.name in STRUCTURAL_ONLY:
+        if (arm != "structural" and row.name in STRUCTURAL_ONLY) or (arm != "content" and row.name in CONTENT_ONLY):
             continue
         value = params.get(row.name)
         if default is None:
