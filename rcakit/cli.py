@@ -23,6 +23,7 @@ import os
 import sys
 
 from rcakit import RcakitError, book, chapters, runner, staging
+from rcakit.paths import absolute_folder_envs
 
 
 class _Parser(argparse.ArgumentParser):
@@ -178,6 +179,7 @@ def split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]] | No
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    absolute_folder_envs()  # the kernel starts in the project root: a relative folder must mean the same there
     try:
         rest, params = split_params(argv)
         args = parser().parse_args(rest)

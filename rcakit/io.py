@@ -7,11 +7,21 @@ with ``os.replace`` (atomic on POSIX within one file system), and the folder
 is fsynced so the rename itself survives a power cut. On any failure (a full
 disk, a kill signal turned into an exception) the temporary file is removed
 and the previous file is left as it was.
+
+Every other kind of write is guarded here too. rcakit never writes, appends
+or removes through a symbolic link, nor into a FIFO or a device, at a path
+it makes (:func:`check_entry`, :func:`open_append`, :func:`real_folder`);
+temporary files and folders are created exclusively (:func:`create_exclusive`,
+:func:`fresh_folder`); and a file rcakit reads back is opened without
+blocking and checked to be a regular file first (:func:`read_regular`), so a
+FIFO planted at its name is one line, not a hang.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -40,6 +50,115 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
         raise
     fsync_dir(path.parent)
     return path
+
+
+def check_entry(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` if nothing is there or a regular file is, else a one-line ``RcakitError``: rcakit never writes
+    through a symbolic link, nor into a FIFO, a device or a folder where it expects a ``what``."""
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as err:
+        raise RcakitError(f"{path}: cannot inspect this {what}: {err.strerror or err}") from None
+    if stat.S_ISLNK(mode):
+        raise RcakitError(f"{path}: is a symbolic link; rcakit never writes through one (remove the link)")
+    if not stat.S_ISREG(mode):
+        raise RcakitError(f"{path}: is not a regular file (a folder, FIFO or device?); rcakit expects a {what} there")
+    return path
+
+
+def real_folder(path: str | os.PathLike, what: str = "folder", *, create: bool = True) -> Path:
+    """``path`` as a real folder (created if absent and ``create``), else a one-line ``RcakitError``: a symbolic
+    link or another kind of file where rcakit keeps its own files is refused, so nothing is written, moved or
+    removed through it."""
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        if create:
+            path.mkdir(parents=True, exist_ok=True)
+        return path
+    if stat.S_ISLNK(mode):
+        raise RcakitError(f"{what}: {path} is a symbolic link; rcakit never writes through one (remove the link)")
+    if not stat.S_ISDIR(mode):
+        raise RcakitError(f"{what}: {path} is not a folder")
+    return path
+
+
+def open_append(path: str | os.PathLike, *, truncate_to: int | None = None) -> int:
+    """A descriptor appending to the regular file ``path`` (created if absent), never through a link or into a
+    FIFO; ``truncate_to`` first cuts the file to that many bytes. The caller closes it."""
+    path = Path(path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, _NEW_FILE_MODE)
+    except OSError as err:
+        check_entry(path)  # a link or a FIFO: say so in one line
+        raise RcakitError(f"{path}: cannot append: {err.strerror or err}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        check_entry(path)
+    if truncate_to is not None:
+        os.ftruncate(fd, truncate_to)
+    return fd
+
+
+def create_exclusive(path: str | os.PathLike) -> Path:
+    """Create the empty regular file ``path`` exclusively (``O_EXCL``, no link followed). Whatever already sits
+    at that name is removed first (itself, never a link's target): callers name their temporary files by their
+    own pid, so nothing there can be another live run's."""
+    path = Path(path)
+    for attempt in (1, 2):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _NEW_FILE_MODE))
+            return path
+        except FileExistsError:
+            if attempt == 2:
+                raise
+            remove_entry(path)
+    return path
+
+
+def fresh_folder(path: str | os.PathLike) -> Path:
+    """Create the folder ``path`` exclusively, removing whatever sat at that name first (see
+    :func:`create_exclusive`)."""
+    path = Path(path)
+    remove_entry(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o755)
+    return path
+
+
+def remove_entry(path: str | os.PathLike) -> None:
+    """Remove ``path`` itself: a link or a FIFO is unlinked (its target untouched), a real folder removed with
+    its contents (``shutil.rmtree`` never follows links), a missing one ignored."""
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def read_regular(path: str | os.PathLike, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path``, opened without blocking and checked after opening, so a FIFO or
+    a device at that name is a one-line ``RcakitError`` instead of a hang."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise RcakitError(f"{path}: cannot read this {what}: {err.strerror or err}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise RcakitError(f"{path}: is not a regular file (a FIFO or device?); rcakit expects a {what} there")
+        return handle.read()
 
 
 def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:

@@ -27,3 +27,18 @@ def book_dir() -> Path:
     """``$RCAKIT_BOOK_DIR`` if set (the tests build a scratch copy), else ``<project>/book``."""
     env = os.environ.get("RCAKIT_BOOK_DIR")
     return Path(env) if env else project_root() / "book"
+
+
+# The folders rcakit reads from the environment. The CLI makes each absolute once, against its own working
+# directory, so the kernel (started in the project root) and every subprocess find the same folder.
+FOLDER_ENVS = ("RCAKIT_ROOT", "RCAKIT_BOOK_DIR", "RCAKIT_RESULTS_DIR", "RCAKIT_DATA_DIR", "RCAKIT_LLM_CACHE")
+
+
+def absolute_folder_envs(environ: dict[str, str] | None = None) -> None:
+    """Replace every relative folder of :data:`FOLDER_ENVS` in ``environ`` (``os.environ``) by its absolute path
+    (``~`` expanded); an empty value is left as it is."""
+    env = os.environ if environ is None else environ
+    for name in FOLDER_ENVS:
+        value = env.get(name)
+        if value:
+            env[name] = str(Path(value).expanduser().absolute())

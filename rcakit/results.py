@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rcakit import RcakitError, __version__
-from rcakit.io import atomic_write
+from rcakit.io import atomic_write, read_regular
 from rcakit.paths import project_root
 
 
@@ -95,7 +95,7 @@ def _check_folder(folder: Path) -> None:
 
 def _read(path: Path) -> dict:
     try:
-        tree = json.loads(path.read_text(encoding="utf-8"))
+        tree = json.loads(read_regular(path, "results file").decode("utf-8"))
     except OSError as err:
         raise RcakitError(f"{path}: cannot read results: {err.strerror or err}") from None
     except (ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError, chapters, provenance, staging
-from rcakit.io import atomic_write, publish, writable_dir
+from rcakit.io import atomic_write, create_exclusive, fresh_folder, publish, real_folder, writable_dir
 from rcakit.kernel import interrupts_reach_the_kernel, ipc_kernel_manager, kernel_warnings, quiet_loggers
 from rcakit.llm.spec import TIMEOUT_ENV, default_timeout
 from rcakit.paths import book_dir, project_root, resolve
@@ -83,7 +83,8 @@ def book_parameters(chapter_id: str, defaults: bool = False, quick: bool = False
 def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | None = None) -> None:
     """Every check that needs no kernel, each failure a one-line ``RcakitError``.
 
-    The executed-notebook and results folders, the chapter's ``paths``
+    The executed-notebook and results folders (and the failed-runs folder, which must not be a link), the
+    chapter's ``paths``
     (``dir``: writable folder; ``store``: writable folder, relative to the
     results folder; ``data``: a data set name, whose lock must be usable when
     it is fetched, or a path that must exist), one probe per language model
@@ -95,6 +96,7 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
     chapter = chapters.get(chapter_id)
     writable_dir(output_dir or chapters_dir(), "book folder (RCAKIT_BOOK_DIR)")
     writable_dir(results_dir(), "results folder (RCAKIT_RESULTS_DIR)")
+    real_folder(failed_dir(output_dir), "the failed-runs folder", create=False)  # a link: the run would delete in it
     for name, kind in chapter.paths.items():
         where = f"{chapter_id}: parameter {name!r}"
         if kind == "dir":
@@ -269,13 +271,15 @@ def run_chapter(
     stage = results_dir() / f".{chapter_id}.{os.getpid()}{staging.STAGE_SUFFIX}"
     with staging.cleanup(tmp, stage):
         try:
+            create_exclusive(tmp)  # never written through a link planted at this run's own name
+            fresh_folder(stage)
             with kernel_warnings(), staging.staged_results(stage):
                 _execute(chapter_id, nb, tmp, out, params, show_progress)
             _finish(tmp, chapter, params)
             for staged in sorted(stage.glob("*.json")) if stage.is_dir() else []:
                 publish(staged, results_dir() / staged.name)
             publish(tmp, out)
-            (failed_dir(folder) / out.name).unlink(missing_ok=True)
+            (real_folder(failed_dir(folder), "the failed-runs folder", create=False) / out.name).unlink(missing_ok=True)
         except OSError as err:  # a disk that filled up during the run, say
             raise ChapterFailed(
                 f"chapter {chapter_id!r}: cannot write {err.filename or folder}: "
@@ -315,8 +319,8 @@ def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, sho
     except papermill.PapermillExecutionError as err:
         if err.ename == "KeyboardInterrupt":
             raise KeyboardInterrupt from None
-        failed_dir(out.parent).mkdir(exist_ok=True)
-        failed = publish(tmp, failed_dir(out.parent) / out.name)
+        kept = real_folder(failed_dir(out.parent), "the failed-runs folder")
+        failed = publish(tmp, kept / out.name)
         raise ChapterFailed(
             f"chapter {chapter_id!r} failed in cell {err.exec_count}: {err.ename}: "
             f"{_first_line(err.evalue)} (see {failed}; the last good {out.name} and results are kept)"

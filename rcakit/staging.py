@@ -12,15 +12,17 @@ pid in its name.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
-import shutil
 import signal
+import stat
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
+from rcakit.io import remove_entry
 from rcakit.results import STAGE_ENV
 
 RUNNING_SUFFIX = ".running.ipynb"
@@ -45,10 +47,8 @@ class cleanup:
 
 
 def _discard(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        remove_entry(path)  # the entry itself: a link planted at its name is unlinked, its target untouched
 
 
 def _discard_all() -> None:
@@ -120,6 +120,15 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
+def _planted(path: Path) -> bool:
+    """Whether ``path`` is something no run of rcakit makes: a link, a FIFO or a device at a temporary name."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    return stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def remove_stale(folders: Iterable[Path]) -> list[Path]:
     """Remove running notebooks and staging folders that dead runs left in ``folders``; return them.
 
@@ -132,10 +141,10 @@ def remove_stale(folders: Iterable[Path]) -> list[Path]:
         if not where.is_dir():
             continue
         for path in sorted([*where.glob(f".*{RUNNING_SUFFIX}"), *where.glob(f".*{STAGE_SUFFIX}")]):
-            if _alive(_owner(path)):
+            if _alive(_owner(path)) and not _planted(path):
                 continue
             try:
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
+                remove_entry(path)
             except FileNotFoundError:
                 continue
             except OSError as err:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
+from rcakit.io import check_entry, open_append, read_regular
 from rcakit.parallel import Progress, Runner
 from rcakit.progress import warn
 from rcakit.results import results_dir, to_jsonable
@@ -61,9 +62,9 @@ class CaseStore:
 
     def _load(self) -> None:
         try:
-            if not self.path.exists():
+            if not os.path.lexists(self.path):
                 return
-            data = self.path.read_bytes()
+            data = read_regular(check_entry(self.path, "case store"), "case store")
         except OSError as err:
             raise RcakitError(f"{self.path}: cannot read case store: {err.strerror or err}") from None
         lines = data.split(b"\n")
@@ -104,12 +105,10 @@ class CaseStore:
 
     def _append(self, row: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self._good_bytes is not None:
-            with self.path.open("r+b") as fh:
-                fh.truncate(self._good_bytes)
-            self._good_bytes = None
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row, sort_keys=True) + "\n")
+        fd = open_append(self.path, truncate_to=self._good_bytes)  # never through a link or into a FIFO
+        self._good_bytes = None
+        with os.fdopen(fd, "ab") as fh:
+            fh.write((json.dumps(row, sort_keys=True) + "\n").encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
 

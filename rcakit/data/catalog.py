@@ -22,6 +22,7 @@ import yaml
 from rcakit import RcakitError
 from rcakit.data import formats
 from rcakit.data.formats import Expectation
+from rcakit.io import read_regular
 from rcakit.paths import project_root, resolve
 
 DATA_DIR_ENV = "RCAKIT_DATA_DIR"
@@ -123,6 +124,8 @@ def inside(ds: DataSet, path: str, where: str) -> Path:
     base = folder(ds)
     if why:
         raise RcakitError(f"{where}: {path!r} is not a path inside {base} ({why}); nothing was written")
+    if base.is_symlink():  # its files would be checked, replaced and removed in the link's target
+        raise RcakitError(f"{where}: {base} is a symbolic link; rcakit keeps a data set in a real folder of its own")
     local = base / path
     if not local.resolve().is_relative_to(base.resolve()):
         raise RcakitError(f"{where}: {local} leads out of {base} through a symbolic link; nothing was written")
@@ -238,7 +241,7 @@ def read_lock(ds: DataSet) -> dict | None:
     path = lock_path(ds)
     anew = f"remove it and {folder(ds)} to fetch {ds.name} anew"
     try:
-        lock = json.loads(path.read_text(encoding="utf-8"))
+        lock = json.loads(read_regular(path, "lock file").decode("utf-8"))
         if not (
             isinstance(lock["files"], dict)
             and isinstance(lock["listing"], list)
@@ -253,6 +256,8 @@ def read_lock(ds: DataSet) -> dict | None:
         return None
     except OSError as err:
         raise RcakitError(f"{path}: cannot read the lock file: {err.strerror or err}") from None
+    except RcakitError as err:  # not a regular file: say what it is
+        raise RcakitError(f"{err}; {anew}") from None
     except (ValueError, KeyError, TypeError):
         raise RcakitError(f"{path}: not an rcakit lock file; {anew}") from None
     if revision != ds.revision:

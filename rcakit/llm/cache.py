@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
+from rcakit.io import check_entry
 from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Message, Provider, Reply, check_messages, options
 from rcakit.parallel import count_call
@@ -80,6 +81,8 @@ class ResponseCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RcakitError(f"{self.path.parent}: cannot create the LLM cache folder ({exc.strerror})") from None
+        for path in (self.path, *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm", "-journal"))):
+            check_entry(path, "LLM cache file")  # sqlite would write through a link planted at any of them
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             for statement in _SCHEMA:
