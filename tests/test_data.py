@@ -494,6 +494,16 @@ def test_a_lock_that_recorded_an_html_page_before_these_checks_is_unusable(home,
     assert status == 2 and "remove it and" in err and err.count("\n") == 1
 
 
+def test_a_first_fetch_whose_mirror_fails_keeps_no_lock_and_no_listing(home, monkeypatch, capsys):
+    """A first fetch that keeps no file (the mirror answers 404) records nothing, so a later fetch from the
+    real source does not meet a lock with the failed mirror's listing (issue 29)."""
+    with serve(lambda name: None) as url:  # every file: 404
+        monkeypatch.setenv("RCAKIT_DATA_URL", url)
+        status, _, err = run_cli(capsys, "data", "fetch", "musique")
+    assert status == 2 and err.count("\n") == 1
+    assert not data.lock_path(data.get("musique")).exists() and files_under(home) == set()
+
+
 def test_a_refused_file_discards_every_file_of_that_first_fetch(tmp_path, home, monkeypatch, capsys):
     monkeypatch.setenv("RCAKIT_ROOT", str(_tofu_project(tmp_path, files=("a.jsonl", "b.jsonl"))))
     served = {"a.jsonl": b'{"id": "a", "ok": true}\n', "b.jsonl": b'{"id": "b"}\n["not an object"]\n'}

@@ -90,7 +90,8 @@ def fetch(name: str, show_progress: bool = False) -> Path:
             if not ds.pinned:  # keep what passed; a second failure must not hide the first
                 with contextlib.suppress(OSError, RcakitError):
                     _commit(ds, staging, staged, recorded)
-                    _write_lock(ds, listing, recorded)
+                    if recorded:  # a first fetch that kept no file records no listing either
+                        _write_lock(ds, listing, recorded)
             raise
         _commit(ds, staging, staged, recorded)
     if not ds.pinned:
