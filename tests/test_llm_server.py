@@ -10,7 +10,9 @@ by itself after its lifetime) and a closed port.
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import socket
+import subprocess
 import sys
 import time
 import types
@@ -19,6 +21,7 @@ import pytest
 
 from rcakit import RcakitError
 from rcakit.llm import check_spec, check_timeout, probe, provider_from_spec
+from rcakit.llm.ollama import OllamaProvider
 from rcakit.llm.spec import DEFAULT_TIMEOUT
 from rcakit.llm.testing import FakeOllamaServer, SilentServer
 
@@ -150,6 +153,31 @@ def test_bad_host_is_one_line():
     with pytest.raises(RcakitError) as excinfo:
         probe("ollama:tiny", host="http://127.0.0.1:99999", timeout=1.0)
     assert one_line(excinfo, "127.0.0.1:99999", "not a usable host", "Port out of range").startswith("provider: ")
+
+
+@pytest.mark.parametrize("value", ["http://127.0.0.1:99999", "http://[::1", "127.0.0.1:11434\r\nX-Evil: 1", "ftp://h"])
+def test_a_malformed_ollama_host_is_one_line_before_the_client_is_imported(value, monkeypatch):
+    """The ollama package parses $OLLAMA_HOST at import (issue 29, item 11): rcakit checks it first."""
+    monkeypatch.setenv("OLLAMA_HOST", value)
+    with pytest.raises(RcakitError) as excinfo:
+        probe("ollama:tiny", timeout=1.0)
+    assert one_line(excinfo, "OLLAMA_HOST").startswith("provider: OLLAMA_HOST: ")
+    with pytest.raises(RcakitError, match="^OLLAMA_HOST: "):
+        OllamaProvider("tiny", timeout=1.0)
+
+
+@pytest.mark.slow
+def test_the_cli_names_a_malformed_ollama_host_in_one_line_with_exit_2(tmp_path):
+    env = {
+        **os.environ,
+        "OLLAMA_HOST": "http://[::1",
+        "RCAKIT_BOOK_DIR": str(tmp_path / "b"),
+        "RCAKIT_RESULTS_DIR": str(tmp_path / "r"),
+    }
+    args = [sys.executable, "-m", "rcakit.cli", "run", "coverage-collapse", "--quick", "-p", "provider", "ollama:tiny"]
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "OLLAMA_HOST" in proc.stderr, proc.stderr
+    assert not (tmp_path / "b").exists() or not list((tmp_path / "b").rglob("*.ipynb"))
 
 
 # --- check_spec: the string and the disk only ---------------------------------

@@ -23,6 +23,7 @@ talks to its own model server.
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
@@ -97,8 +98,26 @@ class OllamaProvider:
 
 
 def server_host(host: str | None = None) -> str:
-    """``host``, else ``$OLLAMA_HOST``, else :data:`DEFAULT_HOST`."""
-    return host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+    """``host``, else ``$OLLAMA_HOST``, else :data:`DEFAULT_HOST`; checked (:func:`check_host`)."""
+    if host:
+        return check_host(host, "the ollama host")
+    return check_host(os.environ.get("OLLAMA_HOST") or DEFAULT_HOST, "OLLAMA_HOST")
+
+
+def check_host(host: str, what: str) -> str:
+    """``host`` if it reads as ``[scheme://]name[:port]`` with a port in 1..65535 and no control character or
+    space, else one ``RcakitError`` line naming ``what``. The ollama client parses ``$OLLAMA_HOST`` when it is
+    imported, so a bad value is caught here, before any import of it."""
+    if any(ch.isspace() or not ch.isprintable() for ch in host):
+        raise RcakitError(f"{what}: {host!r} holds a space or a control character; expected host[:port]")
+    try:
+        parts = urllib.parse.urlsplit(host if "://" in host else f"http://{host}")
+        port = parts.port
+    except ValueError as exc:
+        raise RcakitError(f"{what}: {host!r} is not a usable host ({exc}); expected host[:port]") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise RcakitError(f"{what}: {host!r} is not a usable host; expected http(s)://host[:port]")
+    return host
 
 
 def probe_server(model: str, host: str | None = None, *, timeout: float, param: str = "provider") -> None:
@@ -110,7 +129,10 @@ def probe_server(model: str, host: str | None = None, *, timeout: float, param: 
     """
     import pydantic
 
-    host = server_host(host)
+    try:
+        host = server_host(host)
+    except RcakitError as exc:
+        raise RcakitError(f"{param}: {exc}") from None
     where = f"{param}: ollama at {host}"
     try:
         with _one_line_errors(where, timeout):
@@ -125,6 +147,7 @@ def probe_server(model: str, host: str | None = None, *, timeout: float, param: 
 
 
 def _client(host: str, timeout: float, where: str) -> ollama.Client:
+    server_host()  # the client parses $OLLAMA_HOST at import: check it first
     try:
         import ollama
     except ImportError:
