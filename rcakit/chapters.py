@@ -185,6 +185,18 @@ def all_chapters() -> list[Chapter]:
     return [get(cid) for cid in ORDER]
 
 
+def _check_text(where: str, value: Any) -> None:
+    """A string value must be text that UTF-8 can hold: a byte the shell passed that is not UTF-8 arrives as a
+    lone surrogate, which no notebook, results file or page could store."""
+    for text in value if isinstance(value, list) else [value]:
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = text.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+                raise RcakitError(f"{where}: '{shown}' is not UTF-8 text") from None
+
+
 def coerce(chapter: Chapter, name: str, value: Any) -> Any:
     """``value`` as the type of the parameter's default; strings are parsed.
 
@@ -200,6 +212,7 @@ def coerce(chapter: Chapter, name: str, value: Any) -> Any:
         raise RcakitError(f"{chapter.id}: unknown parameter {_short(name)}; known: {known}")
     default = chapter.parameters[name].default
     where = f"{chapter.id}: parameter {name!r}"
+    _check_text(where, value)
     value = _parse(where, default, value)
     if isinstance(default, list):
         if not isinstance(value, list) or not value:

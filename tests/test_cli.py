@@ -55,6 +55,18 @@ def test_bad_parameter_is_rejected_before_a_kernel_starts(monkeypatch):
     assert cli.main(["run", "car-shapley", "-p", "k_samples", "2"]) == 2
 
 
+def test_a_parameter_byte_that_is_not_utf8_is_one_line_before_a_kernel_starts(monkeypatch, capsys):
+    """The shell hands a non-UTF-8 byte over as a lone surrogate, which no notebook can hold (issue 29, item 12)."""
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("a kernel was started"))
+    bad = b"st\xff".decode("utf-8", "surrogateescape")
+    assert cli.main(["run", "coverage-collapse", "--quick", "-p", "store", bad]) == 2
+    assert (
+        capsys.readouterr().err == "rcakit: error: coverage-collapse: parameter 'store': 'st\\xff' is not UTF-8 text\n"
+    )
+
+
 def test_book_checks_every_chapter_before_running_any(monkeypatch):
     import papermill
 
