@@ -521,3 +521,33 @@ def test_case_usage_counts_each_threads_calls_apart_and_the_shared_total_too(tmp
     [t.join() for t in threads]
     assert {n: (t["calls"], t["abstentions"]) for n, t in got.items()} == {1: (1, 1), 2: (2, 1), 3: (3, 1), 4: (4, 1)}
     assert chat.accounting.totals()["calls"] == 10 and chat.accounting.totals()["abstentions"] == 4
+
+
+class _Hostile(ScriptedProvider):
+    """A backend whose replies skipped their own checks: what the cache layer must still refuse."""
+
+    def __init__(self, reply):
+        super().__init__(lambda messages: reply.text)
+        self.reply = reply
+
+    def chat(self, messages, **kwargs):
+        return self.reply
+
+
+@pytest.mark.parametrize(
+    "reply, phrase",
+    [
+        (Reply("fine", -120, 5), "token counts"),
+        (Reply("fine", 10**40, 5), "token counts"),
+        (Reply("bad \ud800 text", 1, 1), "not valid Unicode"),
+        (Reply("x" * 10_000_000, 1, 1), "more than 16 tokens can hold"),
+    ],
+)
+def test_a_reply_that_fails_its_checks_is_neither_cached_nor_charged(tmp_path, reply, phrase):
+    """Issue 29, item 10: negative or absurd token counts, a lone surrogate and a 10 MB reply never enter the
+    cache (which they would poison for every later run) or the published costs."""
+    usage = MethodUsage()
+    chat = cached(_Hostile(reply), cache=ResponseCache(tmp_path), accounting=usage)
+    with pytest.raises(RcakitError, match=phrase):
+        chat.chat([{"role": "user", "content": "hi"}], max_tokens=16)
+    assert len(ResponseCache(tmp_path)) == 0 and usage.calls == 0

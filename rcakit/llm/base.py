@@ -101,22 +101,29 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
     return sum(-(-len(m["content"]) // CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in check_messages(messages))
 
 
+MAX_TOKEN_COUNT = 10**9  # no single call reads or writes more tokens; a larger count is a broken or hostile server
+
+
 def check_reply(text: object, input_tokens: object, output_tokens: object, *, max_tokens: int, where: str) -> Reply:
     """A server's answer as a :class:`Reply`, checked before anything keeps it.
 
     ``text`` must be a string that encodes as UTF-8 (the cache hashes it) of at
-    most ``REPLY_CHARS_PER_TOKEN * max_tokens`` characters, each token count a
-    non-negative int; anything else is one :class:`RcakitError` line naming
+    most ``REPLY_CHARS_PER_TOKEN * max_tokens`` characters, each token count an
+    int in 0..``MAX_TOKEN_COUNT``; anything else is one :class:`RcakitError` line naming
     ``where`` (the server).
     """
     limit = REPLY_CHARS_PER_TOKEN * int(max_tokens)
-    counts = [t for t in (input_tokens, output_tokens) if isinstance(t, int) and not isinstance(t, bool) and t >= 0]
+    counts = [
+        t
+        for t in (input_tokens, output_tokens)
+        if isinstance(t, int) and not isinstance(t, bool) and 0 <= t <= MAX_TOKEN_COUNT
+    ]
     if not isinstance(text, str):
         why = f"the reply text is {type(text).__name__}, not a string"
     elif len(text) > limit:
         why = f"a reply of {len(text)} characters, more than {max_tokens} tokens can hold"
     elif len(counts) != 2:
-        why = "token counts that are not non-negative integers"
+        why = f"token counts that are not integers in 0..{MAX_TOKEN_COUNT:,}"
     elif not _encodes(text):
         why = "text that is not valid Unicode"
     else:

@@ -41,9 +41,10 @@ from typing import Any
 from rcakit import RcakitError
 from rcakit.io import check_entry
 from rcakit.llm.accounting import MethodUsage
-from rcakit.llm.base import Message, Provider, Reply, check_messages, options
+from rcakit.llm.base import MAX_TOKEN_COUNT, Message, Provider, Reply, check_messages, check_reply, options
 from rcakit.parallel import count_call
 from rcakit.paths import project_root
+from rcakit.progress import warn
 
 FILE_NAME = "responses.sqlite"
 _SCHEMA = (
@@ -108,16 +109,26 @@ class ResponseCache:
         return hashlib.sha256(request.encode("utf-8")).hexdigest()
 
     def get(self, request: str) -> Reply | None:
-        """The stored reply for ``request``, counting a hit or a miss."""
+        """The stored reply for ``request``, counting a hit or a miss. A row that is not a reply (a torn, edited
+        or poisoned database) is removed with one warning line naming the cache, and counts as a miss, so the
+        model is asked again: a bad row is never fatal."""
+        key = self.key(request)
         with self._connect() as con:
-            row = con.execute("SELECT reply FROM responses WHERE key = ?", (self.key(request),)).fetchone()
-            con.execute(_BUMP, ("misses" if row is None else "hits",))
+            row = con.execute("SELECT reply FROM responses WHERE key = ?", (key,)).fetchone()
+            reply = None
+            if row is not None:
+                try:
+                    reply = self._reply(row[0])
+                except RcakitError as exc:
+                    warn(f"{exc}; this row was removed")
+                    con.execute("DELETE FROM responses WHERE key = ?", (key,))
+            con.execute(_BUMP, ("misses" if reply is None else "hits",))
         with self._count_lock:
-            if row is None:
+            if reply is None:
                 self.misses += 1
             else:
                 self.hits += 1
-        return None if row is None else self._reply(row[0])
+        return reply
 
     def _reply(self, stored: str) -> Reply:
         """A stored reply as a :class:`Reply`; a row that is not one (a torn or edited database) is a
@@ -128,10 +139,12 @@ class ResponseCache:
         except (TypeError, ValueError, RecursionError) as exc:  # not text, not JSON, not a dict, wrong fields
             why = type(exc).__name__
         else:
-            tokens = (reply.input_tokens, reply.output_tokens)
-            if isinstance(reply.text, str) and all(type(t) is int and t >= 0 for t in tokens):
-                return reply
-            why = "a field of the wrong type"
+            try:
+                return check_reply(
+                    reply.text, reply.input_tokens, reply.output_tokens, max_tokens=MAX_TOKEN_COUNT, where="the row"
+                )
+            except RcakitError:
+                why = "a field of the wrong type or out of range"
         raise RcakitError(
             f"{self.path}: a corrupt row in the LLM cache ({why}); clear the cache with "
             f"'rm {shlex.quote(str(self.path))}*' (the next run asks the model again)"
@@ -297,6 +310,9 @@ class CachedProvider:
         start = time.perf_counter()
         reply = self.provider.chat(
             messages, temperature=temperature, seed=seed, max_tokens=max_tokens, json_schema=json_schema
+        )
+        reply = check_reply(  # whatever the backend checked: nothing unchecked is kept or charged
+            reply.text, reply.input_tokens, reply.output_tokens, max_tokens=max_tokens, where=self.server
         )
         usage.add_call(reply, cache_hit=False, seconds=time.perf_counter() - start)
         self.cache.put(request, reply)
