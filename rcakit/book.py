@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from rcakit import RcakitError, chapters
+from rcakit.io import remove_entry
 from rcakit.paths import book_dir, project_root
 from rcakit.runner import ChapterFailed, chapters_dir, executed_notebook, remove_stale
 
@@ -65,6 +66,7 @@ def build(strict: bool = True) -> Path:
         )
     copy_sources(book)
     remove_stale(chapters_dir())
+    _drop_hidden_pages(book / "_build")
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(book), "--builder", "html"]
     if strict:
         cmd += ["--all", "-W", "-n", "--keep-going"]
@@ -72,6 +74,14 @@ def build(strict: bool = True) -> Path:
     if proc.returncode != 0:
         raise ChapterFailed(f"jupyter-book build failed:\n{failure_summary(proc.stdout + proc.stderr, book)}")
     return book / "_build" / "html" / "index.html"
+
+
+def _drop_hidden_pages(built: Path) -> None:
+    """Remove what an earlier build made of a hidden file (a run's ``.<stem>.<pid>.running`` notebook, before
+    the configuration excluded them), so a half-executed page never stays published."""
+    if built.is_dir():
+        for page in sorted(built.glob("**/.*running*")):
+            remove_entry(page)
 
 
 def failure_summary(output: str, book: Path) -> str:

@@ -105,6 +105,22 @@ def test_a_scratch_book_gets_the_sources_and_a_warning_fails_the_build_by_name(t
     assert (book / "_toc.yml").read_bytes() == (project_root() / "book" / "_toc.yml").read_bytes()
 
 
+def test_a_build_during_a_run_never_reads_or_publishes_the_running_notebook(tmp_path, monkeypatch, quick_book):
+    """Issue 29, item 14: a run in progress (a live pid) has its hidden notebook beside the pages; the build
+    neither reads it (its labels would be duplicates) nor publishes it, and an old build's copy is dropped."""
+    book = tmp_path / "book"
+    shutil.copytree(quick_book / "chapters", book / "chapters")
+    running = book / "chapters" / f".intro.{os.getpid()}.running.ipynb"
+    shutil.copy(book / "chapters" / "intro.ipynb", running)
+    stale = book / "_build" / "html" / "chapters" / f".intro.{os.getpid()}.running.html"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("a half-executed page")
+    monkeypatch.setenv("RCAKIT_BOOK_DIR", str(book))
+    html_book.build()
+    assert running.exists()  # the live run's file is left alone
+    assert not [p for p in (book / "_build" / "html").rglob(".*") if "running" in p.name]
+
+
 def test_a_book_folder_missing_pages_is_one_line_naming_them_and_rcakit_book(tmp_path, monkeypatch):
     """One chapter run into an empty book folder: ``rcakit build`` names the missing pages before Sphinx starts
     (it used to end in jupyter-book's "Look above for the cause")."""
