@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -197,13 +198,26 @@ def select_cells(nb: Any, chapter: chapters.Chapter, params: Mapping[str, Any]) 
     return nb
 
 
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span whatever it holds: the fence is one backtick longer than the longest
+    run inside, so a backtick in a parameter value cannot end the span and let raw HTML through (a code span
+    shows ``<img ...>`` as text). ``text`` holds no newline (a ``repr``)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def rerun_note(chapter: chapters.Chapter, params: Mapping[str, Any]) -> str | None:
     """The admonition a page shows near its top when it ran with other than the default parameters."""
     changed = {k: v for k, v in params.items() if v != chapter.parameters[k].default}
     if not changed:
         return None
     quick = changed == chapter.quick
-    listed = ", ".join(f"`{k} = {v!r}` (default `{chapter.parameters[k].default!r}`)" for k, v in changed.items())
+    listed = ", ".join(
+        f"{code_span(f'{k} = {v!r}')} (default {code_span(repr(chapter.parameters[k].default))})"
+        for k, v in changed.items()
+    )
     how = "with the chapter's quick values (`--quick`)" if quick else "with parameters other than the defaults"
     return (
         f":::{{admonition}} A rerun\n:class: note\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rcakit import RcakitError, cli, runner
+from rcakit import RcakitError, chapters, cli, runner
 
 FIXTURE = Path(__file__).parent / "fixtures" / "longrca_sample.jsonl"
 
@@ -127,3 +127,16 @@ def test_split_params_takes_values_that_start_with_a_dash():
     assert rest == ["run", "x", "--quick"] and params == [("q", "-1e-3"), ("s", "--x")]
     with pytest.raises(RcakitError, match="expected 2 arguments"):
         cli.split_params(["run", "x", "-p", "q"])
+
+
+@pytest.mark.parametrize("value", ["a`b", "``x``", "`<img src=x onerror=alert(1)>`", "<b>bold</b>", "plain"])
+def test_a_parameter_value_in_the_rerun_note_stays_one_code_span(value):
+    """Issue 29, item 17: a backtick in a value cannot end the code span and let raw HTML reach the page."""
+    from markdown_it import MarkdownIt
+
+    chapter = chapters.get("coverage-collapse")
+    note = runner.rerun_note(chapter, {**chapter.defaults, "store": value})
+    tokens = MarkdownIt("commonmark").parseInline(note.splitlines()[2])[0].children
+    assert not [t for t in tokens if t.type == "html_inline"]
+    codes = [t.content for t in tokens if t.type == "code_inline"]
+    assert f"store = {value!r}" in codes
