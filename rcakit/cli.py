@@ -70,20 +70,24 @@ def _book(args: argparse.Namespace) -> None:
     A page is re-executed with the parameters it was last run with (a user's
     rerun survives), unless ``--defaults`` or ``--quick`` asks for those
     values; one whose source, code, data and parameters are unchanged is
-    kept as it is (``rcakit.provenance``).
+    kept as it is (``rcakit.provenance``). Staleness is decided before any
+    check: only the pages that will run are preflighted (so a recorded model
+    server that is down does not stop a book whose pages are all current),
+    and all of them before the first runs.
     """
     from tqdm import tqdm
 
     from rcakit import provenance
 
     plan = []
-    for cid in chapters.PAGES:
-        params = runner.book_parameters(cid, defaults=args.defaults, quick=args.quick)
-        runner.preflight(cid, params)
-        plan.append((cid, params))
-    for cid, params in tqdm(plan, desc="chapters", file=sys.stderr, disable=not _on_terminal()):
+    for cid in chapters.PAGES:  # staleness first: a page that is up to date needs none of its servers
         chapter = chapters.get(cid)
+        params = runner.book_parameters(cid, defaults=args.defaults, quick=args.quick)
         reason = provenance.why_stale(chapter, runner.executed_notebook(chapter), params)
+        if reason is not None:
+            runner.preflight(cid, params)  # every page that will run is checked before any runs
+        plan.append((cid, params, reason))
+    for cid, params, reason in tqdm(plan, desc="chapters", file=sys.stderr, disable=not _on_terminal()):
         if reason is None:
             print(f"{cid}: up to date", file=sys.stderr)
             continue

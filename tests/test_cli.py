@@ -77,6 +77,24 @@ def test_book_checks_every_chapter_before_running_any(monkeypatch):
     assert started == []
 
 
+def test_book_preflights_only_the_pages_it_will_run(monkeypatch, capsys):
+    """Issue 29, item 15: a page that is up to date is not preflighted, so its recorded model server being down
+    does not stop the book; a stale page still is, before anything runs."""
+    from rcakit import provenance
+
+    def server_down(cid, params, output_dir=None):
+        raise RcakitError(f"{cid}: provider: ollama at 127.0.0.1:1: cannot connect")
+
+    monkeypatch.setattr(runner, "preflight", server_down)
+    monkeypatch.setattr(runner, "run_chapter", lambda *a, **k: pytest.fail("a page ran"))
+    monkeypatch.setattr(provenance, "why_stale", lambda chapter, notebook, params: None)
+    assert cli.main(["book", "--no-build"]) == 0
+    assert capsys.readouterr().err.count("up to date") == len(chapters.PAGES)
+    monkeypatch.setattr(provenance, "why_stale", lambda c, n, p: "source changed" if c.id == "primer" else None)
+    assert cli.main(["book", "--no-build"]) == 2
+    assert "primer: provider: ollama at 127.0.0.1:1: cannot connect" in capsys.readouterr().err
+
+
 def test_validate_prints_every_bad_record_on_its_own_line_then_the_counts(tmp_path):
     good = rcakit("validate", "tests/fixtures/longrca_sample.jsonl")
     assert good.returncode == 0 and good.stderr == ""
