@@ -158,3 +158,20 @@ def test_a_parameter_value_in_the_rerun_note_stays_one_code_span(value):
     assert not [t for t in tokens if t.type == "html_inline"]
     codes = [t.content for t in tokens if t.type == "code_inline"]
     assert f"store = {value!r}" in codes
+
+
+def test_validate_refuses_sparse_and_oversized_record_files_before_reading_them(tmp_path):
+    """Issue 29, item 16: four sparse 1 GiB files (nothing on disk) took 8.5 GB of memory to validate."""
+    folder = tmp_path / "who"
+    folder.mkdir()
+    for i in range(4):
+        with open(folder / f"{i}.json", "wb") as fh:
+            fh.truncate(1 << 30)  # 1 GiB, sparse
+    proc = rcakit("validate", str(folder))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "more than 2147483648; nothing was read" in proc.stderr
+    (folder / "1.json").unlink()
+    (folder / "2.json").unlink()
+    (folder / "3.json").unlink()
+    proc = rcakit("validate", str(folder))
+    assert proc.returncode == 2 and "a sparse file (1073741824 bytes" in proc.stderr

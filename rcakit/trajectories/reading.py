@@ -30,6 +30,8 @@ class RecordError(RcakitError):
 
 
 MAX_FILE_BYTES = 1 << 30  # a record file larger than 1 GiB is refused, not read
+MAX_FOLDER_BYTES = 2 << 30  # a folder whose record files add up to more is refused before any is read
+SPARSE_MIN_BYTES = 1 << 20  # above this, a file with under an eighth of its size on disk is refused (sparse)
 _KINDS = {
     stat.S_IFDIR: "a folder",
     stat.S_IFIFO: "a FIFO",
@@ -94,6 +96,8 @@ def entry_problem(path: Path) -> str | None:
         return f"not a regular file ({_KINDS.get(kind, 'a special file')})"
     if info.st_size > MAX_FILE_BYTES:
         return f"file too large ({info.st_size} bytes, limit {MAX_FILE_BYTES})"
+    if info.st_size > SPARSE_MIN_BYTES and info.st_blocks * 512 < info.st_size // 8:
+        return f"a sparse file ({info.st_size} bytes, {info.st_blocks * 512} of them on disk): not a record file"
     return None
 
 
@@ -124,6 +128,14 @@ def require_path(path: Path, what: str = "file or folder") -> Path:
     return path
 
 
+def _size(path: Path) -> int:
+    """A folder entry's size for the folder's budget (0 for one that cannot be stat'ed: it is an error later)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def _folder_files(path: Path) -> list[Path]:
     try:
         names = os.listdir(path)
@@ -143,6 +155,11 @@ def raw_records(path: Path) -> Iterator[tuple[str, str, Any]]:
         files = _folder_files(path)
         if not files:
             raise RcakitError(f"{path}: folder holds no .json files")
+        total = sum(_size(f) for f in files)
+        if total > MAX_FOLDER_BYTES:
+            raise RcakitError(
+                f"{path}: its .json files hold {total} bytes, more than {MAX_FOLDER_BYTES}; nothing was read"
+            )
         for file in files:
             yield from _file_records(file)
         return
