@@ -195,12 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     except runner.ChapterFailed as err:
         return _fail(f"rcakit: {err}", 1)
     except KeyboardInterrupt:
+        _quiet_unfinished_tasks()
         return _fail(
             "rcakit: interrupted; finished cases are kept in their stores and the last good "
             "notebooks and results are unchanged",
             130,
         )
     except staging.Terminated:
+        _quiet_unfinished_tasks()
         return _fail(
             "rcakit: terminated; finished cases are kept in their stores and the last good "
             "notebooks and results are unchanged",
@@ -216,6 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     except (RecursionError, MemoryError) as err:
         return _fail(f"rcakit: error: input too deeply nested or too large ({type(err).__name__})", 2)
     return status
+
+
+def _quiet_unfinished_tasks() -> None:
+    """After a signal ended a run, the kernel client's unfinished asyncio tasks would each print a traceback at
+    exit ("Task exception was never retrieved"); the one line rcakit prints says what happened."""
+    import logging
+
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
 
 
 def _fail(line: str, status: int) -> int:
