@@ -939,8 +939,10 @@ def test_content_sections_record_and_quote_their_own_keys():
     }
     assert contamination.facts == {"contaminated": {"k": 1, "n": 4, "share": 0.25}}
     bridge = E.bridge_section(run)  # failed bridge cases: b (hop 1, named 1), c (hop 1, named 2), d (hop 2, named 1)
-    assert bridge.facts["bridge_n"] == 3 and bridge.facts["bridge_hop1"] == pytest.approx(2 / 3)
-    assert bridge.facts["bridge_suf_regen"] == pytest.approx(1 / 3)
+    assert bridge.facts["bridge_n"] == 3 and bridge.facts["bridge_hop1"] == "0.67"
+    assert bridge.facts["bridge_suf_regen"] == "0.33" and bridge.numbers["bridge_slice_hop1_share"] == pytest.approx(
+        2 / 3
+    )
     assert bridge.numbers["bridge_slice_suf_regen_gap"] == pytest.approx(1 / 3)
     assert bridge.table.loc["failed n", "hop 2"] == 1
     branches = E.branches_section(run, downstream=False)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from rcakit import prose
 from rcakit.claims import published
 from rcakit.rag.experiments.accuracy import label_oracle
 from rcakit.rag.experiments.arm import ArmRun
@@ -90,7 +91,8 @@ def bridge_table(pooled: dict, by_depth: dict) -> pd.DataFrame:
 def bridge_section(run: ArmRun) -> Section:
     """Each diagnoser's exact-hop accuracy on the failed bridge-entity corruptions, pooled over depths then
     per depth (§7.2), beside the share of the slice corrupted at hop 1 (which a constant hop-1 predictor
-    scores); quotes ``bridge_n``, ``bridge_suf_regen``, ``bridge_propagation_aware`` and ``bridge_hop1``."""
+    scores); quotes ``bridge_n``, ``bridge_suf_regen``, ``bridge_propagation_aware`` and ``bridge_hop1`` (text, two
+    decimals, :data:`rcakit.prose.NO_CASE` for a slice with no failed case)."""
     pooled, by_depth = bridge_slice(run.cases)
     hop1 = slice_depth_share(run.cases, "bridge_entity", 1)
     suf_regen = pooled.get("suf_regen", {}).get("point")
@@ -102,9 +104,9 @@ def bridge_section(run: ArmRun) -> Section:
     }
     facts: dict[str, Any] = {
         "bridge_n": pooled["n"],
-        "bridge_suf_regen": suf_regen,
-        "bridge_propagation_aware": pooled.get("propagation_aware", {}).get("point"),
-        "bridge_hop1": hop1,
+        "bridge_suf_regen": prose.number(suf_regen),  # text: a slice with no failed case reads NO_CASE
+        "bridge_propagation_aware": prose.number(pooled.get("propagation_aware", {}).get("point")),
+        "bridge_hop1": prose.number(hop1),
     }
     return Section(table=label_oracle(bridge_table(pooled, by_depth)), numbers=numbers, facts=facts)
 
