@@ -33,6 +33,7 @@ from rcakit.io import atomic_write, create_exclusive, fresh_folder, publish, rea
 from rcakit.kernel import interrupts_reach_the_kernel, ipc_kernel_manager, kernel_warnings, quiet_loggers
 from rcakit.llm.spec import TIMEOUT_ENV, default_timeout
 from rcakit.paths import book_dir, project_root, resolve
+from rcakit.progress import warn
 from rcakit.results import results_dir
 
 
@@ -63,6 +64,22 @@ def run_parameters(chapter_id: str, overrides: Mapping[str, Any] | None = None, 
     return chapters.validate(chapter_id, merged)
 
 
+def _trusted_stores(chapter: chapters.Chapter, recorded: dict) -> dict:
+    """``recorded`` without a case-store folder that leads out of the results folder: a notebook's metadata is
+    not rcakit's to trust, so such a value (edited in, or from another machine) falls back to the default, with
+    one warning line."""
+    from rcakit.store import store_folder
+
+    kept = dict(recorded)
+    home = results_dir().resolve()
+    for name, kind in chapter.paths.items():
+        value = kept.get(name)
+        if kind == "store" and isinstance(value, str) and not store_folder(value).resolve().is_relative_to(home):
+            warn(f"{chapter.id}: the recorded {name} {value!r} leads out of {home}; the page runs with the default")
+            del kept[name]
+    return kept
+
+
 def book_parameters(chapter_id: str, defaults: bool = False, quick: bool = False) -> dict:
     """The parameters ``rcakit book`` runs a page with.
 
@@ -75,6 +92,7 @@ def book_parameters(chapter_id: str, defaults: bool = False, quick: bool = False
     if block is None:
         return run_parameters(chapter_id, quick=quick)
     recorded = {k: v for k, v in block["parameters"].items() if k in chapter.parameters}
+    recorded = _trusted_stores(chapter, recorded)
     try:
         return run_parameters(chapter_id, recorded)
     except RcakitError:  # the chapter changed under the rerun: back to the defaults

@@ -175,3 +175,21 @@ def test_validate_refuses_sparse_and_oversized_record_files_before_reading_them(
     (folder / "3.json").unlink()
     proc = rcakit("validate", str(folder))
     assert proc.returncode == 2 and "a sparse file (1073741824 bytes" in proc.stderr
+
+
+def test_a_recorded_store_outside_the_results_folder_is_not_trusted_by_the_book(tmp_path, monkeypatch, capsys):
+    """Issue 29, item 18: parameters read back from an executed notebook's metadata are checked like any
+    parameter, and a case-store folder there that leads out of the results folder falls back to the default."""
+    from rcakit import provenance
+
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
+    chapter = chapters.get("content-corruption")
+    for outside in (str(tmp_path / "elsewhere"), "../../elsewhere"):
+        block = {"parameters": {"seed": 3, "store": outside}}
+        monkeypatch.setattr(provenance, "read", lambda notebook, block=block: block)
+        params = runner.book_parameters("content-corruption")
+        assert params["seed"] == 3 and params["store"] == chapter.parameters["store"].default
+        assert "leads out of" in capsys.readouterr().err
+    block = {"parameters": {"seed": 3, "store": "mine"}}  # inside the results folder: kept
+    monkeypatch.setattr(provenance, "read", lambda notebook: block)
+    assert runner.book_parameters("content-corruption")["store"] == "mine"
