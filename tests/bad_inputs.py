@@ -65,6 +65,13 @@ def _file_as_results(tmp, cleanup):
     return {"RCAKIT_RESULTS_DIR": str(tmp / "results.json")}
 
 
+def _linked_failed_folder(tmp, cleanup):
+    (tmp / "elsewhere").mkdir()
+    (tmp / "elsewhere" / "car_shapley.ipynb").write_bytes(GOOD_NOTEBOOK)
+    (tmp / "book" / "failed").symlink_to(tmp / "elsewhere", target_is_directory=True)
+    return {}
+
+
 def _file_as_book(tmp, cleanup):
     (tmp / "bookfile").write_text("not a folder\n")
     return {"RCAKIT_BOOK_DIR": str(tmp / "bookfile" / "book")}
@@ -633,6 +640,23 @@ CASES = [
         "results folder (RCAKIT_RESULTS_DIR): ",
         setup=_full_results,
         mount=True,
+    ),
+    Case(
+        "book/failed is a link to another folder",
+        ["run", "car-shapley"],
+        "the failed-runs folder: {tmp}/book/failed is a symbolic link",
+        setup=_linked_failed_folder,
+    ),
+    Case(
+        "a parameter byte that is not UTF-8",
+        ["run", "coverage-collapse", "--quick", "-p", "store", b"st\xff".decode("utf-8", "surrogateescape")],
+        "parameter 'store': 'st\\xff' is not UTF-8 text",
+    ),
+    Case(
+        "a malformed OLLAMA_HOST",
+        ["run", "coverage-collapse", "--quick", "-p", "provider", "ollama:tiny"],
+        "OLLAMA_HOST: 'http://[::1' is not a usable host",
+        setup=lambda tmp, cleanup: {"OLLAMA_HOST": "http://[::1"},
     ),
     *INPUT_CASES,
     *DATA_CASES,
