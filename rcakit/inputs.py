@@ -21,7 +21,8 @@ can be, so there is one definition of a valid input:
 - ``retriever`` (the RAG chapters): ``dense`` needs its packages installed and
   the model's weights file as pinned (``rcakit.rag.embeddings.check_available``);
 - ``methods`` (``attribution-families``): every import path is imported, as
-  the kernel would import it, and must name a callable;
+  the kernel would import it, in a child process with a deadline, and must
+  name a callable;
 - ``scheduler``: a Dask handshake with the connect timeout
   (:func:`rcakit.parallel.probe_scheduler`).
 
@@ -30,9 +31,7 @@ Each error is one line that names the parameter and the file (and line).
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rcakit import RcakitError
@@ -129,25 +128,18 @@ def dense_model(value: Any, params: Mapping[str, Any]) -> None:
 
 def plugin_methods(value: Any, params: Mapping[str, Any]) -> None:
     """``methods``: built-in names and import paths ``package.module:callable``, each importable (from
-    the project folder, the kernel's working folder) and callable as a method, by ``load_method``'s rules."""
-    from rcakit.attribution.adapters import check_methods
-
-    with _project_on_path():
-        check_methods(str(value))
-
-
-@contextlib.contextmanager
-def _project_on_path() -> Iterator[None]:
-    """The project folder first on ``sys.path``, as it is in a chapter's kernel (its working folder)."""
+    the project folder, the kernel's working folder) and callable as a method, by ``load_method``'s rules.
+    The imports run in a child process with a deadline (``rcakit.attribution.sandbox``): a plug-in that
+    exits, sleeps, forks or prints as it is imported cannot reach this process."""
+    from rcakit.attribution.adapters import BUILT_IN, check_methods
+    from rcakit.attribution.sandbox import check_methods_isolated
     from rcakit.paths import project_root
 
-    root = str(project_root())
-    sys.path.insert(0, root)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(root)
+    names = {name.strip() for name in str(value).split(",")} - {""}
+    if names and names <= {*BUILT_IN, "builtin"}:
+        check_methods(str(value))  # rcakit's own methods only: nothing to contain
+    else:
+        check_methods_isolated(str(value), project_root())
 
 
 def dask_scheduler(value: Any, params: Mapping[str, Any]) -> None:

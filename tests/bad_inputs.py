@@ -260,6 +260,17 @@ def _failing_plugin(tmp, cleanup):
     return {"PYTHONPATH": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
+def _plugin(source: str, **env: str) -> Callable[[Path, list], dict]:
+    """A module ``hostile.py`` on ``PYTHONPATH`` whose import runs ``source``."""
+
+    def setup(tmp, cleanup):
+        body = textwrap.dedent(source) + "\n\ndef mine(case, oracle, budget=None):\n    return None\n"
+        (tmp / "hostile.py").write_text(body)
+        return {"PYTHONPATH": str(tmp), "PYTHONDONTWRITEBYTECODE": "1", **env}
+
+    return setup
+
+
 def _not_a_scheduler(tmp, cleanup):
     """A port that accepts connections and never speaks Dask; its address in ``{where}``."""
     s = socket.socket()
@@ -427,6 +438,45 @@ INPUT_CASES = [
         ["run", "longrca-strata", "-p", "scheduler", "{where}"],
         "accepted a connection but does not speak Dask's protocol",
         setup=_garbage_scheduler,
+    ),
+    Case(
+        "a plug-in that calls sys.exit(3) as it is imported",
+        ["run", "attribution-families", "-p", "methods", "hostile:mine"],
+        "methods: importing 'hostile:mine' called sys.exit(3)",
+        setup=_plugin("import sys\nsys.exit(3)"),
+    ),
+    Case(
+        "a plug-in that sleeps as it is imported",
+        ["run", "attribution-families", "-p", "methods", "hostile:mine"],
+        "methods: importing 'hostile:mine' did not finish within 2 s (RCAKIT_PLUGIN_TIMEOUT)",
+        setup=_plugin("import time\ntime.sleep(600)", RCAKIT_PLUGIN_TIMEOUT="2"),
+    ),
+    Case(
+        "a plug-in that forks as it is imported",
+        ["run", "attribution-families", "-p", "methods", "hostile:mine"],
+        "methods: importing 'hostile:mine' started another process (a fork)",
+        setup=_plugin("import os\nos.fork()"),
+    ),
+    Case(
+        "a plug-in that prints 8 MiB and then fails as it is imported",
+        ["run", "attribution-families", "-p", "methods", "hostile:mine"],
+        "methods: importing 'hostile:mine' failed: ValueError: no GPU",
+        setup=_plugin(
+            "import sys\nsys.stdout.write('x' * (8 << 20))\nsys.stderr.write('y' * (8 << 20))\n"
+            "raise ValueError('no GPU')"
+        ),
+    ),
+    Case(
+        "a plug-in that kills its own process as it is imported",
+        ["run", "attribution-families", "-p", "methods", "hostile:mine"],
+        "methods: importing 'hostile:mine' ended the check with exit status 5 and no answer",
+        setup=_plugin("import os\nos._exit(5)"),
+    ),
+    Case(
+        "RCAKIT_PLUGIN_TIMEOUT is not a number",
+        ["run", "attribution-families", "-p", "methods", "builtin,hostile:mine"],
+        "RCAKIT_PLUGIN_TIMEOUT: expected a number of seconds > 0, got 'soon'",
+        setup=_plugin("", RCAKIT_PLUGIN_TIMEOUT="soon"),
     ),
     Case(
         "plug-in method without a budget argument",

@@ -32,8 +32,9 @@ player alone and blames the first one whose repair restores success::
 Run it in the chapter with ``rcakit run attribution-families -p methods
 "mypackage.mymodule:first_singleton"``. :func:`check_methods` imports every
 path and checks that it can be called as ``method(case, oracle, budget)``
-before a kernel starts; a user's method then runs on each case under a time
-limit, and its errors name it and the case
+before a kernel starts, in a child process (``rcakit.attribution.sandbox``);
+a user's method then runs on each case under a time limit, with what it
+prints discarded, and its errors name it and the case
 (``rcakit.attribution.experiments.run_method``).
 
 Used in the chapters: `attribution-families`.
@@ -230,6 +231,7 @@ def load_method(spec: str) -> Method:
     The module is imported and the callable checked: it must accept
     ``(case, oracle, budget)``. Nothing is run; every problem is one line.
     """
+    from rcakit.attribution.sandbox import muted
     from rcakit.parallel import one_line
 
     spec = spec.strip()
@@ -242,9 +244,12 @@ def load_method(spec: str) -> Method:
             "nor an import path 'package.module:callable'"
         )
     try:
-        target = getattr(importlib.import_module(module_name), attr)
+        with muted():  # what the module prints as it is imported is not the chapter's output
+            target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as err:
         raise RcakitError(f"methods: cannot import {spec!r}: {one_line(err)}") from None
+    except SystemExit as err:
+        raise RcakitError(f"methods: importing {spec!r} called sys.exit({err.code!r})") from None
     except Exception as err:  # whatever the user's module raises as it is imported
         raise RcakitError(f"methods: importing {spec!r} failed: {one_line(err)}") from None
     if not callable(target):

@@ -74,7 +74,7 @@ def run_method(
 
     A built-in method is called as it is. A user's method (one whose code is
     not rcakit's) runs on a daemon thread for at most ``method_timeout``
-    seconds; past that, or when it raises, a one-line :class:`RcakitError`
+    seconds, with what it prints discarded; past that, or when it raises, a one-line :class:`RcakitError`
     names the method (``name``, else its own name) and the case. A method
     stopped by the limit is abandoned, and ends with the process.
     """
@@ -99,13 +99,15 @@ def _method_name(method: Method) -> str:
 
 def _within(method: Method, args: tuple, seconds: float, what: str) -> Attribution:
     """``method(*args)`` on a daemon thread, waited for ``seconds`` at most; its errors name it (``what``)."""
+    from rcakit.attribution.sandbox import muted
     from rcakit.parallel import one_line
 
     done: list = []
 
     def call() -> None:
         try:
-            done.append((True, method(*args)))
+            with muted():  # a method's prints would be published in the chapter's notebook
+                done.append((True, method(*args)))
         except BaseException as exc:  # noqa: B036 - whatever a user's method raises reaches the caller
             done.append((False, exc))
 
