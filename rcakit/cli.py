@@ -184,6 +184,7 @@ def split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]] | No
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     absolute_folder_envs()  # the kernel starts in the project root: a relative folder must mean the same there
+    staging.catch_termination()  # SIGTERM and SIGHUP unwind every command, its temporary files removed
     try:
         rest, params = split_params(argv)
         args = parser().parse_args(rest)
@@ -201,13 +202,14 @@ def main(argv: list[str] | None = None) -> int:
             "notebooks and results are unchanged",
             130,
         )
-    except staging.Terminated:
+    except staging.Terminated as stop:
         _quiet_unfinished_tasks()
-        return _fail(
-            "rcakit: terminated; finished cases are kept in their stores and the last good "
-            "notebooks and results are unchanged",
-            143,
+        kept = (
+            "no partial download was kept"
+            if argv[:1] == ["data"]
+            else "finished cases are kept in their stores and the last good notebooks and results are unchanged"
         )
+        return _fail(f"rcakit: terminated ({stop.name}); {kept}", 128 + stop.signum)
     except BrokenPipeError:  # `rcakit data list | head`: the reader left, which is no error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

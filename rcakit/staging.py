@@ -4,7 +4,8 @@
 points ``rcakit.results.record`` at ``.<chapter>.<pid>.staged/``; only a run
 in which every cell succeeded publishes both. :class:`cleanup` removes them
 however the run ends: normally, on an exception, at interpreter exit, or on
-SIGTERM (turned into :class:`Terminated`, so every ``finally`` runs).
+SIGTERM or SIGHUP (turned into :class:`Terminated` by :func:`catch_termination`,
+which the CLI installs for every command, so every ``finally`` runs).
 :func:`remove_stale` removes what a killed process left, recognising it by the
 pid in its name.
 """
@@ -38,7 +39,7 @@ class cleanup:
 
     def __enter__(self) -> None:
         _TEMPORARY.update(self.paths)
-        _install_terminate_handler()
+        catch_termination()
 
     def __exit__(self, *exc: object) -> None:
         for path in self.paths:
@@ -58,26 +59,38 @@ def _discard_all() -> None:
 
 
 class Terminated(BaseException):
-    """SIGTERM reached a run: unwind (removing temporary files), then exit with status 143."""
+    """SIGTERM or SIGHUP reached rcakit: unwind (removing temporary files), then exit with 128 + the signal."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)  # a kill, a closed terminal: both unwind as Terminated
 
 
 def _on_terminate(signum: int, frame: Any) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 _HANDLER_INSTALLED = False
 
 
-def _install_terminate_handler() -> None:
+def catch_termination() -> None:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` (where they still have their default action) and
+    remove this process's temporary files at exit; once per process, from the main thread."""
     global _HANDLER_INSTALLED
     if _HANDLER_INSTALLED:
         return
     atexit.register(_discard_all)
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
-        signal.SIG_DFL,
-        None,
-    ):
-        signal.signal(signal.SIGTERM, _on_terminate)
+    if threading.current_thread() is threading.main_thread():
+        for signum in TERMINATING:
+            if signal.getsignal(signum) in (signal.SIG_DFL, None):
+                signal.signal(signum, _on_terminate)
     _HANDLER_INSTALLED = True
 
 

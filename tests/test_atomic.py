@@ -123,7 +123,9 @@ def test_a_failed_run_keeps_the_last_good_notebook_and_results_byte_for_byte(toy
     assert runner.failed_notebooks() == [] and b'"square_sum": 7' in (toy / "results" / "car-shapley.json").read_bytes()
 
 
-def test_sigterm_mid_run_leaves_no_temporary_file_and_the_last_good_pair(toy):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_mid_run_leaves_no_temporary_file_and_the_last_good_pair(toy, signum):
+    """Issue 29, item 20: SIGHUP mid-run printed nothing and left ``.running`` and staging files."""
     good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
     marker = toy / "running"
     proc = subprocess.Popen(
@@ -134,9 +136,10 @@ def test_sigterm_mid_run_leaves_no_temporary_file_and_the_last_good_pair(toy):
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.terminate()
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143 and err.decode().count("\n") == 1, err
+    assert proc.returncode == 128 + signum and err.decode().count("\n") == 1, err
+    assert err.decode().startswith(f"rcakit: terminated ({signum.name}); finished cases are kept"), err
     assert _chapters(toy) == ["car_shapley.ipynb"]  # no .running notebook
     assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
     assert not [p for p in (toy / "results").iterdir() if p.name.startswith(".")]
