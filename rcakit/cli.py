@@ -23,7 +23,7 @@ import os
 import sys
 
 from rcakit import RcakitError, book, chapters, runner, staging
-from rcakit.paths import absolute_folder_envs
+from rcakit.paths import absolute_folder_envs, check_source_date_epoch
 
 
 class _Parser(argparse.ArgumentParser):
@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     absolute_folder_envs()  # the kernel starts in the project root: a relative folder must mean the same there
     staging.catch_termination()  # SIGTERM and SIGHUP unwind every command, its temporary files removed
     try:
+        check_source_date_epoch()
         rest, params = split_params(argv)
         args = parser().parse_args(rest)
         if params is not None and args.command == "run":

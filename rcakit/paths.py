@@ -3,12 +3,17 @@
 rcakit is used from a clone (``pip install -e .``), so the project root is the
 folder above the package unless ``$RCAKIT_ROOT`` says otherwise. Relative paths
 given as chapter parameters resolve against it, whatever the kernel's cwd.
+The environment that names folders (:data:`FOLDER_ENVS`) and the build date
+(``SOURCE_DATE_EPOCH``) is checked here once, by the CLI.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+
+from rcakit import RcakitError
 
 
 def project_root() -> Path:
@@ -32,6 +37,14 @@ def book_dir() -> Path:
 # The folders rcakit reads from the environment. The CLI makes each absolute once, against its own working
 # directory, so the kernel (started in the project root) and every subprocess find the same folder.
 FOLDER_ENVS = ("RCAKIT_ROOT", "RCAKIT_BOOK_DIR", "RCAKIT_RESULTS_DIR", "RCAKIT_DATA_DIR", "RCAKIT_LLM_CACHE")
+
+
+def check_source_date_epoch(environ: Mapping[str, str] | None = None) -> None:
+    """``SOURCE_DATE_EPOCH``, when set, must be a whole number of seconds >= 0: matplotlib reads it for every
+    figure and Sphinx for the page footer, and either fails on anything else with no word of why."""
+    raw = (os.environ if environ is None else environ).get("SOURCE_DATE_EPOCH")
+    if raw is not None and not (raw.strip().isdigit() and raw.strip().isascii()):
+        raise RcakitError(f"SOURCE_DATE_EPOCH: expected a whole number of seconds since 1970, got {raw!r}")
 
 
 def absolute_folder_envs(environ: dict[str, str] | None = None) -> None:

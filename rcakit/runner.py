@@ -383,11 +383,10 @@ def failed_dir(folder: Path | None = None) -> Path:
 
 
 def failed_notebooks(folder: Path | None = None) -> list[Path]:
-    """Notebooks of failed runs that are newer than the chapter's last good notebook."""
-    chapters_folder = folder or chapters_dir()
-    newer = []
-    for path in sorted(failed_dir(chapters_folder).glob("*.ipynb")):
-        good = chapters_folder / path.name
-        if not good.exists() or good.stat().st_mtime_ns <= path.stat().st_mtime_ns:
-            newer.append(path)
-    return newer
+    """Notebooks of failed runs: each is its chapter's latest run, since a good run removes it.
+
+    Existence decides, not modification times, so a page with a time in the
+    future (a copied book, a clock set wrong) cannot hide a failure.
+    """
+    where = failed_dir(folder or chapters_dir())
+    return sorted(path for path in where.glob("*.ipynb") if path.is_file() and not path.is_symlink())

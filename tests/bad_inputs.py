@@ -703,6 +703,12 @@ CASES = [
         "parameter 'store': 'st\\xff' is not UTF-8 text",
     ),
     Case(
+        "SOURCE_DATE_EPOCH that is not a number",
+        ["run", "car-shapley"],
+        "SOURCE_DATE_EPOCH: expected a whole number of seconds since 1970, got 'abc'",
+        setup=lambda tmp, cleanup: {"SOURCE_DATE_EPOCH": "abc"},
+    ),
+    Case(
         "a malformed OLLAMA_HOST",
         ["run", "coverage-collapse", "--quick", "-p", "provider", "ollama:tiny"],
         "OLLAMA_HOST: 'http://[::1' is not a usable host",

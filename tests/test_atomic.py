@@ -177,3 +177,13 @@ def test_a_killed_run_leaves_the_last_good_notebook_and_results(toy):
     assert (toy / "book" / "chapters" / "car_shapley.ipynb").read_bytes() == good
     published = [n for n in _chapters(toy) if not n.startswith(".")]
     assert published == ["car_shapley.ipynb"]  # only a hidden temporary notebook may be left
+
+
+def test_a_page_with_a_future_time_does_not_hide_that_the_latest_run_failed(toy):
+    """Issue 29, item 21: the note compared modification times, so a good page dated in the future hid it."""
+    runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False)
+    with pytest.raises(runner.ChapterFailed):
+        runner.run_chapter("car-shapley", {"seed": 13}, show_progress=False)
+    page = toy / "book" / "chapters" / "car_shapley.ipynb"
+    os.utime(page, ns=(4 * 10**18, 4 * 10**18))  # the year 2096
+    assert runner.failed_notebooks() == [toy / "book" / "failed" / "car_shapley.ipynb"]
