@@ -376,3 +376,15 @@ def test_a_corrupt_cache_row_is_one_warning_naming_the_cache_and_a_miss_never_fa
     assert err.startswith(f"rcakit: warning: {cache.path}: a corrupt row in the LLM cache (") and err.count("\n") == 1
     cache.put("request", Reply("asked again", 3, 1))  # the bad row is gone, so the new reply is kept
     assert cache.get("request") == Reply("asked again", 3, 1)
+
+
+def test_a_key_named_twice_in_a_record_is_a_validation_error_not_the_last_value(tmp_path):
+    """Issue 29, item 22: a Who&When file with ``mistake_step`` twice kept the last value silently."""
+    from rcakit.trajectories import validate_path
+
+    jsonl = tmp_path / "records.jsonl"
+    first, *rest = LONGRCA.read_text(encoding="utf-8").splitlines()
+    jsonl.write_text("\n".join([first[:-1] + ', "question_ID": "again"}', *rest]) + "\n", encoding="utf-8")
+    n_good, errors = validate_path(jsonl)
+    assert n_good == len(rest) and len(errors) == 1
+    assert errors[0] == f"{jsonl}:1: invalid JSON: the key 'question_ID' appears twice in one object"

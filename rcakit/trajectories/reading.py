@@ -55,10 +55,27 @@ def _decode(raw: bytes, where: str) -> str:
         raise RecordError(f"{where}: invalid UTF-8 at byte {exc.start}") from None
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object that names one key twice (the parser would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s object hook: a dict of ``pairs``, or :class:`_DuplicateKey` for a repeated key."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def _parse(text: str, where: str) -> Any:
-    """JSON, with every way a valid-looking file can break the parser reported in one line."""
+    """JSON, with every way a valid-looking file can break the parser reported in one line; a key named
+    twice in one object is an error, not a silent choice of the last."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise RecordError(f"{where}: invalid JSON: the key {short(exc.args[0])} appears twice in one object") from None
     except json.JSONDecodeError as exc:
         why = "a trailing comma" if _trailing_comma(exc) else exc.msg
         raise RecordError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {why}") from None
