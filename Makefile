@@ -39,7 +39,7 @@ book: install-book
 
 # Only the HTML, from the executed pages present (after `rcakit run`, say).
 build: install-book
-	$(VENV)/bin/rcakit build
+	$(VENV)/bin/rcakit book
 
 # The lint gate first (it fails the target on any finding), then two pytest
 # passes. The first runs the unit tests and every page at quick into a scratch
@@ -135,7 +135,7 @@ smoke-llm: install-llm
 # The smoke tests, then the quick chapters with SmolLM2 (minutes on CPU; in
 # gcjr-ablations SmolLM2 plays the pilot's four agents), each twice: the
 # second run's "LLM cache" line must report +0 misses, i.e. no model calls;
-# then the book builds with those pages in it.
+# then `rcakit book` runs any page still missing and builds the book with those pages in it.
 # Honours RCAKIT_BOOK_DIR, RCAKIT_RESULTS_DIR and RCAKIT_LLM_CACHE.
 test-llm: install-llm
 	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests -q -rs -m llamacpp -p no:cacheprovider
@@ -148,4 +148,4 @@ test-llm: install-llm
 	$(VENV)/bin/rcakit run gcjr-ablations --quick -p pilot_policy llm -p provider llamacpp:smollm2 2>&1 \
 	  | tee $(VENV)/warm-run.log
 	grep -q "+0 misses" $(VENV)/warm-run.log || { echo "gcjr-ablations: the warm rerun called the model"; exit 1; }
-	$(VENV)/bin/rcakit build
+	$(VENV)/bin/rcakit book
