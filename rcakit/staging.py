@@ -7,7 +7,7 @@ however the run ends: normally, on an exception, at interpreter exit, or on
 SIGTERM or SIGHUP (turned into :class:`Terminated` by :func:`catch_termination`,
 which the CLI installs for every command, so every ``finally`` runs).
 :func:`remove_stale` removes what a killed process left, recognising it by the
-pid in its name.
+pid in its name and that process's start time.
 """
 
 from __future__ import annotations
@@ -133,6 +133,32 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
+def _started_at(pid: int) -> float | None:
+    """When process ``pid`` started, in seconds since the epoch (Linux's ``/proc``), or ``None`` where unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
+        return int(boot.split()[1]) + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _owned_by_a_live_run(path: Path) -> bool:
+    """Whether the process named in ``path`` is alive and is the one that made it: a process that started
+    after the file was last written has only reused the pid of a run that died (pid and start time)."""
+    pid = _owner(path)
+    if not _alive(pid):
+        return False
+    assert pid is not None
+    started = None if pid == os.getpid() else _started_at(pid)
+    if started is None:
+        return True
+    try:
+        return started <= path.lstat().st_mtime + 1.0  # start times are in clock ticks; a second of slack
+    except FileNotFoundError:
+        return False
+
+
 def _planted(path: Path) -> bool:
     """Whether ``path`` is something no run of rcakit makes: a link, a FIFO or a device at a temporary name."""
     try:
@@ -145,8 +171,9 @@ def _planted(path: Path) -> bool:
 def remove_stale(folders: Iterable[Path]) -> list[Path]:
     """Remove running notebooks and staging folders that dead runs left in ``folders``; return them.
 
-    A file whose recorded pid is a live process belongs to a run in progress
-    and is left alone. One that cannot be removed is a one-line ``RcakitError``
+    A file whose recorded pid is a live process that started before the file
+    was last written belongs to a run in progress and is left alone; a later
+    process with the same pid has only reused it. One that cannot be removed is a one-line ``RcakitError``
     naming it (it would break the book build).
     """
     removed = []
@@ -154,7 +181,7 @@ def remove_stale(folders: Iterable[Path]) -> list[Path]:
         if not where.is_dir():
             continue
         for path in sorted([*where.glob(f".*{RUNNING_SUFFIX}"), *where.glob(f".*{STAGE_SUFFIX}")]):
-            if _alive(_owner(path)) and not _planted(path):
+            if _owned_by_a_live_run(path) and not _planted(path):
                 continue
             try:
                 remove_entry(path)

@@ -160,6 +160,24 @@ def test_stale_running_files_of_dead_processes_are_removed_and_live_ones_kept(to
     assert live.exists()
 
 
+def test_a_stale_file_whose_pid_a_later_process_reused_is_removed(toy):
+    """Issue 29, item 14: cleanup went by pid alone, so a dead run's file whose pid was reused stayed forever."""
+    folder = toy / "book" / "chapters"
+    folder.mkdir(parents=True, exist_ok=True)
+    later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        reused = folder / f".car_shapley.{later.pid}.running.ipynb"
+        reused.write_text("{}")
+        os.utime(reused, (time.time() - 3600,) * 2)  # written an hour before its pid's process started
+        current = folder / f".primer.{later.pid}.running.ipynb"
+        current.write_text("{}")  # written after the process started: its run is in progress
+        assert runner.remove_stale() == [reused]
+        assert current.exists()
+    finally:
+        later.kill()
+        later.wait()
+
+
 def test_a_killed_run_leaves_the_last_good_notebook_and_results(toy):
     good = runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False).read_bytes()
     marker = toy / "running"
