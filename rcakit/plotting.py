@@ -96,6 +96,15 @@ def set_theme() -> None:
     plt.rcParams.update({"figure.figsize": (6.4, 3.6), "figure.dpi": 100, "axes.titlesize": "medium"})
 
 
+def no_case_figure(what: str, figsize: tuple[float, float] = (7.2, 2.2)) -> Figure:
+    """A figure that says in words that it has nothing to draw (``what``, for example "no injected case
+    failed"), so a valid parameter that leaves a sweep empty still gives a page, not a crash."""
+    fig, ax = plt.subplots(figsize=figsize)
+    ax.text(0.5, 0.5, f"{what} at these parameters: nothing to plot", ha="center", va="center", color=GREY)
+    ax.set_axis_off()
+    return fig
+
+
 def ci_errorbar(
     ax: Axes,
     labels: ArrayLike,

@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from rcakit.plotting import BLUE, GREY, ORANGE, SKY, colour
+from rcakit.plotting import BLUE, GREY, ORANGE, SKY, colour, no_case_figure
 from rcakit.rag.diagnosers import BRANCHES
 from rcakit.rag.metrics import branch_hit_shares, prediction_histogram, predictions_with_hops
 from rcakit.rag.outcomes import outcome_shares
@@ -41,6 +41,8 @@ def workbench_cells(result: dict, names: Iterable[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["diagnoser", "depth", "point", "lo", "hi"])
 
 
+NO_FAILED = "no injected case failed"  # what an empty sweep's figure says
+
 BRANCH_COLOURS = {"flip": BLUE, "continue": SKY, "fallback": ORANGE, "none": GREY}
 
 
@@ -49,6 +51,8 @@ def branch_shares(result: dict) -> Figure:
     branch that named the hop (flip, continue, fallback)."""
     shares = branch_hit_shares(result)
     probes = sorted(shares["probe"].unique())
+    if not probes:
+        return no_case_figure(NO_FAILED)
     fig, axes = plt.subplots(1, len(probes), figsize=(7.2, 3.0), sharey=True, squeeze=False)
     for ax, probe in zip(axes[0], probes, strict=True):
         grp = shares[shares["probe"] == probe]

@@ -119,7 +119,7 @@ def branches_by_intervention(cases: pd.DataFrame, probe: str) -> pd.DataFrame:
     counts = pd.crosstab([preds["kind"], preds["depth"]], preds["branch"]).reindex(
         columns=list(dg.BRANCHES), fill_value=0
     )
-    named = preds[preds["hit"]]
+    named = preds[preds["hit"].astype(bool)]  # an empty object column would select columns, not rows
     hits = pd.crosstab([named["kind"], named["depth"]], named["branch"]).reindex(
         index=counts.index, columns=list(dg.BRANCHES[:3]), fill_value=0
     )

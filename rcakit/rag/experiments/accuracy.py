@@ -128,8 +128,8 @@ def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
     """
     result = run.result
     facts: dict[str, Any] = {
-        "without_fallback": _quoted_points(result, run.depths, view="accuracy_without_fallback"),
-        "branch_n": {name: _every_depth(n, run.depths) for name, n in result["probe_branch"].items()},
+        "without_fallback": _quoted_points(result, run.depths, PROBES, view="accuracy_without_fallback"),
+        "branch_n": {name: _every_depth(result["probe_branch"].get(name, {}), run.depths) for name in PROBES},
         "hit_share": result["branch_hit_share"],
     }
     table = branch_table(result, run.depths)
