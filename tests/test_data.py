@@ -186,10 +186,12 @@ def test_a_404_is_one_line_with_the_status_and_the_file(home, monkeypatch, capsy
         monkeypatch.setenv("RCAKIT_DATA_URL", url)
         status, _, err = run_cli(capsys, "data", "fetch", "who-and-when")
     assert status == 2
-    assert err.strip().endswith(
-        f"who-and-when: {missing}: {url}Who%26When/Algorithm-Generated/2.json answered HTTP 404 Not Found"
+    assert err.strip().endswith(  # LICENSE and 1.json came first: the line says they were kept
+        f"who-and-when: {missing}: {url}Who%26When/Algorithm-Generated/2.json answered HTTP 404 Not Found; "
+        "kept 2 files fetched before it (each matched the registry's sha256)"
     )
     assert f"who-and-when/{missing}" not in files_under(home)
+    assert files_under(home) == {"who-and-when/LICENSE", "who-and-when/Who&When/Algorithm-Generated/1.json"}
 
 
 @pytest.mark.slow
@@ -199,7 +201,9 @@ def test_an_unreachable_host_is_one_line_and_leaves_nothing(home, monkeypatch, c
     status, _, err = run_cli(capsys, "data", "fetch", "who-and-when")
     netloc = urllib.parse.urlsplit(url).netloc
     assert status == 2
-    assert err == f"rcakit: error: who-and-when: LICENSE: cannot download from {netloc}: connection refused\n"
+    assert err == (
+        f"rcakit: error: who-and-when: LICENSE: cannot download from {netloc}: connection refused; nothing was kept\n"
+    )
     assert files_under(home) == set()  # and no licence or citation line before the error (issue 20)
 
 
@@ -413,7 +417,7 @@ def test_a_lock_file_or_registry_naming_a_path_outside_is_refused(tmp_path, home
     data.lock_path(ds).write_text(json.dumps(lock))
     status, _, err = run_cli(capsys, "data", "fetch", "musique")
     assert status == 2 and err.count("\n") == 1
-    assert f"{data.lock_path(ds)}: names '../../escape.jsonl', not a path inside" in err
+    assert f"{data.lock_path(ds)}: names '../../escape.jsonl', which is not a path inside the data set's" in err
     assert "musique: Mu" in run_cli(capsys, "data", "list")[1]  # the listing shows the lock as unusable
     assert "unusable: " in run_cli(capsys, "data", "list")[1]
     monkeypatch.setenv("RCAKIT_ROOT", str(_tofu_project(tmp_path, files=("/etc/q.jsonl",))))

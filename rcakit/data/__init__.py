@@ -12,13 +12,19 @@ every later fetch verifies against that lock file.
 - The data home is ``pooch.os_cache("rcakit")``; ``$RCAKIT_DATA_DIR`` moves it.
   A data set lives in ``<data home>/<name>/`` with the source's own layout.
   Every file name, from the registry, a lock file or a remote listing, must
-  stay inside that folder, or nothing is written.
+  stay inside that folder (no control or bidi character, no component over
+  255 bytes, each name once), or nothing is written.
 - ``$RCAKIT_DATA_URL`` replaces a data set's base URL (a mirror holding a
   plain copy of the source tree at the pinned revision, or a test server).
   A Hub listing is read from ``$HF_ENDPOINT`` (default the Hugging Face Hub).
-- A failure (hash mismatch, refused bytes, HTTP error, unreachable host, full
-  disk, Ctrl-C) is one ``RcakitError`` line and leaves no partial or
-  unverified file behind. :func:`verify` re-hashes what is on disk.
+- ``$RCAKIT_FETCH_TIMEOUT`` (seconds, default 60) bounds each wait for a
+  server; a file of ``n`` bytes must then arrive within that plus ``n / 10 kB``
+  seconds, and a whole fetch within the sum over its files
+  (:mod:`~rcakit.data.remote`).
+- A failure (hash mismatch, refused bytes, HTTP error, a server too slow,
+  unreachable host, full disk, Ctrl-C, SIGTERM) is one ``RcakitError`` line
+  that says what was kept, and leaves no partial or unverified file behind.
+  :func:`verify` re-hashes what is on disk.
 
 Modules: :mod:`~rcakit.data.catalog` (the registry, the data home, lock files,
 :func:`locate`), :mod:`~rcakit.data.formats` (the size and format checks of

@@ -3,7 +3,11 @@
 Every path that names a file of a data set, whether it comes from the
 registry, from a lock file or from a remote listing, is a relative POSIX path
 that must stay inside the data set's folder: :func:`path_problem` says why a
-name is not one, :func:`inside` also refuses a symbolic link that leads out.
+name is not one (it also refuses control, bidi and other invisible characters,
+a component over :data:`MAX_PART_BYTES` and a name over :data:`MAX_PATH_BYTES`),
+:func:`names_problem` why a list of names cannot be one data set's files (a
+name listed twice, or both as a file and as a folder), and :func:`inside`
+refuses a symbolic link that leads out.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import functools
 import json
 import os
 import re
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,9 @@ from rcakit.io import read_regular
 from rcakit.paths import project_root, resolve
 
 DATA_DIR_ENV = "RCAKIT_DATA_DIR"
+MAX_PART_BYTES = 255  # a path component: the most common file systems allow
+MAX_PATH_BYTES = 1024  # a whole name below the data set's folder, UTF-8
+_INVISIBLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}  # controls, format (bidi) characters, surrogates, separators
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 _FIELDS = (
     "title",
@@ -108,14 +117,59 @@ def path_problem(path: object) -> str | None:
         return "not a file name"
     if path.startswith("/"):
         return "an absolute path"
-    if "\\" in path or any(ord(c) < 32 or c == "\x7f" for c in path):
-        return "it holds a backslash or a control character"
+    if "\\" in path:
+        return "it holds a backslash"
+    odd = next((c for c in path if unicodedata.category(c) in _INVISIBLE), None)
+    if odd is not None:
+        return f"it holds U+{ord(odd):04X}, a control or invisible formatting character"
     parts = path.split("/")
     if ".." in parts:
         return "'..' leads out of the folder"
     if any(part in ("", ".") for part in parts):
         return "an empty or '.' path component"
+    return _length_problem(path, parts)
+
+
+def _length_problem(path: str, parts: list[str]) -> str | None:
+    size = len(path.encode("utf-8"))
+    if size > MAX_PATH_BYTES:
+        return f"{size} bytes long, more than the {MAX_PATH_BYTES} allowed"
+    longest = max(len(part.encode("utf-8")) for part in parts)
+    if longest > MAX_PART_BYTES:
+        return f"a path component of {longest} bytes, more than the {MAX_PART_BYTES} a file system allows"
     return None
+
+
+def names_problem(names: Iterable[object]) -> str | None:
+    """Why ``names`` cannot be the files of one data set, worded to follow "lists": the first name that
+    :func:`path_problem` refuses, one listed twice, or one that is also another's folder; ``None`` if none.
+    Names equal once case and Unicode normalisation are ignored count as one (one file on macOS, Windows)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        why = path_problem(name)
+        if why:
+            return f"{shown(name)}, which is not a path inside the data set's folder ({why})"
+        assert isinstance(name, str)  # path_problem refused any other
+        key = unicodedata.normalize("NFC", name).casefold()
+        if key in seen and seen[key] == name:
+            return f"{shown(name)} twice (a data set names each file once)"
+        if key in seen:
+            return f"{shown(seen[key])} and {shown(name)}, one file where case or Unicode normalisation is ignored"
+        seen[key] = name
+    for key, name in seen.items():
+        parts = key.split("/")
+        folder_of = next((seen[p] for p in ("/".join(parts[:i]) for i in range(1, len(parts))) if p in seen), None)
+        if folder_of is not None:
+            return f"{shown(folder_of)} both as a file and as the folder of {shown(name)}"
+    return None
+
+
+def shown(name: object, limit: int = 80) -> str:
+    """``repr(name)`` (control and bidi characters escaped), cut to about ``limit`` characters for one line."""
+    text = repr(name)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(name) if isinstance(name, str) else len(text)} characters)"
 
 
 def inside(ds: DataSet, path: str, where: str) -> Path:
@@ -123,7 +177,7 @@ def inside(ds: DataSet, path: str, where: str) -> Path:
     why = path_problem(path)
     base = folder(ds)
     if why:
-        raise RcakitError(f"{where}: {path!r} is not a path inside {base} ({why}); nothing was written")
+        raise RcakitError(f"{where}: {shown(path)} is not a path inside {base} ({why}); nothing was written")
     if base.is_symlink():  # its files would be checked, replaced and removed in the link's target
         raise RcakitError(f"{where}: {base} is a symbolic link; rcakit keeps a data set in a real folder of its own")
     local = base / path
@@ -262,10 +316,9 @@ def read_lock(ds: DataSet) -> dict | None:
         raise RcakitError(f"{path}: not an rcakit lock file; {anew}") from None
     if revision != ds.revision:
         raise RcakitError(f"{path}: records revision {revision} but the registry pins {ds.revision}; {anew}")
-    for name in [*lock["listing"], *lock["files"]]:
-        why = path_problem(name)
-        if why:
-            raise RcakitError(f"{path}: names {name!r}, not a path inside {folder(ds)} ({why}); {anew}")
+    why = names_problem(lock["listing"]) or names_problem(lock["files"])
+    if why:
+        raise RcakitError(f"{path}: names {why}; {anew}")
     for name, entry in lock["files"].items():
         expected = ds.expectation(name)
         why = (
@@ -297,7 +350,10 @@ def is_fetched(name: str) -> bool:
         return False
     recorded = lock["files"] if lock else {}
     base = folder(ds)
-    return all((base / p).is_file() and (ds.pinned or p in recorded) for p in paths)
+    try:
+        return all((base / p).is_file() and (ds.pinned or p in recorded) for p in paths)
+    except OSError as err:
+        raise RcakitError(f"{base}: cannot inspect the data set's files: {err.strerror or err}") from None
 
 
 def local_path(name: str) -> Path:
@@ -346,9 +402,10 @@ def size_text(ds: DataSet) -> str:
     if not ds.pinned:
         try:
             lock = read_lock(ds)
-        except RcakitError:
-            lock = None
-        if lock and is_fetched(ds.name):
+            fetched = bool(lock) and is_fetched(ds.name)
+        except RcakitError:  # the listing says why on its state line
+            lock, fetched = None, False
+        if lock and fetched:
             paths = expected_paths(ds, lock)
             assert paths is not None  # a lock file lists the paths
             sizes = [lock["files"][p]["size"] for p in paths]

@@ -1,25 +1,30 @@
 """Fetching a data set into the data home with pooch: the plan, the staging folder, the lock file.
 
+- Every download goes into this fetch's staging folder,
+  ``<data home>/.<name>.<pid>.staging``: pooch streams it into a temporary
+  file there and the downloader (:mod:`rcakit.data.remote`) stops reading past
+  the registry's size range and keeps to the deadline (``$RCAKIT_FETCH_TIMEOUT``).
+  The folder is removed however the fetch ends (SIGTERM included); one that a
+  killed fetch left is removed by the next fetch of that data set once its
+  process is gone (a link or another kind of file at that name is left alone).
 - A file whose sha256 is known (pinned in the registry, or recorded in the
-  lock file) is fetched by pooch straight into the data set's folder: pooch
-  streams it into a temporary file there, checks the hash and only then moves
-  it into place. A local copy with other bytes is removed first.
-- A file fetched on first use is fetched into a staging folder in the data
-  home, so a file already at its place is never trusted nor overwritten
-  unchecked. The downloader (:mod:`rcakit.data.remote`) stops reading past the
-  registry's size range and then checks the range and the format
-  (:mod:`rcakit.data.formats`) on pooch's temporary file. When every new file
-  passed, they move into place and their sha256 goes into the lock file. One
-  refused file discards the staging folder: nothing is kept and nothing is
+  lock file) is checked by pooch against it and only then moved into place. A
+  local copy with other bytes is removed first.
+- A file fetched on first use is checked against the range and the format
+  (:mod:`rcakit.data.formats`) and waits in the staging folder, so a file
+  already at its place is never trusted nor overwritten unchecked. When every
+  new file passed, they move into place and their sha256 goes into the lock
+  file. One refused file discards them all: nothing of them is kept or
   recorded, so the data set stays not fetched.
 - Every name is checked before anything is written: a Hub listing's names, the
   registry's and the lock file's paths must stay inside the data set's folder
-  (``rcakit.data.catalog.inside``).
+  (``rcakit.data.catalog.inside``), each once.
 
-A failure (hash mismatch, refused bytes, HTTP error, unreachable host, full
-disk, Ctrl-C) is one ``RcakitError`` line naming the file. After a network
-failure the new files that passed their checks are kept and recorded, so a
-second fetch resumes. :mod:`rcakit.data.integrity` re-hashes what is there.
+A failure (hash mismatch, refused bytes, HTTP error, a server too slow,
+unreachable host, full disk, Ctrl-C, SIGTERM) is one ``RcakitError`` line
+naming the file and saying what the fetch kept. After a network failure the
+files that passed their checks are kept (and recorded), so a second fetch
+resumes. :mod:`rcakit.data.integrity` re-hashes what is there.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import sys
-import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +54,41 @@ from rcakit.data.catalog import (
     mb,
     read_lock,
 )
+from rcakit.data.formats import Expectation
 from rcakit.data.integrity import digest
-from rcakit.data.remote import Downloader, Refused, download, hub_listing, store_for
-from rcakit.io import MIN_FREE_BYTES, atomic_write, fsync_dir, writable_dir
+from rcakit.data.remote import (
+    Deadline,
+    Downloader,
+    Refused,
+    allowance,
+    download,
+    fetch_timeout,
+    hub_listing,
+    store_for,
+)
+from rcakit.io import MIN_FREE_BYTES, atomic_write, fresh_folder, fsync_dir, writable_dir
+
+STAGING_SUFFIX = ".staging"
 
 
 class RefusedAtFirstFetch(RcakitError):
-    """A file fetched on first use failed its size or format check: nothing is kept or recorded."""
+    """A file fetched on first use failed its size or format check: nothing of the new files is kept or recorded."""
+
+
+@dataclass
+class _Run:
+    """One fetch under way: its staging folder, bar and deadline, and what it has kept and staged so far."""
+
+    ds: DataSet
+    staging: Path
+    bar: Any
+    deadline: Deadline
+    recorded: dict  # path -> digest: the lock file's files, then each new file once it is in place
+    kept: list[str] = field(default_factory=list)  # the files this fetch moved into place
+    staged: dict[str, dict] = field(default_factory=dict)  # new files that passed, waiting in the staging folder
+
+    def downloader(self, limit: int | None, expectation: Expectation | None = None) -> Downloader:
+        return Downloader(self.bar, limit, expectation, self.deadline)
 
 
 def fetch(name: str, show_progress: bool = False) -> Path:
@@ -66,39 +100,44 @@ def fetch(name: str, show_progress: bool = False) -> Path:
     recorded there. ``show_progress`` draws one tqdm bar (bytes) on stderr.
     """
     ds = get(name)
+    timeout = fetch_timeout()
     writable_dir(data_home(), f"data home (${DATA_DIR_ENV})")
+    _remove_stale(ds)
     lock = None if ds.pinned else read_lock(ds)
     plan = _plan(ds, lock)
     _check_space(ds, plan)
-    recorded = dict(lock["files"]) if lock else {}
-    known, new = [e for e in plan if e.sha256], [e for e in plan if not e.sha256]
+    deadline = Deadline(timeout, sum(allowance(_most(ds, e), timeout) for e in plan))
     listing = [e.path for e in plan]
-    with _progress_bar(ds, plan, show_progress) as bar, _quiet_pooch(), _staging(ds, bool(new)) as staging:
-        staged: dict[str, dict] = {}
-        try:
-            store = store_for(ds, folder(ds), known)
-            for entry in known:
-                _fetch_known(ds, store, entry, bar=bar, lock=lock_path(ds) if entry.path in recorded else None)
-            if new:
-                assert staging is not None  # _staging made a folder: there are new files
-                store = store_for(ds, staging, new)
-                for entry in new:
-                    staged[entry.path] = _fetch_new(ds, store, entry, bar=bar, staging=staging)
-        except RefusedAtFirstFetch:
-            raise  # the staging folder goes with everything in it; no lock file is written
-        except BaseException:
-            if not ds.pinned:  # keep what passed; a second failure must not hide the first
-                with contextlib.suppress(OSError, RcakitError):
-                    _commit(ds, staging, staged, recorded)
-                    if recorded:  # a first fetch that kept no file records no listing either
-                        _write_lock(ds, listing, recorded)
-            raise
-        _commit(ds, staging, staged, recorded)
+    with _progress_bar(ds, plan, show_progress) as bar, _quiet_pooch(), _staging(ds) as staging:
+        run = _Run(ds, staging, bar, deadline, dict(lock["files"]) if lock else {})
+        _fetch_all(run, plan, listing)
     if not ds.pinned:
-        _write_lock(ds, listing, recorded)
+        _write_lock(ds, listing, run.recorded)
     for parent in sorted({(folder(ds) / e.path).parent for e in plan}):
         fsync_dir(parent)
     return folder(ds) / ds.root
+
+
+def _fetch_all(run: _Run, plan: list[FileEntry], listing: list[str]) -> None:
+    """Fetch the known files, then the new ones; on a failure keep what passed and say so in its line."""
+    known, new = [e for e in plan if e.sha256], [e for e in plan if not e.sha256]
+    locked = lock_path(run.ds)
+    try:
+        store = store_for(run.ds, run.staging, known)
+        for entry in known:
+            _fetch_known(run, store, entry, lock=locked if entry.path in run.recorded else None)
+        store = store_for(run.ds, run.staging, new)
+        for entry in new:
+            _fetch_new(run, store, entry)
+    except RefusedAtFirstFetch as err:  # the staging folder goes with the new files; no lock file is written
+        raise RcakitError(f"{err}; {_kept_words(run, recorded=True)}" if run.kept else str(err)) from None
+    except RcakitError as err:
+        recorded = _keep_passed(run, listing)
+        raise RcakitError(f"{err}; {_kept_words(run, recorded)}") from None
+    except BaseException:  # Ctrl-C, SIGTERM: the CLI says so in one line
+        _keep_passed(run, listing)
+        raise
+    _commit(run)
 
 
 def _plan(ds: DataSet, lock: dict | None) -> list[FileEntry]:
@@ -123,58 +162,122 @@ def _plan(ds: DataSet, lock: dict | None) -> list[FileEntry]:
     return plan
 
 
-def _fetch_known(ds: DataSet, store: Any, entry: FileEntry, *, bar: Any, lock: Path | None) -> None:
-    """A file whose sha256 is known: kept if the local copy matches, else fetched and checked."""
-    local = folder(ds) / entry.path
+def _fetch_known(run: _Run, store: Any, entry: FileEntry, *, lock: Path | None) -> None:
+    """A file whose sha256 is known: kept if the local copy matches, else fetched, checked and moved into place."""
+    local = folder(run.ds) / entry.path
     if local.is_file():
         if digest(local)["sha256"] == entry.sha256:
             return
         _remove(local)  # a damaged local copy never stays: it is fetched anew or not at all
     try:
-        download(ds, store, entry, downloader=Downloader(bar, entry.size), lock=lock)
+        download(run.ds, store, entry, downloader=run.downloader(entry.size), lock=lock)
     except Refused as err:
         raise RcakitError(
-            f"{ds.name}: {entry.path}: the bytes from {store.get_url(entry.path)} are {err}; nothing was kept"
+            f"{run.ds.name}: {entry.path}: the bytes from {store.get_url(entry.path)} are {err}"
         ) from None
+    _place(run, entry.path)
 
 
-def _fetch_new(ds: DataSet, store: Any, entry: FileEntry, *, bar: Any, staging: Path) -> dict:
-    """A file fetched on first use, into ``staging``, checked against its expectation; its digest."""
-    expected = ds.expectation(entry.path)
+def _fetch_new(run: _Run, store: Any, entry: FileEntry) -> None:
+    """A file fetched on first use, checked against its expectation, left staged with its digest."""
+    expected = run.ds.expectation(entry.path)
     assert expected is not None  # _plan refused every file fetched on first use without one
     try:
-        download(ds, store, entry, downloader=Downloader(bar, expected.high, expected), lock=None)
+        download(run.ds, store, entry, downloader=run.downloader(expected.high, expected), lock=None)
     except Refused as err:
         raise RefusedAtFirstFetch(
-            f"{ds.name}: {entry.path}: refused at first fetch ({err}); nothing from "
+            f"{run.ds.name}: {entry.path}: refused at first fetch ({err}); nothing from "
             f"{store.get_url(entry.path)} was kept or recorded"
         ) from None
-    return digest(staging / entry.path)
+    run.staged[entry.path] = digest(run.staging / entry.path)
 
 
-def _commit(ds: DataSet, staging: Path | None, staged: dict[str, dict], recorded: dict) -> None:
-    """Move the checked new files from ``staging`` into place and record their digests."""
-    for path, found in list(staged.items()):
-        assert staging is not None  # files were staged, so a staging folder exists
-        local = inside(ds, path, f"{ds.name}: {path}")
-        local.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / path, local)
-        recorded[path] = found
-        del staged[path]
+def _commit(run: _Run) -> None:
+    """Move the checked new files from the staging folder into place and record their digests."""
+    for path, found in list(run.staged.items()):
+        _place(run, path)
+        run.recorded[path] = found
+        del run.staged[path]
+
+
+def _place(run: _Run, path: str) -> None:
+    """Move the checked file ``path`` from the staging folder into the data set's folder."""
+    local = inside(run.ds, path, f"{run.ds.name}: {path}")
+    local.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(run.staging / path, local)
+    run.kept.append(path)
+
+
+def _keep_passed(run: _Run, listing: list[str]) -> bool:
+    """After a failure, keep the new files that passed and record them; whether the lock file was written.
+
+    A second failure here must not hide the first, so it only makes the answer ``False``.
+    """
+    if run.ds.pinned:
+        return False
+    try:
+        _commit(run)
+        if run.recorded:  # a first fetch that kept no file records no listing either
+            _write_lock(run.ds, listing, run.recorded)
+    except (OSError, RcakitError):
+        return False
+    return True
+
+
+def _kept_words(run: _Run, recorded: bool) -> str:
+    """What a failed fetch kept, for the end of its line: "nothing was kept" only when that is so."""
+    if not run.kept:
+        return "nothing was kept"
+    files = f"kept {len(run.kept)} file{'' if len(run.kept) == 1 else 's'} fetched before it"
+    if run.ds.pinned:
+        return f"{files} (each matched the registry's sha256)"
+    if recorded:
+        return f"{files} (each passed its checks; its sha256 is in {lock_path(run.ds)})"
+    return f"{files} (each passed its checks, but {lock_path(run.ds)} could not be written: not recorded)"
+
+
+def _most(ds: DataSet, entry: FileEntry) -> int | None:
+    """The most bytes ``entry`` may have: its known size, else the top of its expected range."""
+    if entry.sha256:
+        return entry.size
+    expected = ds.expectation(entry.path)
+    return expected.high if expected else None
 
 
 @contextlib.contextmanager
-def _staging(ds: DataSet, needed: bool) -> Iterator[Path | None]:
-    """A fresh hidden folder in the data home for the files fetched on first use; removed at the end."""
-    if not needed:
-        yield None
-        return
-    data_home().mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=f".{ds.name}.", suffix=".staging", dir=data_home()))
+def _staging(ds: DataSet) -> Iterator[Path]:
+    """This fetch's folder for its downloads, ``<data home>/.<name>.<pid>.staging``, made afresh; removed at the end."""
+    path = fresh_folder(data_home() / f".{ds.name}.{os.getpid()}{STAGING_SUFFIX}")
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_stale(ds: DataSet) -> None:
+    """Remove the staging folders that killed fetches of ``ds`` left: real folders named
+    ``.<name>.<pid>.staging`` whose process has ended. A link, a file, or a folder one cannot remove stays."""
+    home = data_home()
+    if not home.is_dir():
+        return
+    prefix = f".{ds.name}."
+    for path in home.iterdir():
+        pid = path.name.removeprefix(prefix).removesuffix(STAGING_SUFFIX)
+        if path.name != f"{prefix}{pid}{STAGING_SUFFIX}" or not (pid.isascii() and pid.isdigit()):
+            continue
+        if not _alive(int(pid)) and stat.S_ISDIR(path.lstat().st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` may be running (this one included): only a certain absence says no."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True
+    return True
 
 
 def _check_space(ds: DataSet, plan: list[FileEntry]) -> None:

@@ -1,50 +1,137 @@
-"""The remote side of a fetch: the pooch downloader with its size cap and format check, and the Hub's file list.
+"""The remote side of a fetch: the pooch downloader (size cap, format check, deadlines) and the Hub's file list.
 
 Nothing a server sends is trusted: the downloader stops reading past the
 most the registry allows (the known size, or the top of the expected size
 range), checks a file fetched on first use against its size range and format
 (:mod:`rcakit.data.formats`) on pooch's temporary file, and treats a body
-shorter than its ``Content-Length`` as a dropped connection. A Hub listing is
-read up to :data:`LISTING_LIMIT` bytes, and every name it lists must be a path
-inside the data set's folder (``rcakit.data.catalog.path_problem``) before any
-of it is used. Each failure is one ``RcakitError`` line naming the file or
-the list.
+shorter than its ``Content-Length`` as a dropped connection (a
+``Content-Length`` that is not a number is refused at once). A Hub listing is
+read up to :data:`LISTING_LIMIT` bytes, and its names must be the files of one
+data set (``rcakit.data.catalog.names_problem``: each a path inside its folder,
+none listed twice) before any of it is used.
+
+No server holds a fetch for long. ``$RCAKIT_FETCH_TIMEOUT`` (seconds, default
+60, a positive number) bounds each wait for a connection or a read; after that
+long a download must have averaged :data:`MIN_RATE` (10 kB/s), so a file of
+``n`` bytes arrives within ``RCAKIT_FETCH_TIMEOUT + n / MIN_RATE`` seconds or
+is cut off; and a whole fetch gets the sum of its files' allowances, sizes
+taken as the most the registry allows (:class:`Deadline`). HTTP 429 and 503
+are retried :data:`STATUS_RETRIES` times, after the numeric or dated
+``Retry-After`` (at most :data:`RETRY_AFTER_CAP` seconds, never past the
+deadline); another 5xx is retried once by pooch. Each failure is one
+``RcakitError`` line naming the file or the list, and the status and URL
+where a server answered.
 """
 
 from __future__ import annotations
 
+import email.utils
 import errno
 import json
+import math
 import os
 import re
+import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rcakit import RcakitError
-from rcakit.data.catalog import DataSet, FileEntry, folder, path_problem
+from rcakit.data.catalog import DataSet, FileEntry, folder, names_problem, shown
 from rcakit.data.formats import Expectation, size_words
 
 DATA_URL_ENV = "RCAKIT_DATA_URL"
 HUB_ENV = "HF_ENDPOINT"
 HUB_URL = "https://huggingface.co"
-TIMEOUT = 60.0  # seconds to wait for a server to answer, per request
+TIMEOUT_ENV = "RCAKIT_FETCH_TIMEOUT"
+TIMEOUT = 60.0  # seconds: the default of $RCAKIT_FETCH_TIMEOUT
+MIN_RATE = 10_000  # bytes per second a download must average once its first timeout has passed
 RETRIES = 1  # pooch retries a dropped connection, a 5xx or a hash mismatch this often
+STATUS_RETRIES = 2  # a 429 or 503 answer is retried this often
+RETRY_AFTER_CAP = 30.0  # seconds: a longer Retry-After is not waited for
+RETRY_WAIT = 1.0  # seconds before retrying a 429 or 503 that gives no usable Retry-After
 CHUNK = 2**16
 LISTING_LIMIT = 64 * 10**6  # bytes: a Hub file list longer than this is not one
+NOTHING = "nothing was fetched or recorded"  # what a refused Hub listing leaves
 _ERRNO_TEXT = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 class HTTPStatus(Exception):
-    """A 4xx answer: final, so pooch does not retry it (it retries only network errors)."""
+    """A 4xx answer, or a 429 or 503 after its retries: final, so pooch does not retry it."""
 
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(status, reason)
-        self.status, self.reason = status, reason
+    def __init__(self, status: int, reason: str, detail: str = "") -> None:
+        super().__init__(status, reason, detail)
+        self.status, self.reason, self.detail = status, reason, detail
+
+    def words(self, url: str) -> str:
+        """``<url> answered HTTP <status> <reason>`` and why it was not retried (further)."""
+        return f"{url} answered HTTP {self.status} {self.reason}{self.detail}".rstrip()
 
 
 class Refused(Exception):
     """Bytes outside the registry's size range or format: final (pooch retries ``ValueError`` only)."""
+
+
+class BadAnswer(Exception):
+    """An answer rcakit does not take (too slow, a malformed header): final; the text follows the URL."""
+
+
+def fetch_timeout() -> float:
+    """``$RCAKIT_FETCH_TIMEOUT`` in seconds (default :data:`TIMEOUT`); one line unless a positive number."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise RcakitError(f"{TIMEOUT_ENV}: expected a number of seconds > 0, got {shown(raw)}")
+    return value
+
+
+def allowance(size: int | None, timeout: float) -> float:
+    """The seconds a download of ``size`` bytes may take: ``timeout``, plus one per :data:`MIN_RATE` bytes."""
+    return timeout + (size or 0) / MIN_RATE
+
+
+class Deadline:
+    """The end of one fetch, ``seconds`` from now; ``timeout`` bounds each wait and opens each file's allowance."""
+
+    def __init__(self, timeout: float, seconds: float) -> None:
+        self.timeout, self.seconds = timeout, seconds
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self, doing: str = "was still downloading") -> None:
+        """A :class:`BadAnswer` (``<url> <doing> when the fetch passed its deadline``) once past its end."""
+        if self.left() < 0:
+            raise BadAnswer(
+                f"{doing} when the fetch passed its deadline of {self.seconds:.1f} s "
+                f"({self.timeout:g} s per file, ${TIMEOUT_ENV}, plus 1 s per {size_words(MIN_RATE)} of their sizes)"
+            )
+
+
+class Pace:
+    """One download's clock: after ``received`` bytes it may have taken :func:`allowance` of them, no more."""
+
+    def __init__(self, deadline: Deadline, started: float) -> None:
+        self.deadline, self.started = deadline, started
+
+    def check(self, received: int) -> None:
+        """A :class:`BadAnswer` when the download is past its allowance or the fetch past its deadline."""
+        took = time.monotonic() - self.started
+        allowed = allowance(received, self.deadline.timeout)
+        if took > allowed:
+            raise BadAnswer(
+                f"sent {size_words(received)} in {took:.1f} s, past its deadline of {allowed:.1f} s "
+                f"({self.deadline.timeout:g} s, ${TIMEOUT_ENV}, plus 1 s per {size_words(MIN_RATE)} received)"
+            )
+        self.deadline.check()
 
 
 def store_for(ds: DataSet, path: Path, entries: list[FileEntry]) -> Any:
@@ -66,6 +153,7 @@ def download(ds: DataSet, store: Any, entry: FileEntry, *, downloader: Downloade
     """One ``store.fetch``, every failure but a refusal turned into one line naming the file.
 
     ``lock`` is the lock file that recorded the file's sha256 (``None``: the registry pinned it).
+    The line says what happened to this file only; the caller says what the fetch kept.
     """
     import requests
 
@@ -74,7 +162,11 @@ def download(ds: DataSet, store: Any, entry: FileEntry, *, downloader: Downloade
     try:
         store.fetch(entry.path, downloader=downloader)
     except HTTPStatus as err:
-        raise RcakitError(f"{where}: {url} answered HTTP {err.status} {err.reason}") from None
+        raise RcakitError(f"{where}: {err.words(url)}") from None
+    except BadAnswer as err:
+        raise RcakitError(f"{where}: {url} {err}") from None
+    except requests.exceptions.HTTPError as err:  # a 5xx, also on pooch's retry
+        raise RcakitError(f"{where}: {_status_words(err, url)} {1 + RETRIES} times") from None
     except requests.exceptions.RequestException as err:
         host = urllib.parse.urlsplit(url).netloc
         raise RcakitError(f"{where}: cannot download from {host}: {_reason(err)}") from None
@@ -82,11 +174,19 @@ def download(ds: DataSet, store: Any, entry: FileEntry, *, downloader: Downloade
         if "hash" not in str(err):
             raise
         against = f"the sha256 recorded at the first fetch in {lock}" if lock else "the registry's sha256"
-        raise RcakitError(f"{where}: the bytes from {url} do not match {against}; nothing was kept") from None
+        raise RcakitError(f"{where}: the bytes from {url} do not match {against}") from None
     except OSError as err:
         full = err.errno in (errno.ENOSPC, errno.EDQUOT)
         what = "the file system is full" if full else (err.strerror or str(err))
-        raise RcakitError(f"{where}: cannot write into {folder(ds)}: {what}; nothing was kept") from None
+        raise RcakitError(f"{where}: cannot write into {folder(ds)}: {what}") from None
+
+
+def _status_words(err: Any, url: str) -> str:
+    """``<url> answered HTTP <status> <reason>`` for requests' ``HTTPError``."""
+    response = err.response
+    if response is None:
+        return f"{url} answered an HTTP error"
+    return f"{url} answered HTTP {response.status_code} {response.reason or ''}".rstrip()
 
 
 def _reason(err: Exception) -> str:
@@ -94,127 +194,239 @@ def _reason(err: Exception) -> str:
     import requests
 
     if isinstance(err, requests.exceptions.Timeout):
-        return f"no answer within {TIMEOUT:g} s"
+        return f"no answer within {fetch_timeout():g} s (${TIMEOUT_ENV})"
     found = _ERRNO_TEXT.search(str(err))
     if found:
         return found.group(1).strip().rstrip(".").lower()
     return type(err).__name__
 
 
+def answer(url: str, deadline: Deadline) -> tuple[Any, float]:
+    """An open response from ``url`` below 400 and when its request began.
+
+    A 429 or 503 is retried :data:`STATUS_RETRIES` times after the wait its
+    ``Retry-After`` asks, else :data:`RETRY_WAIT`; then, or when that wait is
+    over :data:`RETRY_AFTER_CAP` or past the deadline, it is an
+    :class:`HTTPStatus`, as is any other 4xx. Another 5xx is requests'
+    ``HTTPError``, which pooch retries.
+    """
+    import requests
+
+    for attempt in range(1 + STATUS_RETRIES):
+        deadline.check("was not yet requested")
+        started = time.monotonic()
+        response = requests.get(url, stream=True, timeout=deadline.timeout)
+        status = response.status_code
+        if status < 400:
+            return response, started
+        response.close()
+        if status not in (429, 503):
+            if status < 500:
+                raise HTTPStatus(status, response.reason or "")
+            raise requests.exceptions.HTTPError(f"HTTP {status}", response=response)
+        wait = _retry_wait(response.headers.get("Retry-After"))
+        why = _no_retry(wait, attempt, deadline)
+        if why:
+            raise HTTPStatus(status, response.reason or "", why)
+        time.sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _retry_wait(raw: str | None) -> float:
+    """The seconds a ``Retry-After`` asks for (a number or an HTTP date), else :data:`RETRY_WAIT`."""
+    text = (raw or "").strip()
+    if _DIGITS.fullmatch(text):
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return RETRY_WAIT
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _no_retry(wait: float, attempt: int, deadline: Deadline) -> str | None:
+    """Why a 429 or 503 is not retried after ``attempt`` retries and a wait of ``wait`` s, or ``None``."""
+    if attempt == STATUS_RETRIES:
+        return f" {1 + STATUS_RETRIES} times"
+    if wait > RETRY_AFTER_CAP:
+        return f" and asks to wait {wait:.0f} s (Retry-After), more than the {RETRY_AFTER_CAP:g} s rcakit waits"
+    if wait > deadline.left():
+        return (
+            f" and asks to wait {wait:.0f} s (Retry-After), past the fetch's deadline "
+            f"({max(deadline.left(), 0):.0f} s left; ${TIMEOUT_ENV} sets it)"
+        )
+    return None
+
+
+def chunks(response: Any) -> Iterator[bytes]:
+    """The body as it arrives (whatever the socket holds, up to :data:`CHUNK` bytes), so that a trickle is
+    seen as one; urllib3's errors become requests' (a read timeout, a dropped connection)."""
+    import requests
+    import urllib3
+
+    try:
+        while chunk := response.raw.read1(CHUNK, decode_content=True):
+            yield chunk
+    except urllib3.exceptions.ReadTimeoutError as err:
+        raise requests.exceptions.ReadTimeout(str(err)) from None
+    except urllib3.exceptions.DecodeError as err:
+        raise requests.exceptions.ContentDecodingError(str(err)) from None
+    except (urllib3.exceptions.ProtocolError, urllib3.exceptions.SSLError) as err:
+        raise requests.exceptions.ConnectionError(str(err)) from None
+
+
+def declared_length(response: Any) -> int | None:
+    """The answer's ``Content-Length`` (``None`` if absent); one that is not a number is a :class:`BadAnswer`."""
+    raw = response.headers.get("Content-Length")
+    if raw is None:
+        return None
+    if not _DIGITS.fullmatch(raw.strip()):
+        raise BadAnswer(f"sent a Content-Length of {shown(raw)}, not a number of bytes")
+    return int(raw)
+
+
 class Downloader:
     """A pooch downloader: streams ``url`` into pooch's temporary file, fsyncs it, moves one bar.
 
     It reads at most ``limit`` bytes (the known size, or the top of the
-    expected range) and, given an ``expectation``, checks the finished
-    temporary file against it; either failure is a :class:`Refused`.
+    expected range), keeps to the ``deadline`` (:class:`Pace`) and, given an
+    ``expectation``, checks the finished temporary file against it; the first
+    two failures are a :class:`Refused` or a :class:`BadAnswer`.
     """
 
-    def __init__(self, bar: Any, limit: int | None = None, expectation: Expectation | None = None) -> None:
+    def __init__(
+        self,
+        bar: Any,
+        limit: int | None = None,
+        expectation: Expectation | None = None,
+        deadline: Deadline | None = None,
+    ) -> None:
         self.bar, self.limit, self.expectation = bar, limit, expectation
+        self.deadline = deadline or Deadline(fetch_timeout(), allowance(limit, fetch_timeout()))
 
     def __call__(self, url: str, output_file: str, pooch_store: Any = None, check_only: bool = False) -> None:
-        import requests
-
-        with requests.get(url, stream=True, timeout=TIMEOUT) as response:
-            if 400 <= response.status_code < 500:
-                raise HTTPStatus(response.status_code, response.reason or "")
-            response.raise_for_status()  # a 5xx: requests' HTTPError, which pooch retries
-            self._check_declared(response)
-            written = 0
-            try:
-                with open(output_file, "wb") as fh:
-                    for chunk in response.iter_content(CHUNK):
-                        if self.limit is not None and written + len(chunk) > self.limit:
-                            raise Refused(f"more than {size_words(self.limit)}, the most the registry allows")
-                        _write(fh, chunk)
-                        written += len(chunk)
-                        self.bar.update(len(chunk))
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            except BaseException:
-                self.bar.update(-written)
-                raise
-            _check_length(response, written)
+        response, started = answer(url, self.deadline)
+        with response:
+            declared = None if response.headers.get("Content-Encoding") else declared_length(response)
+            self._check_declared(declared)
+            written = self._save(response, output_file, Pace(self.deadline, started))
+            _check_length(declared, written)
         problem = self.expectation.problem(Path(output_file)) if self.expectation else None
         if problem:
             raise Refused(problem)
 
-    def _check_declared(self, response: Any) -> None:
-        declared = response.headers.get("Content-Length")
-        if (
-            self.limit is not None
-            and declared
-            and declared.isdigit()
-            and not response.headers.get("Content-Encoding")
-            and int(declared) > self.limit
-        ):
+    def _check_declared(self, declared: int | None) -> None:
+        if self.limit is not None and declared is not None and declared > self.limit:
             raise Refused(
-                f"{size_words(int(declared))} by its Content-Length, more than the "
+                f"{size_words(declared)} by its Content-Length, more than the "
                 f"{size_words(self.limit)} the registry allows"
             )
+
+    def _save(self, response: Any, output_file: str, pace: Pace) -> int:
+        """Write the body into ``output_file`` (fsynced); the bytes written."""
+        written = 0
+        try:
+            with open(output_file, "wb") as fh:
+                for chunk in chunks(response):
+                    if self.limit is not None and written + len(chunk) > self.limit:
+                        raise Refused(f"more than {size_words(self.limit)}, the most the registry allows")
+                    pace.check(written + len(chunk))
+                    _write(fh, chunk)
+                    written += len(chunk)
+                    self.bar.update(len(chunk))
+                fh.flush()
+                os.fsync(fh.fileno())
+        except BaseException:
+            self.bar.update(-written)
+            raise
+        return written
 
 
 def _write(fh: Any, chunk: bytes) -> None:
     fh.write(chunk)
 
 
-def _check_length(response: Any, written: int) -> None:
+def _check_length(declared: int | None, written: int) -> None:
     """A body shorter than its Content-Length is a dropped connection (retried), never a file."""
     import requests
 
-    declared = response.headers.get("Content-Length")
-    if declared and not response.headers.get("Content-Encoding") and int(declared) != written:
+    if declared is not None and declared != written:
         raise requests.exceptions.ConnectionError(f"got {written} of {declared} bytes")
 
 
 def hub_listing(ds: DataSet) -> list[str]:
     """The listing's file names at the pinned revision, from the Hub's revision API.
 
-    Every name the Hub lists must be a path inside the data set's folder, or the
-    whole list is refused before anything is written.
+    The names the Hub lists must be the files of one data set (each a path
+    inside its folder, none twice, none both a file and a folder), or the whole
+    list is refused before anything is written: its line ends with :data:`NOTHING`.
     """
     listing = ds.listing
     assert listing is not None  # the registry gives a data set either pinned files or a listing
     url = f"{os.environ.get(HUB_ENV, HUB_URL).rstrip('/')}/api/datasets/{listing.repo}/revision/{ds.revision}"
     where = f"{ds.name}: file list"
-    try:
-        names = [s["rfilename"] for s in json.loads(_read_capped(url, where))["siblings"]]
-    except (ValueError, KeyError, TypeError):
-        raise RcakitError(f"{where}: {url} did not return a Hub file list") from None
-    for name in names:
-        why = path_problem(name)
-        if why:
-            raise RcakitError(
-                f"{where}: {url} lists {name!r}, which is not a path inside the data set's "
-                f"folder ({why}); nothing was fetched"
-            )
+    listed = _sibling_names(url, where)
+    problem = names_problem(listed)
+    if problem:
+        raise RcakitError(f"{where}: {url} lists {problem}; {NOTHING}")
+    names = cast(list[str], listed)  # names_problem refused any name that is not a str
     chosen = sorted((n for n in names if n.startswith(listing.prefix) and n.endswith(listing.suffix)), key=_natural_key)
     if len(chosen) != listing.count:
         raise RcakitError(
             f"{where}: the Hub lists {len(chosen)} '{listing.suffix}' files under "
-            f"{listing.prefix} at revision {ds.revision}; the registry expects {listing.count}"
+            f"{listing.prefix} at revision {ds.revision}; the registry expects {listing.count}; {NOTHING}"
         )
     missing = [n for n in listing.extra if n not in names]
     if missing:
-        raise RcakitError(f"{where}: {', '.join(missing)} not at revision {ds.revision}")
+        raise RcakitError(f"{where}: {', '.join(missing)} not at revision {ds.revision}; {NOTHING}")
     return [*listing.extra, *chosen]
 
 
+def _sibling_names(url: str, where: str) -> list[object]:
+    """The ``rfilename`` of every entry of the Hub's ``siblings``, not yet checked; one line if there is none."""
+    try:
+        siblings = json.loads(_read_capped(url, where))["siblings"]
+        if not isinstance(siblings, list):
+            raise TypeError
+        return [s["rfilename"] for s in siblings]
+    except (ValueError, KeyError, TypeError):
+        raise RcakitError(f"{where}: {url} did not return a Hub file list; {NOTHING}") from None
+
+
 def _read_capped(url: str, where: str) -> bytes:
-    """The body of a 200 answer from ``url``, at most :data:`LISTING_LIMIT` bytes; one line otherwise."""
+    """The body of a 200 answer from ``url``, at most :data:`LISTING_LIMIT` bytes, at the pace of
+    :class:`Pace`; one line ending with :data:`NOTHING` otherwise."""
     import requests
 
+    timeout = fetch_timeout()
+    deadline = Deadline(timeout, allowance(LISTING_LIMIT, timeout))
     try:
-        with requests.get(url, timeout=TIMEOUT, stream=True) as response:
+        response, started = answer(url, deadline)
+        with response:
             if response.status_code != 200:
-                raise RcakitError(f"{where}: {url} answered HTTP {response.status_code} {response.reason}")
-            body = bytearray()
-            for chunk in response.iter_content(CHUNK):
-                body += chunk
-                if len(body) > LISTING_LIMIT:
-                    raise RcakitError(f"{where}: {url} sent more than {size_words(LISTING_LIMIT)}, not a Hub file list")
+                raise HTTPStatus(response.status_code, response.reason or "")
+            return _capped_body(response, where, url, Pace(deadline, started))
+    except HTTPStatus as err:
+        raise RcakitError(f"{where}: {err.words(url)}; {NOTHING}") from None
+    except BadAnswer as err:
+        raise RcakitError(f"{where}: {url} {err}; {NOTHING}") from None
+    except requests.exceptions.HTTPError as err:
+        raise RcakitError(f"{where}: {_status_words(err, url)}; {NOTHING}") from None
     except requests.exceptions.RequestException as err:
-        raise RcakitError(f"{where}: cannot reach {urllib.parse.urlsplit(url).netloc}: {_reason(err)}") from None
+        host = urllib.parse.urlsplit(url).netloc
+        raise RcakitError(f"{where}: cannot reach {host}: {_reason(err)}; {NOTHING}") from None
+
+
+def _capped_body(response: Any, where: str, url: str, pace: Pace) -> bytes:
+    declared_length(response)  # a malformed Content-Length is refused before the body
+    body = bytearray()
+    for chunk in chunks(response):
+        body += chunk
+        if len(body) > LISTING_LIMIT:
+            raise RcakitError(
+                f"{where}: {url} sent more than {size_words(LISTING_LIMIT)}, not a Hub file list; {NOTHING}"
+            )
+        pace.check(len(body))
     return bytes(body)
 
 
