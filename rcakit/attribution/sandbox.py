@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from rcakit import RcakitError
+from rcakit.deadlines import seconds_from_env
 
 TIMEOUT_ENV = "RCAKIT_PLUGIN_TIMEOUT"
 DEFAULT_PLUGIN_TIMEOUT = 60.0  # seconds for the preflight to import every plug-in
@@ -41,16 +42,7 @@ MAX_REPORT_BYTES = 1 << 16  # the child's report is a line or two; more is not a
 
 def plugin_timeout() -> float:
     """``$RCAKIT_PLUGIN_TIMEOUT`` as seconds (a finite number > 0), else the default; a bad value is one line."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_PLUGIN_TIMEOUT
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds < float("inf"):
-        raise RcakitError(f"{TIMEOUT_ENV}: expected a number of seconds > 0, got {raw!r}")
-    return seconds
+    return seconds_from_env(TIMEOUT_ENV, DEFAULT_PLUGIN_TIMEOUT)
 
 
 def check_methods_isolated(specs: str, cwd: str | os.PathLike[str], timeout: float | None = None) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import email.utils
 import errno
 import json
-import math
 import os
 import re
 import time
@@ -40,6 +39,7 @@ from typing import Any, cast
 from rcakit import RcakitError
 from rcakit.data.catalog import DataSet, FileEntry, folder, names_problem, shown
 from rcakit.data.formats import Expectation, size_words
+from rcakit.deadlines import seconds_from_env
 
 DATA_URL_ENV = "RCAKIT_DATA_URL"
 HUB_ENV = "HF_ENDPOINT"
@@ -80,16 +80,7 @@ class BadAnswer(Exception):
 
 def fetch_timeout() -> float:
     """``$RCAKIT_FETCH_TIMEOUT`` in seconds (default :data:`TIMEOUT`); one line unless a positive number."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise RcakitError(f"{TIMEOUT_ENV}: expected a number of seconds > 0, got {shown(raw)}")
-    return value
+    return seconds_from_env(TIMEOUT_ENV, TIMEOUT)
 
 
 def allowance(size: int | None, timeout: float) -> float:
