@@ -59,6 +59,7 @@ PARTS = [  # (page, title, [(module, section title)]): the science first, then t
             ("rcakit.kernel", "The kernel a chapter runs in"),
             ("rcakit.staging", "A run's temporary files"),
             ("rcakit.inputs", "Inputs checked before a kernel starts"),
+            ("rcakit.deadlines", "Deadlines of every wait"),
             ("rcakit.progress", "Progress and warnings on the terminal"),
             ("rcakit.cli", "The command line"),
         ],

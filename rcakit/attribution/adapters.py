@@ -231,7 +231,7 @@ def load_method(spec: str) -> Method:
     The module is imported and the callable checked: it must accept
     ``(case, oracle, budget)``. Nothing is run; every problem is one line.
     """
-    from rcakit.attribution.sandbox import muted
+    from rcakit.attribution.muting import muted
     from rcakit.parallel import one_line
 
     spec = spec.strip()

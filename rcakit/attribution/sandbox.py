@@ -1,4 +1,4 @@
-"""Containing a user's attribution method: its import checked in a child process, its output muted.
+"""A user's attribution method imported for the preflight in a child process, with a deadline.
 
 A plug-in (``-p methods package.module:callable``) is the user's code, and
 rcakit runs it twice: the preflight imports it before any kernel starts, and
@@ -12,25 +12,18 @@ rcakit's own process or page (issue 29, item 19):
   (``$RCAKIT_PLUGIN_TIMEOUT``, default :data:`DEFAULT_PLUGIN_TIMEOUT`). A
   plug-in that exits, sleeps, forks or floods the terminal as it is imported
   is one line, and the child's whole session is killed after the check.
-- :func:`muted` discards what the current thread writes to ``sys.stdout``
-  and ``sys.stderr``: a user's method that prints on every case would
-  otherwise publish its prints in the chapter's notebook. Other threads (a
-  progress bar, the kernel's own output) write as before.
+- in the kernel, ``rcakit.attribution.muting.muted`` discards what a user's
+  method prints.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
-import weakref
-from collections.abc import Iterator
-from typing import Any, TextIO
 
 from rcakit import RcakitError
 from rcakit.deadlines import seconds_from_env
@@ -115,49 +108,4 @@ def _child() -> None:
     report.flush()
 
 
-class _Muting(io.TextIOBase):
-    """A stand-in for ``sys.stdout`` or ``sys.stderr`` that drops what muted threads write."""
-
-    def __init__(self, stream: TextIO, threads: weakref.WeakSet[threading.Thread]) -> None:
-        self._stream, self._threads = stream, threads
-
-    def write(self, text: str) -> int:
-        if threading.current_thread() in self._threads:
-            return len(text)
-        return self._stream.write(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def __getattr__(self, name: str) -> Any:  # the kernel's stream attributes (session, fileno, ...)
-        return getattr(self._stream, name)
-
-
-_MUTED: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-_INSTALL = threading.Lock()
-
-
-def _install() -> None:
-    """Put :class:`_Muting` in front of ``sys.stdout`` and ``sys.stderr`` once (again if they were replaced)."""
-    with _INSTALL:
-        for name in ("stdout", "stderr"):
-            stream = getattr(sys, name)
-            if not isinstance(stream, _Muting) and stream is not None:
-                setattr(sys, name, _Muting(stream, _MUTED))
-
-
-@contextlib.contextmanager
-def muted() -> Iterator[None]:
-    """Within the block, what this thread prints is discarded; other threads are not affected."""
-    _install()
-    thread = threading.current_thread()
-    was_muted = thread in _MUTED
-    _MUTED.add(thread)
-    try:
-        yield
-    finally:
-        if not was_muted:
-            _MUTED.discard(thread)
-
-
-__all__ = ["DEFAULT_PLUGIN_TIMEOUT", "TIMEOUT_ENV", "check_methods_isolated", "muted", "plugin_timeout"]
+__all__ = ["DEFAULT_PLUGIN_TIMEOUT", "TIMEOUT_ENV", "check_methods_isolated", "plugin_timeout"]

@@ -99,7 +99,7 @@ def _method_name(method: Method) -> str:
 
 def _within(method: Method, args: tuple, seconds: float, what: str) -> Attribution:
     """``method(*args)`` on a daemon thread, waited for ``seconds`` at most; its errors name it (``what``)."""
-    from rcakit.attribution.sandbox import muted
+    from rcakit.attribution.muting import muted
     from rcakit.parallel import one_line
 
     done: list = []
