@@ -454,7 +454,7 @@ def test_a_users_method_prints_nothing_into_the_chapter_and_other_threads_still_
     """Issue 29, item 19: a method that printed 1 MiB per case made a 52.7 MB notebook."""
     import threading
 
-    from rcakit.attribution.sandbox import muted
+    from rcakit.attribution.muting import muted
 
     def chatty(case, oracle, budget=None):
         print("m" * (1 << 20))
