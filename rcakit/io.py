@@ -14,7 +14,9 @@ it makes (:func:`check_entry`, :func:`open_append`, :func:`real_folder`);
 temporary files and folders are created exclusively (:func:`create_exclusive`,
 :func:`fresh_folder`); and a file rcakit reads back is opened without
 blocking and checked to be a regular file first (:func:`read_regular`), so a
-FIFO planted at its name is one line, not a hang.
+FIFO planted at its name is one line, not a hang. Cleanup removes only what
+it can prove a dead process left: :func:`held_by_live_process` goes by the pid
+in a temporary name and that process's start time.
 """
 
 from __future__ import annotations
@@ -143,6 +145,40 @@ def remove_entry(path: str | os.PathLike) -> None:
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)
+
+
+def held_by_live_process(path: str | os.PathLike, pid: int | None) -> bool:
+    """Whether the temporary file or folder ``path``, named for process ``pid``, still belongs to it: the
+    process runs and started before ``path`` was last written. A later process with the same pid has only
+    reused it; ``None`` (no pid in the name) is no owner. Where the start time is unknown (no ``/proc``),
+    a running pid is taken to hold it."""
+    if pid is None:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or a pid no process can have: not provably gone
+        return True
+    started = _started_at(pid)
+    if started is None:
+        return True
+    try:
+        return started <= Path(path).lstat().st_mtime + 1.0  # start times are in clock ticks; a second of slack
+    except FileNotFoundError:
+        return False
+
+
+def _started_at(pid: int) -> float | None:
+    """When process ``pid`` started, in seconds since the epoch (Linux's ``/proc``), or ``None`` where unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
+        return int(boot.split()[1]) + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def read_regular(path: str | os.PathLike, what: str = "file") -> bytes:

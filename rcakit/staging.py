@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
-from rcakit.io import remove_entry
+from rcakit.io import held_by_live_process, remove_entry
 from rcakit.results import STAGE_ENV
 
 RUNNING_SUFFIX = ".running.ipynb"
@@ -118,47 +118,6 @@ def _owner(path: Path) -> int | None:
     return int(digits[-1]) if digits else None
 
 
-def _alive(pid: int | None) -> bool:
-    """Whether ``pid`` names a running process (this one included); ``None`` never does."""
-    if pid is None:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _started_at(pid: int) -> float | None:
-    """When process ``pid`` started, in seconds since the epoch (Linux's ``/proc``), or ``None`` where unknown."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
-        return int(boot.split()[1]) + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-
-
-def _owned_by_a_live_run(path: Path) -> bool:
-    """Whether the process named in ``path`` is alive and is the one that made it: a process that started
-    after the file was last written has only reused the pid of a run that died (pid and start time)."""
-    pid = _owner(path)
-    if not _alive(pid):
-        return False
-    assert pid is not None
-    started = None if pid == os.getpid() else _started_at(pid)
-    if started is None:
-        return True
-    try:
-        return started <= path.lstat().st_mtime + 1.0  # start times are in clock ticks; a second of slack
-    except FileNotFoundError:
-        return False
-
-
 def _planted(path: Path) -> bool:
     """Whether ``path`` is something no run of rcakit makes: a link, a FIFO or a device at a temporary name."""
     try:
@@ -181,7 +140,7 @@ def remove_stale(folders: Iterable[Path]) -> list[Path]:
         if not where.is_dir():
             continue
         for path in sorted([*where.glob(f".*{RUNNING_SUFFIX}"), *where.glob(f".*{STAGE_SUFFIX}")]):
-            if _owned_by_a_live_run(path) and not _planted(path):
+            if held_by_live_process(path, _owner(path)) and not _planted(path):
                 continue
             try:
                 remove_entry(path)

@@ -66,7 +66,7 @@ from rcakit.data.remote import (
     hub_listing,
     store_for,
 )
-from rcakit.io import MIN_FREE_BYTES, atomic_write, fresh_folder, fsync_dir, writable_dir
+from rcakit.io import MIN_FREE_BYTES, atomic_write, fresh_folder, fsync_dir, held_by_live_process, writable_dir
 
 STAGING_SUFFIX = ".staging"
 
@@ -256,7 +256,8 @@ def _staging(ds: DataSet) -> Iterator[Path]:
 
 def _remove_stale(ds: DataSet) -> None:
     """Remove the staging folders that killed fetches of ``ds`` left: real folders named
-    ``.<name>.<pid>.staging`` whose process has ended. A link, a file, or a folder one cannot remove stays."""
+    ``.<name>.<pid>.staging`` whose process has ended (pid and start time, ``rcakit.io.held_by_live_process``).
+    A link, a file, or a folder one cannot remove stays."""
     home = data_home()
     if not home.is_dir():
         return
@@ -265,19 +266,8 @@ def _remove_stale(ds: DataSet) -> None:
         pid = path.name.removeprefix(prefix).removesuffix(STAGING_SUFFIX)
         if path.name != f"{prefix}{pid}{STAGING_SUFFIX}" or not (pid.isascii() and pid.isdigit()):
             continue
-        if not _alive(int(pid)) and stat.S_ISDIR(path.lstat().st_mode):
+        if not held_by_live_process(path, int(pid)) and stat.S_ISDIR(path.lstat().st_mode):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` may be running (this one included): only a certain absence says no."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError):
-        return True
-    return True
 
 
 def _check_space(ds: DataSet, plan: list[FileEntry]) -> None:
