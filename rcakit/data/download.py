@@ -60,7 +60,6 @@ from rcakit.data.remote import (
     Deadline,
     Downloader,
     Refused,
-    allowance,
     download,
     fetch_timeout,
     hub_listing,
@@ -100,13 +99,13 @@ def fetch(name: str, show_progress: bool = False) -> Path:
     recorded there. ``show_progress`` draws one tqdm bar (bytes) on stderr.
     """
     ds = get(name)
-    timeout = fetch_timeout()
+    fetch_timeout()  # a bad $RCAKIT_FETCH_TIMEOUT is one line before anything is touched
     writable_dir(data_home(), f"data home (${DATA_DIR_ENV})")
     _remove_stale(ds)
     lock = None if ds.pinned else read_lock(ds)
     plan = _plan(ds, lock)
     _check_space(ds, plan)
-    deadline = Deadline(timeout, sum(allowance(_most(ds, e), timeout) for e in plan))
+    deadline = Deadline.for_sizes(_most(ds, e) for e in plan)
     listing = [e.path for e in plan]
     with _progress_bar(ds, plan, show_progress) as bar, _quiet_pooch(), _staging(ds) as staging:
         run = _Run(ds, staging, bar, deadline, dict(lock["files"]) if lock else {})

@@ -32,7 +32,7 @@ import os
 import re
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -95,6 +95,13 @@ class Deadline:
         self.timeout, self.seconds = timeout, seconds
         self.end = time.monotonic() + seconds
 
+    @classmethod
+    def for_sizes(cls, sizes: Iterable[int | None]) -> Deadline:
+        """A fetch of files of at most ``sizes`` bytes: :func:`fetch_timeout` per wait, the sum of their
+        :func:`allowance` in all."""
+        timeout = fetch_timeout()
+        return cls(timeout, sum(allowance(size, timeout) for size in sizes))
+
     def left(self) -> float:
         return self.end - time.monotonic()
 
@@ -152,15 +159,8 @@ def download(ds: DataSet, store: Any, entry: FileEntry, *, downloader: Downloade
     url = store.get_url(entry.path)
     try:
         store.fetch(entry.path, downloader=downloader)
-    except HTTPStatus as err:
-        raise RcakitError(f"{where}: {err.words(url)}") from None
-    except BadAnswer as err:
-        raise RcakitError(f"{where}: {url} {err}") from None
-    except requests.exceptions.HTTPError as err:  # a 5xx, also on pooch's retry
-        raise RcakitError(f"{where}: {_status_words(err, url)} {1 + RETRIES} times") from None
-    except requests.exceptions.RequestException as err:
-        host = urllib.parse.urlsplit(url).netloc
-        raise RcakitError(f"{where}: cannot download from {host}: {_reason(err)}") from None
+    except (HTTPStatus, BadAnswer, requests.exceptions.RequestException) as err:  # a 5xx also on pooch's retry
+        raise RcakitError(f"{where}: {_network_words(err, url, 'download from', 1 + RETRIES)}") from None
     except ValueError as err:
         if "hash" not in str(err):
             raise
@@ -170,6 +170,21 @@ def download(ds: DataSet, store: Any, entry: FileEntry, *, downloader: Downloade
         full = err.errno in (errno.ENOSPC, errno.EDQUOT)
         what = "the file system is full" if full else (err.strerror or str(err))
         raise RcakitError(f"{where}: cannot write into {folder(ds)}: {what}") from None
+
+
+def _network_words(err: Exception, url: str, verb: str, tries: int) -> str:
+    """What went wrong with ``url``, worded to follow the file's or the list's name: the status a server
+    answered (with ``tries``, the times it was asked, for a 5xx), an answer rcakit refused, or why the host
+    could not be reached (``cannot <verb> <host>: ...``)."""
+    import requests
+
+    if isinstance(err, HTTPStatus):
+        return err.words(url)
+    if isinstance(err, BadAnswer):
+        return f"{url} {err}"
+    if isinstance(err, requests.exceptions.HTTPError):
+        return _status_words(err, url) + (f" {tries} times" if tries > 1 else "")
+    return f"cannot {verb} {urllib.parse.urlsplit(url).netloc}: {_reason(err)}"
 
 
 def _status_words(err: Any, url: str) -> str:
@@ -293,7 +308,7 @@ class Downloader:
         deadline: Deadline | None = None,
     ) -> None:
         self.bar, self.limit, self.expectation = bar, limit, expectation
-        self.deadline = deadline or Deadline(fetch_timeout(), allowance(limit, fetch_timeout()))
+        self.deadline = deadline or Deadline.for_sizes([limit])
 
     def __call__(self, url: str, output_file: str, pooch_store: Any = None, check_only: bool = False) -> None:
         response, started = answer(url, self.deadline)
@@ -389,23 +404,15 @@ def _read_capped(url: str, where: str) -> bytes:
     :class:`Pace`; one line ending with :data:`NOTHING` otherwise."""
     import requests
 
-    timeout = fetch_timeout()
-    deadline = Deadline(timeout, allowance(LISTING_LIMIT, timeout))
+    deadline = Deadline.for_sizes([LISTING_LIMIT])
     try:
         response, started = answer(url, deadline)
         with response:
             if response.status_code != 200:
                 raise HTTPStatus(response.status_code, response.reason or "")
             return _capped_body(response, where, url, Pace(deadline, started))
-    except HTTPStatus as err:
-        raise RcakitError(f"{where}: {err.words(url)}; {NOTHING}") from None
-    except BadAnswer as err:
-        raise RcakitError(f"{where}: {url} {err}; {NOTHING}") from None
-    except requests.exceptions.HTTPError as err:
-        raise RcakitError(f"{where}: {_status_words(err, url)}; {NOTHING}") from None
-    except requests.exceptions.RequestException as err:
-        host = urllib.parse.urlsplit(url).netloc
-        raise RcakitError(f"{where}: cannot reach {host}: {_reason(err)}; {NOTHING}") from None
+    except (HTTPStatus, BadAnswer, requests.exceptions.RequestException) as err:
+        raise RcakitError(f"{where}: {_network_words(err, url, 'reach', 1)}; {NOTHING}") from None
 
 
 def _capped_body(response: Any, where: str, url: str, pace: Pace) -> bytes:
