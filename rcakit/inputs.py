@@ -131,12 +131,12 @@ def plugin_methods(value: Any, params: Mapping[str, Any]) -> None:
     the project folder, the kernel's working folder) and callable as a method, by ``load_method``'s rules.
     The imports run in a child process with a deadline (``rcakit.attribution.sandbox``): a plug-in that
     exits, sleeps, forks or prints as it is imported cannot reach this process."""
-    from rcakit.attribution.adapters import BUILT_IN, check_methods
+    from rcakit.attribution.adapters import BUILT_IN, check_methods, method_specs
     from rcakit.attribution.sandbox import check_methods_isolated
     from rcakit.paths import project_root
 
-    names = {name.strip() for name in str(value).split(",")} - {""}
-    if names and names <= {*BUILT_IN, "builtin"}:
+    names = method_specs(str(value))
+    if names and set(names) <= set(BUILT_IN):
         check_methods(str(value))  # rcakit's own methods only: nothing to contain
     else:
         check_methods_isolated(str(value), project_root())

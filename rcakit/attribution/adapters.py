@@ -276,6 +276,13 @@ def is_built_in(method: Method) -> bool:
     return (getattr(base, "__module__", None) or "").startswith("rcakit.")
 
 
+def method_specs(specs: str) -> list[str]:
+    """The names and import paths of ``"builtin,name,package.module:callable,..."``, in order and each once,
+    ``builtin`` standing for every built-in method."""
+    given = [s.strip() for s in specs.split(",") if s.strip()]
+    return list(dict.fromkeys(n for s in given for n in (BUILT_IN if s == "builtin" else [s])))
+
+
 def load_methods(
     specs: str, shapley_permutations: int = 4, contrastive_samples: int = 60, seed: int = 0
 ) -> dict[str, Method]:
@@ -285,10 +292,9 @@ def load_methods(
     its callable. The Monte-Carlo Shapley permutations, the contrastive
     rollouts per step and the seed of both are set here.
     """
-    names = [s.strip() for s in specs.split(",") if s.strip()]
+    names = method_specs(specs)
     if not names:
         raise RcakitError("methods: the list is empty")
-    names = list(dict.fromkeys(n for s in names for n in (BUILT_IN if s == "builtin" else [s])))
     options = {
         "shapley_mc": {"permutations": shapley_permutations, "seed": seed},
         "contrastive": {"k_samples": contrastive_samples, "seed": seed},
