@@ -16,11 +16,55 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import yaml
+
 from rcakit import data
 from rcakit.paths import project_root
 
 SHARED = project_root().parent / "shared" / "data" / "who_and_when"
 SERVER_LIFETIME = 120.0  # seconds; a server that outlives its test shuts itself down
+
+
+TINY_DATA_SET = {  # the registry fields every small test data set shares
+    "title": "Tiny",
+    "description": "d",
+    "source": "s",
+    "revision": "a" * 40,
+    "base_url": "https://example.invalid/resolve/" + "a" * 40 + "/",
+    "reader": "r",
+    "licence": "none declared",
+    "licence_note": "no licence declared; its terms are yours to check",
+    "bibkey": "k",
+    "citation": "c",
+}
+
+
+def registry_project(tmp_path: Path, **sets: dict) -> Path:
+    """``<tmp_path>/project``, whose ``data/registry.yaml`` holds the given small data sets (``name=fields``
+    over :data:`TINY_DATA_SET`); a folder for ``RCAKIT_ROOT``."""
+    root = tmp_path / "project"
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    registry = {name: {**TINY_DATA_SET, **fields} for name, fields in sets.items()}
+    (root / "data" / "registry.yaml").write_text(yaml.safe_dump(registry))
+    return root
+
+
+def hub_listed(count: int = 2) -> dict:
+    """A data set whose file list comes from the Hub: ``README.md`` and ``count`` files ``data/full/*.json``."""
+    return {
+        "root": "data/full",
+        "listing": {
+            "repo": "someone/tiny",
+            "prefix": "data/full/",
+            "suffix": ".json",
+            "count": count,
+            "extra": ["README.md"],
+        },
+        "expect": {
+            "data/full/*.json": {"bytes": [2, 1000], "format": "json"},
+            "README.md": {"bytes": [2, 1000], "format": "text"},
+        },
+    }
 
 
 @contextmanager

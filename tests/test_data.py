@@ -23,8 +23,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-import yaml
-from shared_data import SHARED, fetch_shared_who_and_when, serve, who_and_when_tree
+from shared_data import SHARED, fetch_shared_who_and_when, hub_listed, registry_project, serve, who_and_when_tree
 
 from rcakit import RcakitError, data
 from rcakit.cli import main
@@ -233,29 +232,9 @@ def test_too_little_free_space_is_refused_before_any_download(home, monkeypatch,
 # ---------------------------------------------------------------- unpinned data sets: the lock file
 
 
-def _project(tmp_path: Path, **sets: dict) -> Path:
-    """A project whose registry holds the given small data sets (``name=entry fields``)."""
-    base = {
-        "title": "Tiny",
-        "description": "d",
-        "source": "s",
-        "revision": "a" * 40,
-        "base_url": "https://example.invalid/resolve/" + "a" * 40 + "/",
-        "reader": "r",
-        "licence": "none declared",
-        "licence_note": "no licence declared; its terms are yours to check",
-        "bibkey": "k",
-        "citation": "c",
-    }
-    (tmp_path / "project" / "data").mkdir(parents=True, exist_ok=True)
-    registry = {name: {**base, **fields} for name, fields in sets.items()}
-    (tmp_path / "project" / "data" / "registry.yaml").write_text(yaml.safe_dump(registry))
-    return tmp_path / "project"
-
-
 def _tofu_project(tmp_path: Path, files: tuple[str, ...] = ("q.jsonl",), high: int = 1000) -> Path:
     """One data set, ``tofu``, whose JSONL files are trusted on first use, each 10 to ``high`` bytes."""
-    return _project(
+    return registry_project(
         tmp_path,
         tofu={
             "root": files[0],
@@ -267,23 +246,7 @@ def _tofu_project(tmp_path: Path, files: tuple[str, ...] = ("q.jsonl",), high: i
 
 def _hub_project(tmp_path: Path, count: int) -> Path:
     """A project whose registry holds one small Hub-listed data set, ``tiny``."""
-    return _project(
-        tmp_path,
-        tiny={
-            "root": "data/full",
-            "listing": {
-                "repo": "someone/tiny",
-                "prefix": "data/full/",
-                "suffix": ".json",
-                "count": count,
-                "extra": ["README.md"],
-            },
-            "expect": {
-                "data/full/*.json": {"bytes": [2, 1000], "format": "json"},
-                "README.md": {"bytes": [2, 1000], "format": "text"},
-            },
-        },
-    )
+    return registry_project(tmp_path, tiny=hub_listed(count))
 
 
 def _hub(files: dict[str, bytes], names: list[str] | None = None, repo: str = "someone/tiny", revision: str = "a" * 40):
@@ -566,7 +529,9 @@ def test_a_registry_expectation_is_checked_when_the_registry_is_read(tmp_path, m
         ({"*.jsonl": {"bytes": [1, 5], "format": "csv"}}, "unknown format 'csv'"),
         ({"*.json": {"bytes": [1, 5]}}, "'q.jsonl' is recorded at first fetch and needs"),
     ):
-        project = _project(tmp_path, tofu={"root": "q.jsonl", "files": {"q.jsonl": {"sha256": None}}, "expect": expect})
+        project = registry_project(
+            tmp_path, tofu={"root": "q.jsonl", "files": {"q.jsonl": {"sha256": None}}, "expect": expect}
+        )
         monkeypatch.setenv("RCAKIT_ROOT", str(project))
         with pytest.raises(RcakitError, match=message):
             data.registry()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import yaml
+from shared_data import hub_listed, registry_project
 
 from rcakit.cli import main
 
@@ -131,21 +131,7 @@ def home(tmp_path, monkeypatch) -> Path:
 
 def project(tmp_path: Path, monkeypatch, **sets: dict) -> Path:
     """Point ``RCAKIT_ROOT`` at a project whose registry holds the given small data sets."""
-    base = {
-        "title": "Tiny",
-        "description": "d",
-        "source": "s",
-        "revision": "a" * 40,
-        "base_url": "https://example.invalid/resolve/" + "a" * 40 + "/",
-        "reader": "r",
-        "licence": "none declared",
-        "licence_note": "no licence declared; its terms are yours to check",
-        "bibkey": "k",
-        "citation": "c",
-    }
-    root = tmp_path / "project"
-    (root / "data").mkdir(parents=True, exist_ok=True)
-    (root / "data" / "registry.yaml").write_text(yaml.safe_dump({n: {**base, **f} for n, f in sets.items()}))
+    root = registry_project(tmp_path, **sets)
     monkeypatch.setenv("RCAKIT_ROOT", str(root))
     return root
 
@@ -161,24 +147,6 @@ def first_fetch() -> dict:
         "root": "f.json",
         "files": {"f.json": {"sha256": None, "size": None}},
         "expect": {"*.json": {"bytes": [10, 1000], "format": "json"}},
-    }
-
-
-def hub_listed(count: int = 2) -> dict:
-    """A data set whose file list comes from the Hub: ``README.md`` and ``count`` files ``data/full/*.json``."""
-    return {
-        "root": "data/full",
-        "listing": {
-            "repo": "someone/tiny",
-            "prefix": "data/full/",
-            "suffix": ".json",
-            "count": count,
-            "extra": ["README.md"],
-        },
-        "expect": {
-            "data/full/*.json": {"bytes": [2, 1000], "format": "json"},
-            "README.md": {"bytes": [2, 1000], "format": "text"},
-        },
     }
 
 
