@@ -6,7 +6,7 @@ the chapter's kernel imports and calls it on every case. Neither may reach
 rcakit's own process or page (issue 29, item 19):
 
 - :func:`check_methods_isolated` is the preflight. It runs
-  :func:`rcakit.attribution.adapters.check_methods` in a child Python, in its
+  :func:`rcakit.attribution.check_methods` in a child Python, in its
   own session, from the project folder (the kernel's working folder), with
   its output thrown away and a deadline of :func:`plugin_timeout` seconds
   (``$RCAKIT_PLUGIN_TIMEOUT``, default :data:`DEFAULT_PLUGIN_TIMEOUT`). A
