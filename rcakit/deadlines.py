@@ -2,7 +2,8 @@
 
 Every wait has a deadline (issue 29): a data fetch (``$RCAKIT_FETCH_TIMEOUT``,
 ``rcakit.data.remote``), the import of a plug-in method
-(``$RCAKIT_PLUGIN_TIMEOUT``, ``rcakit.attribution.sandbox``), a model call
+(``$RCAKIT_PLUGIN_TIMEOUT``, ``rcakit.attribution.sandbox``), the wait for
+a case on a Dask cluster (``$RCAKIT_DASK_TIMEOUT``, ``rcakit.parallel.cluster``), a model call
 (``$RCAKIT_LLM_TIMEOUT`` and the chapters' ``llm_timeout``,
 ``rcakit.llm.spec``). :func:`seconds_from_env` reads one: unset or empty is the
 default; anything but a finite number of seconds above 0 is a one-line error.

@@ -150,6 +150,7 @@ def dask_scheduler(value: Any, params: Mapping[str, Any]) -> None:
 
     address = parallel.scheduler_address(str(value))
     if address:
+        parallel.stall_timeout()  # a bad $RCAKIT_DASK_TIMEOUT is one line here, not in the kernel
         parallel.probe_scheduler(address, min(PREFLIGHT_SECONDS, parallel.CONNECT_SECONDS))
 
 

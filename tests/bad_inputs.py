@@ -434,6 +434,12 @@ INPUT_CASES = [
         setup=_not_a_scheduler,
     ),
     Case(
+        "RCAKIT_DASK_TIMEOUT is not a number of seconds",
+        ["run", "coverage-collapse", "-p", "scheduler", "tcp://127.0.0.1:9"],
+        "coverage-collapse: RCAKIT_DASK_TIMEOUT: expected a number of seconds > 0, got '-5'",
+        setup=lambda tmp, cleanup: {"RCAKIT_DASK_TIMEOUT": "-5"},
+    ),
+    Case(
         "scheduler port that answers HTTP",
         ["run", "longrca-strata", "-p", "scheduler", "{where}"],
         "accepted a connection but does not speak Dask's protocol",

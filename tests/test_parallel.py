@@ -600,6 +600,133 @@ def test_the_probe_accepts_the_scheduler_and_refuses_a_worker(cluster):
         probe_scheduler(worker, timeout=5)
 
 
+class Freezes:
+    """Stops its own worker process (SIGSTOP) when it runs ``victim``, leaving the pid in ``marker``."""
+
+    def __init__(self, marker: Path, victim: int):
+        self.marker, self.victim = marker, victim
+
+    def __call__(self, i):
+        if i == self.victim:
+            self.marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGSTOP)
+        time.sleep(0.05)
+        return {"y": i}
+
+
+def stalled(address: str, seconds: int) -> str:
+    """The start of the one line a stalled cluster run ends with: no case finished, or a finished case's
+    value stuck on its frozen worker."""
+    what = r"(no case finished \(\d+ unfinished\)|a finished case's value never came from its worker)"
+    return rf"scheduler: {what} on the Dask cluster at {re.escape(address)} within {seconds} s"
+
+
+def _announced(monkeypatch) -> list[str]:
+    """The lines the cluster code says on the terminal, kept in a list."""
+    said: list[str] = []
+    monkeypatch.setattr("rcakit.parallel.cluster.announce", said.append)
+    return said
+
+
+@pytest.mark.slow
+def test_a_frozen_worker_stops_the_run_with_one_line_within_the_stall_deadline(own_cluster, tmp_path, monkeypatch):
+    """A worker stopped with SIGSTOP keeps its connections: Dask would wait for its worker-ttl (five minutes).
+    The run says it is waiting each notice period, then stops with one line, the finished cases delivered."""
+    local, _ = own_cluster
+    monkeypatch.setenv("RCAKIT_DASK_TIMEOUT", "4")
+    monkeypatch.setattr("rcakit.parallel.cluster.NOTICE_SECONDS", 1.5)
+    said = _announced(monkeypatch)
+    marker, arrived = tmp_path / "frozen-pid", []
+    start = time.monotonic()
+    try:
+        with pytest.raises(RcakitError) as info:
+            run_cases(
+                [(str(i), i) for i in range(6)],
+                Freezes(marker, 3),
+                scheduler=local.scheduler_address,
+                on_result=lambda key, value: arrived.append(key),
+            )
+        seconds = time.monotonic() - start
+    finally:
+        if marker.exists():
+            os.kill(int(marker.read_text()), signal.SIGCONT)
+    message = str(info.value)
+    assert re.fullmatch(
+        stalled(local.scheduler_address, 4) + r" \(did a worker or the scheduler stop\?\); "
+        r"the finished cases are kept for the rerun, and \$RCAKIT_DASK_TIMEOUT sets this deadline",
+        message,
+    ), message
+    assert "3" not in arrived, arrived
+    assert seconds < 30, seconds
+    waiting = [line for line in said if "no case has finished" in line]
+    assert all("the run stops after 4 s ($RCAKIT_DASK_TIMEOUT)" in line for line in waiting)
+    assert waiting or "value never came" in message  # a wait for the next case is announced as it goes
+
+
+@pytest.mark.slow
+def test_a_frozen_scheduler_stops_the_run_with_one_line_within_the_stall_deadline(tmp_path, monkeypatch):
+    """A scheduler in its own process, stopped with SIGSTOP once a case has finished: the run ends within the
+    deadline plus the bounded teardown, not never."""
+    pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'rcakit[cluster]')")
+    monkeypatch.setenv("RCAKIT_DASK_TIMEOUT", "3")
+    monkeypatch.setattr("rcakit.parallel.cluster.CONNECT_SECONDS", 3)
+    _announced(monkeypatch)
+    address_file = tmp_path / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(address_file),
+        ],
+        **quiet,
+    )
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                "--scheduler-file",
+                str(address_file),
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+            ],
+            **quiet,
+        )
+        frozen = threading.Event()
+
+        def freeze(key, value):
+            if not frozen.is_set():
+                frozen.set()
+                os.kill(scheduler.pid, signal.SIGSTOP)
+
+        start = time.monotonic()
+        with pytest.raises(RcakitError, match="^" + stalled(address, 3)):
+            run_cases([(str(i), 0.2) for i in range(20)], time.sleep, scheduler=address, on_result=freeze)
+        assert frozen.is_set()
+        assert time.monotonic() - start < 25
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.kill()
+                process.wait(10)
+
+
 class Marked(ChatSweep):
     """:class:`ChatSweep`, slowed, leaving ``started-<case>-<pid>`` and ``done-<case>-<pid>`` files in ``folder``."""
 

@@ -29,7 +29,9 @@ Bounded waits: :func:`probe_scheduler` makes a Dask handshake with the scheduler
 and asks its identity, on a thread of its own, so a peer that accepts and never
 answers, or that answers bytes that are not Dask's, fails within the timeout.
 Preflight calls it before a kernel starts, and a run calls it before its client
-connects.
+connects. A run waits for its next case at most :func:`stall_timeout` seconds
+(``$RCAKIT_DASK_TIMEOUT``), saying every minute that it waits: a frozen worker
+or scheduler ends the run with one line, not a silent hang.
 
 Where the model lives: ``work`` builds nothing host-specific in the driver. A
 model client made with :class:`PerProcess` is built in the process that runs the
@@ -52,7 +54,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`, `longrca-strata
 
 from __future__ import annotations
 
-from rcakit.parallel.cluster import WORKER_SECONDS, PerProcess
+from rcakit.parallel.cluster import DEFAULT_STALL_SECONDS, STALL_ENV, WORKER_SECONDS, PerProcess, stall_timeout
 from rcakit.parallel.executor import RETRIES, Outcome, Runner, report_served, run_cases
 from rcakit.parallel.executor import Progress as Progress  # a type alias: importable, not on the API page
 from rcakit.parallel.failures import CaseFailed, one_line
@@ -69,10 +71,12 @@ from rcakit.parallel.tally import MACHINE, Served, announce, count_call
 
 __all__ = [
     "CONNECT_SECONDS",
+    "DEFAULT_STALL_SECONDS",
     "MACHINE",
     "MAX_WORKERS",
     "RETRIES",
     "SCHEDULER_ENV",
+    "STALL_ENV",
     "WORKER_SECONDS",
     "run_cases",
     "Outcome",
@@ -85,6 +89,7 @@ __all__ = [
     "check_scheduler",
     "scheduler_address",
     "probe_scheduler",
+    "stall_timeout",
     "Served",
     "count_call",
     "announce",
