@@ -36,6 +36,7 @@ from rcakit.llm import (
     cache_totals,
     cached,
     parse_json,
+    probe,
     provider_from_spec,
 )
 from rcakit.llm.cache import canonical_request
@@ -138,6 +139,33 @@ def test_hang_past_the_timeout_is_one_line_naming_the_host(fake):
         ollama(fake, timeout=0.5).chat(QUESTION)
     assert time.monotonic() - start < 3.0
     assert_one_line_error(excinfo, fake.url, "0.5 s timeout")
+
+
+@pytest.mark.parametrize("headers_too", [False, True], ids=["body", "status line and headers"])
+def test_a_server_that_trickles_its_reply_times_out_within_the_timeout(fake, headers_too):
+    """One byte every 0.1 s never trips a per-read timeout: the bound is on the whole request, probe included."""
+    fake.trickle = (0.1, headers_too)
+    chat = ollama(fake, timeout=1.0).chat
+    for call in (lambda: chat(QUESTION), lambda: probe("ollama:tiny:1b", host=fake.url, timeout=1.0)):
+        start = time.monotonic()
+        with pytest.raises(RcakitError) as excinfo:
+            call()
+        assert time.monotonic() - start < 3  # the reply alone would take over 10 s
+        assert_one_line_error(excinfo, fake.url, "1 s timeout")
+
+
+def test_a_proxy_from_the_environment_is_still_used_and_bounded_too(fake, monkeypatch):
+    """Bounding the requests keeps ``HTTP_PROXY``: the request reaches the proxy, which trickles, and times out."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", fake.url)
+    fake.trickle = (0.1, False)
+    start = time.monotonic()
+    with pytest.raises(RcakitError) as excinfo:
+        provider_from_spec("ollama:tiny", host="http://model-server.invalid:11434", timeout=1.0).chat(QUESTION)
+    assert time.monotonic() - start < 3
+    assert fake.paths == ["POST http://model-server.invalid:11434/api/chat"]  # the proxy got it
+    assert_one_line_error(excinfo, "http://model-server.invalid:11434", "1 s timeout")
 
 
 def test_refused_connection_is_one_line_naming_the_host():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import pickle
 import socket
+import time
 
 import pytest
 from llm_apis import APIS, ENVIRONMENT, KEY, MODEL, QUESTION, leaks, one_line
@@ -136,6 +137,21 @@ def test_a_silent_server_fails_after_each_try_times_out(api):
             provider.chat(QUESTION)
         assert silent.connections == MAX_RETRIES + 1  # each try a fresh connection, each cut at 0.5 s
     one_line(excinfo, silent.url, f"no reply within the 0.5 s timeout ({MAX_RETRIES + 1} tries)")
+
+
+@pytest.mark.parametrize("headers_too", [False, True], ids=["body", "status line and headers"])
+def test_a_server_that_trickles_its_reply_times_out_like_a_silent_one(api, fake, headers_too):
+    """One byte every 0.1 s never trips a per-read timeout: the 1 s bound is on the whole request."""
+    fake.trickle = (0.1, headers_too)
+    for call in (
+        lambda: api.provider_class(MODEL, api.url(fake), 1.0, max_retries=0).chat(QUESTION),
+        lambda: api.provider_class.probe(MODEL, api.url(fake), 1.0, "provider"),
+    ):
+        start = time.monotonic()
+        with pytest.raises(RcakitError) as excinfo:
+            call()
+        assert time.monotonic() - start < 3  # the reply alone would take over 20 s
+        one_line(excinfo, fake.url, "no reply within the 1 s timeout")
 
 
 def closed_port_url() -> str:

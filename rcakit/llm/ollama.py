@@ -6,10 +6,11 @@ as Ollama's ``seed``, ``temperature``, ``num_predict`` and ``num_ctx``; a JSON
 schema goes as ``format``, which makes the server constrain its output to it.
 A server that is down, slow past ``timeout`` or answers with an HTTP error
 becomes one :class:`rcakit.RcakitError` line naming the host. The timeout
-bounds each network wait (connecting, and each read of the reply), so a
-server that accepts a connection and never answers fails after ``timeout``
-seconds. :func:`probe_server` asks the server about the model once, before a
-sweep, so that these faults surface before any offline work. Token counts
+bounds each request's wall time, from the connect to the last byte of the
+reply (``rcakit.llm.transport``), so a server that accepts a connection and
+never answers, or trickles its reply, fails after ``timeout`` seconds.
+:func:`probe_server` asks the server about the model once, before a sweep,
+so that these faults surface before any offline work. Token counts
 are the server's ``prompt_eval_count`` and ``eval_count``; Ollama may count a
 prompt prefix it reused from its own cache as zero, and the response cache
 then keeps that first figure for every rerun.
@@ -152,8 +153,10 @@ def _client(host: str, timeout: float, where: str) -> ollama.Client:
         import ollama
     except ImportError:
         raise RcakitError("provider ollama: the ollama client is not installed; pip install 'rcakit[llm]'") from None
+    from rcakit.llm.transport import bounded_client  # httpx comes with the ollama client
+
     try:
-        return ollama.Client(host=host, timeout=timeout)
+        return bounded_client(ollama.Client, timeout, host=host, timeout=timeout)  # a trickling reply times out too
     except ValueError as exc:  # a host the client cannot parse, e.g. a bad port
         raise RcakitError(f"{where}: not a usable host ({_squeeze(exc)})") from None
 

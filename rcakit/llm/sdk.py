@@ -14,6 +14,9 @@ take from here:
   none); it lives only in the client, never in a provider's pickle, and
   :func:`one_line_errors` removes it (and a URL's password) from every error
   text, since a hostile server may echo the ``Authorization`` header back;
+- a deadline on each request's wall time, ``timeout`` seconds from its
+  connect to the last byte of its reply (:func:`http_client`, through
+  ``rcakit.llm.transport``), so a trickling server times out like a silent one;
 - a bounded retry: the client's own ``max_retries`` (:data:`MAX_RETRIES`) on
   HTTP 408, 409, 429 and 5xx, on timeouts and on dropped connections, each
   retry after the server's ``Retry-After`` or else an exponential backoff of
@@ -148,9 +151,12 @@ def _refuse_long_waits(response: Any) -> None:
         response.headers["x-should-retry"] = "false"
 
 
-def http_client(sdk: ModuleType) -> Any:
-    """The client module's own default HTTP client, with the hook that bounds ``Retry-After``."""
-    return sdk.DefaultHttpxClient(event_hooks={"response": [_refuse_long_waits]})
+def http_client(sdk: ModuleType, seconds: float) -> Any:
+    """The client module's own default HTTP client, with the hook that bounds ``Retry-After``, each request
+    taking at most ``seconds`` of wall time however slowly the server sends (``rcakit.llm.transport``)."""
+    from rcakit.llm.transport import bounded_client  # httpx comes with the client libraries
+
+    return bounded_client(sdk.DefaultHttpxClient, seconds, event_hooks={"response": [_refuse_long_waits]})
 
 
 @dataclass
@@ -340,7 +346,7 @@ class ClientProvider(ABC):
             base_url=url,
             timeout=self.timeout,
             max_retries=self.max_retries,
-            http_client=http_client(self._module),
+            http_client=http_client(self._module, self.timeout),
         )
 
     @abstractmethod

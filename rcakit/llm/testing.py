@@ -60,8 +60,13 @@ class FakeServer(ABC):
     Bearer`` or ``x-api-key``) gets HTTP 401 quoting what it presented.
     ``latency`` seconds are waited before each chat answer, as a model server
     would take to generate; requests are served concurrently, each on its own
-    thread.
+    thread. Setting ``trickle = (seconds, headers_too)`` makes every response
+    from then on arrive one byte every ``seconds`` (its body, or with
+    ``headers_too`` the whole response from the status line on), until done or
+    ``close``: a per-read timeout never trips on it.
     """
+
+    trickle: tuple[float, bool] | None = None
 
     def __init__(
         self,
@@ -343,6 +348,9 @@ class _Exchange(BaseHTTPRequestHandler):
         self.send_bytes(status, json.dumps(obj).encode(), headers)
 
     def send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        if self.fake.trickle is not None:
+            self._trickle(status, data, *self.fake.trickle)
+            return
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -350,6 +358,21 @@ class _Exchange(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _trickle(self, status: int, data: bytes, gap: float, headers_too: bool) -> None:
+        """The response, one byte every ``gap`` seconds (the head at once unless ``headers_too``)."""
+        head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        self.close_connection = True
+        slow = head.encode() + data if headers_too else data
+        try:
+            if not headers_too:
+                self.wfile.write(head.encode())
+            for i in range(len(slow)):
+                if self.fake.release.wait(gap):
+                    return
+                self.wfile.write(slow[i : i + 1])
+        except OSError:  # the client gave up and closed the connection
+            return
 
     def log_message(self, *args: object) -> None:
         pass
