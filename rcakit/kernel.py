@@ -6,12 +6,18 @@ unencrypted-TCP warning, no socket shared by two runs), routes Ctrl-C to the
 running cell (:class:`interrupts_reach_the_kernel`) and prints the kernel's
 ``rcakit.progress.warn`` lines on the terminal afterwards
 (:class:`kernel_warnings`), never in the notebook.
+
+Both temporary things carry the pid of the run that made them
+(``rcakit-kernel-<pid>-*``, ``rcakit-warnings-<pid>-*.log`` in the temporary
+folder); a run that was killed cannot remove its own, so every run first
+removes those of runs that are gone (:func:`remove_stale_temporaries`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -24,6 +30,36 @@ from typing import IO, Any
 from rcakit.progress import WARNINGS_ENV
 
 RUNNING_KERNELS: list[int] = []  # pids of the kernels this process started, for Ctrl-C
+_TEMPORARY = re.compile(r"rcakit-(kernel|warnings)-(\d{1,10})-[A-Za-z0-9_]+(\.log)?")  # what a run makes here
+
+
+def remove_stale_temporaries(folder: str | None = None) -> list[str]:
+    """Remove the kernel socket folders and warning logs of runs that are gone from ``folder`` (the
+    temporary folder); the names removed.
+
+    Only what rcakit makes is touched: a name of its pattern, owned by this user, a real folder or file
+    (never a link), whose run's pid is not alive (``rcakit.io.held_by_live_process``).
+    """
+    from rcakit.io import held_by_live_process
+
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            match = _TEMPORARY.fullmatch(entry.name)
+            if match is None or entry.is_symlink():
+                continue
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid != os.getuid() or held_by_live_process(entry.path, int(match[2])):
+                continue
+            if match[1] == "kernel" and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            elif match[1] == "warnings" and entry.is_file(follow_symlinks=False):
+                Path(entry.path).unlink(missing_ok=True)
+            else:
+                continue
+            removed.append(entry.name)
+    return removed
 
 
 class interrupts_reach_the_kernel:
@@ -82,7 +118,7 @@ def ipc_kernel_manager(log: IO[bytes]) -> type:
 
         def __init__(self, **kw: Any) -> None:
             super().__init__(**kw)
-            self._sockets = tempfile.mkdtemp(prefix="rcakit-kernel-")
+            self._sockets = tempfile.mkdtemp(prefix=f"rcakit-kernel-{os.getpid()}-")
             self.ip = os.path.join(self._sockets, "kernel")
 
         async def _async_cleanup_resources(self, restart: bool = False) -> None:
@@ -104,7 +140,8 @@ class kernel_warnings:
     """Collect the kernel's ``rcakit.progress.warn`` lines and print them on our stderr."""
 
     def __enter__(self) -> kernel_warnings:
-        fd, self.path = tempfile.mkstemp(prefix="rcakit-warnings-", suffix=".log")
+        remove_stale_temporaries()  # what killed runs left
+        fd, self.path = tempfile.mkstemp(prefix=f"rcakit-warnings-{os.getpid()}-", suffix=".log")
         os.close(fd)
         self.before = os.environ.get(WARNINGS_ENV)
         os.environ[WARNINGS_ENV] = self.path

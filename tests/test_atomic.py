@@ -205,3 +205,45 @@ def test_a_page_with_a_future_time_does_not_hide_that_the_latest_run_failed(toy)
     page = toy / "book" / "chapters" / "car_shapley.ipynb"
     os.utime(page, ns=(4 * 10**18, 4 * 10**18))  # the year 2096
     assert runner.failed_notebooks() == [toy / "book" / "failed" / "car_shapley.ipynb"]
+
+
+def test_the_kernel_temporaries_of_gone_runs_are_removed_and_nothing_else(tmp_path, monkeypatch):
+    """A SIGKILLed run leaves its kernel socket folder and warnings log in the temporary folder; the next run
+    removes them, and only them: not a live run's, not a link, not a name rcakit did not make."""
+    from rcakit.kernel import remove_stale_temporaries
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("x")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    (temp / f"rcakit-kernel-{dead.pid}-k1_x").mkdir()
+    (temp / f"rcakit-kernel-{dead.pid}-k1_x" / "kernel-1").write_text("")
+    (temp / f"rcakit-warnings-{dead.pid}-w2.log").write_text("")
+    (temp / f"rcakit-kernel-{os.getppid()}-live").mkdir()  # a run in progress
+    (temp / f"rcakit-kernel-{dead.pid}-link").symlink_to(victim)
+    (temp / "rcakit-kernel-nopid").mkdir()
+    (temp / f"rcakit-warnings-{dead.pid}-w3.txt").write_text("")  # not rcakit's pattern
+    removed = remove_stale_temporaries(str(temp))
+    assert sorted(removed) == [f"rcakit-kernel-{dead.pid}-k1_x", f"rcakit-warnings-{dead.pid}-w2.log"]
+    assert sorted(p.name for p in temp.iterdir()) == sorted(
+        [
+            f"rcakit-kernel-{os.getppid()}-live",
+            f"rcakit-kernel-{dead.pid}-link",
+            "rcakit-kernel-nopid",
+            f"rcakit-warnings-{dead.pid}-w3.txt",
+        ]
+    )
+    assert (victim / "keep").exists()
+
+
+def test_a_run_leaves_nothing_in_the_temporary_folder(toy, tmp_path, monkeypatch):
+    import tempfile
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False)
+    assert [p.name for p in temp.iterdir() if p.name.startswith("rcakit-")] == []
