@@ -18,6 +18,13 @@ Student's t with :math:`M - 1` degrees of freedom, which keeps its nominal
 coverage when :math:`M` is small; and ``walks``, every walk taken as its own
 draw (what ignoring the pairing would give), kept to measure that choice.
 
+Priced in rollouts, from a batched draw of fresh rollouts (:data:`BatchDraw`;
+issue 30): :func:`shapley_car`, CAR's estimator as the chapter runs it, and
+:func:`shapley_pooled`, the same antithetic walks with each :math:`v(S)`
+pooled over every visit, :math:`v(N) = 1` not rolled out, and a
+delete-a-group jackknife interval. ``benchmarks/bench_rollouts.py`` measures
+both by rollouts, RMSE and coverage.
+
 Nothing here knows about agents or SCMs: ``rcakit.scm`` supplies a value
 function estimated by replay, and ``rcakit.repair.baselines`` the value table
 of a replay oracle.
@@ -222,3 +229,138 @@ def shapley_permutation(
     )
     estimate.ci_low, estimate.ci_high = estimate.interval(interval)
     return estimate
+
+
+# --- estimators priced in rollouts (issue 30) -----------------------------------------------------
+
+BatchDraw = Callable[[np.ndarray, int], np.ndarray]
+"""``draw(masks, k)``: for each coalition bitmask in ``masks`` (bit ``i`` set: player ``i`` held), the
+number of bad outcomes among ``k`` fresh rollouts with that coalition held; an int array like ``masks``.
+Each call draws new rollouts, so one call for every visit of a sweep is the same as one call per visit."""
+
+
+@dataclass
+class RolloutEstimate:
+    """Shapley values estimated from rollouts: the values, their interval (``interval`` at ``level``),
+    the rollouts spent, the antithetic pairs walked, and the jackknife groups (:func:`shapley_pooled`) or
+    the rows of pair means that any interval of :func:`permutation_interval` takes (:func:`shapley_car`)."""
+
+    values: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    rollouts: int
+    pairs: int
+    interval: str
+    level: float = 0.95
+    groups: int = 0
+    rows: np.ndarray | None = None
+
+
+def antithetic_walks(n: int, pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``pairs`` random orderings of ``n`` players, each followed by its reverse (CAR §4).
+
+    Returns ``(orders, masks)``: ``orders[w]`` the players of walk ``w`` in order, and ``masks[w, j]`` the
+    bitmask of the coalition of its first ``j`` players (``masks[w, 0] = 0``, ``masks[w, n]`` all players).
+    """
+    forward = np.array([rng.permutation(n) for _ in range(pairs)], dtype=np.int64).reshape(pairs, n)
+    orders = np.empty((2 * pairs, n), dtype=np.int64)
+    orders[0::2], orders[1::2] = forward, forward[:, ::-1]
+    masks = np.zeros((2 * pairs, n + 1), dtype=np.int64)
+    masks[:, 1:] = np.cumsum(np.left_shift(1, orders), axis=1)
+    return orders, masks
+
+
+def _marginals(orders: np.ndarray, values_along: np.ndarray) -> np.ndarray:
+    """Per walk, each player's marginal contribution from the values of the walk's coalitions."""
+    marginals = np.empty(orders.shape)
+    np.put_along_axis(marginals, orders, np.diff(values_along, axis=1), axis=1)
+    return marginals
+
+
+def shapley_car(
+    draw: BatchDraw,
+    n: int,
+    rollout_budget: int,
+    *,
+    k: int = 12,
+    seed: int = 0,
+    interval: str = "normal",
+    level: float = 0.95,
+) -> RolloutEstimate:
+    r"""CAR's estimator (CAR §4) priced in rollouts: antithetic pairs, every coalition of every walk
+    estimated afresh from ``k`` rollouts (v(∅) and v(N) included), one row per pair, and the ``normal``
+    (CAR's) or ``student`` interval over the rows. Only whole pairs fit in ``rollout_budget``:
+    :math:`\lfloor B / (2 (n + 1) k) \rfloor` of them. The same estimate as :func:`shapley_permutation`
+    with a ``k``-rollout value function, from one batched ``draw``."""
+    rng = np.random.default_rng(seed)
+    pairs = rollout_budget // (2 * (n + 1) * k)
+    orders, masks = antithetic_walks(n, pairs, rng)
+    values_along = draw(masks.ravel(), k).reshape(masks.shape) / k
+    rows = _marginals(orders, values_along).reshape(pairs, 2, n).mean(axis=1)
+    mean, low, high = permutation_interval(rows, interval, level)
+    return RolloutEstimate(mean, low, high, 2 * pairs * (n + 1) * k, pairs, interval, level, rows=rows)
+
+
+def shapley_pooled(
+    draw: BatchDraw,
+    n: int,
+    rollout_budget: int,
+    *,
+    k: int = 1,
+    full: float | None = 1.0,
+    seed: int = 0,
+    groups: int = 20,
+    level: float = 0.95,
+) -> RolloutEstimate:
+    r"""Antithetic walks whose coalition values are pooled over every visit, with a jackknife interval.
+
+    Each visit of a coalition draws ``k`` fresh rollouts, and :math:`\hat v(S)` is the bad fraction of all
+    the rollouts drawn for :math:`S` over the whole sweep, not of one visit: a coalition that many walks
+    cross is estimated from all of them. The value of the full coalition is ``full`` when the protocol
+    knows it (holding every step replays the failing run, so :math:`v(N) = 1`) and is then never rolled
+    out; ``None`` rolls it out like the rest. :math:`\hat\phi_i` is the mean over walks of
+    :math:`\hat v(S \cup \{i\}) - \hat v(S)`.
+
+    Pooling ties the walks together, so their spread is no interval. The pairs are dealt into ``groups``
+    groups; deleting one group's walks and its rollouts gives :math:`\hat\phi^{(-g)}`, and the
+    delete-a-group jackknife variance
+    :math:`\frac{G-1}{G} \sum_g (\hat\phi^{(-g)} - \bar\phi)^2` with Student's t on :math:`G - 1` degrees
+    of freedom gives the interval. Only whole pairs fit in ``rollout_budget``.
+    """
+    rng = np.random.default_rng(seed)
+    rolled = n if full is not None else n + 1  # coalitions rolled out per walk
+    pairs = rollout_budget // (2 * rolled * k)
+    orders, masks = antithetic_walks(n, pairs, rng)
+    walks = 2 * pairs
+    visited = masks[:, :rolled]  # without the full coalition when it is known
+    unique, index = np.unique(visited, return_inverse=True)
+    index = index.reshape(visited.shape)
+    bad = draw(visited.ravel(), k).reshape(visited.shape)
+    g = max(1, min(groups, pairs))
+    group_of_walk = (np.arange(walks) // 2) % g
+    group_bad = np.zeros((g, len(unique)))
+    group_seen = np.zeros((g, len(unique)))
+    np.add.at(group_bad, (np.repeat(group_of_walk, rolled), index.ravel()), bad.ravel())
+    np.add.at(group_seen, (np.repeat(group_of_walk, rolled), index.ravel()), k)
+
+    def phi(keep: np.ndarray, bad_sum: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = bad_sum / seen  # NaN for a coalition only the deleted group visited: no kept walk uses it
+        along = np.empty(masks.shape)
+        along[:, :rolled] = v[index]
+        if full is not None:
+            along[:, n] = full
+        return _marginals(orders[keep], along[keep]).mean(axis=0)
+
+    total_bad, total_seen = group_bad.sum(axis=0), group_seen.sum(axis=0)
+    everything = np.ones(walks, dtype=bool)
+    values = phi(everything, total_bad, total_seen) if walks else np.full(n, np.nan)
+    if g < 2:
+        nan = np.full(n, np.nan)
+        return RolloutEstimate(values, nan, nan.copy(), walks * rolled * k, pairs, "jackknife", level, g)
+    deleted = np.array(
+        [phi(group_of_walk != j, total_bad - group_bad[j], total_seen - group_seen[j]) for j in range(g)]
+    )
+    spread = np.sqrt((g - 1) / g * np.sum((deleted - deleted.mean(axis=0)) ** 2, axis=0))
+    half = scipy_stats.t.ppf(0.5 + level / 2, g - 1) * spread
+    return RolloutEstimate(values, values - half, values + half, walks * rolled * k, pairs, "jackknife", level, g)

@@ -7,7 +7,14 @@ import pytest
 
 import rcakit.scm
 from rcakit import RcakitError, stats
-from rcakit.shapley import permutation_interval, shapley_exact, shapley_permutation
+from rcakit.shapley import (
+    antithetic_walks,
+    permutation_interval,
+    shapley_car,
+    shapley_exact,
+    shapley_permutation,
+    shapley_pooled,
+)
 
 
 def additive(weights):
@@ -187,3 +194,78 @@ def test_walks_as_independent_draws_overstate_the_noise_of_a_pairwise_game():
     assert np.allclose(est.ci_low, phi) and np.allclose(est.ci_high, phi)
     walks_lo, walks_hi = est.interval("walks")
     assert (walks_hi - walks_lo > 0.01).any()
+
+
+# --- estimators priced in rollouts (issue 30) -----------------------------------------------------
+
+GAME_V = np.array([0.1, 0.3, 0.2, 0.6, 0.15, 0.5, 0.4, 1.0])  # v on the bitmasks of 3 players; v(N) = 1
+
+
+def exact_draw(masks, k):
+    """k rollouts that come out exactly k v(S) bad (a deterministic game, fractions allowed)."""
+    return GAME_V[masks] * k
+
+
+def recording_draw(seed):
+    """Bernoulli rollouts with v(S); every (mask, k, bad) drawn is kept."""
+    rng, seen = np.random.default_rng(seed), []
+
+    def draw(masks, k):
+        bad = rng.binomial(k, GAME_V[masks])
+        seen.append((masks.copy(), k, bad.copy()))
+        return bad
+
+    return draw, seen
+
+
+def game_value(coalition):
+    return float(GAME_V[sum(1 << i for i in coalition)])
+
+
+def test_antithetic_walks_pair_each_order_with_its_reverse_and_grow_one_player_a_step():
+    orders, masks = antithetic_walks(4, 3, np.random.default_rng(0))
+    assert (orders[1::2] == orders[0::2, ::-1]).all()
+    assert (masks[:, 0] == 0).all() and (masks[:, -1] == 15).all()
+    assert (np.diff(masks, axis=1) == np.left_shift(1, orders)).all()
+
+
+def test_car_by_rollouts_is_shapley_permutation_with_a_k_rollout_value_function():
+    est = shapley_car(exact_draw, 3, rollout_budget=2000, k=12, seed=5)
+    same = shapley_permutation(game_value, 3, n_permutations=est.pairs, seed=5)
+    assert est.pairs == 2000 // (2 * 4 * 12) and est.rollouts == est.pairs * 2 * 4 * 12 <= 2000
+    np.testing.assert_allclose(est.values, same.values)
+    np.testing.assert_allclose(est.ci_low, same.ci_low)
+
+
+def test_pooled_values_on_a_deterministic_game_are_the_walks_average_and_never_roll_out_v_of_n():
+    draw, seen = recording_draw(0)
+    pooled = shapley_pooled(exact_draw, 3, rollout_budget=600, k=1, seed=5)
+    car = shapley_car(exact_draw, 3, rollout_budget=10**6, k=1, seed=5)
+    assert pooled.rollouts == pooled.pairs * 2 * 3 <= 600  # n, not n + 1, rollouts per walk
+    walks = shapley_permutation(game_value, 3, n_permutations=pooled.pairs, seed=5)
+    np.testing.assert_allclose(pooled.values, walks.values)
+    assert car.pairs > pooled.pairs
+    shapley_pooled(draw, 3, rollout_budget=600, seed=5)
+    assert all((masks != 7).all() for masks, _, _ in seen)  # v(N) = 1 is known, never rolled out
+
+
+def test_pooled_values_add_up_to_one_minus_the_pooled_estimate_of_v_of_the_empty_set():
+    """Every walk telescopes from v(∅) to v(N) = 1, so with one pooled v(∅) for all walks the sum is exact;
+    a per-visit estimate of v(S) would give another sum."""
+    draw, seen = recording_draw(3)
+    est = shapley_pooled(draw, 3, rollout_budget=900, k=2, seed=1)
+    masks, k, bad = seen[0]
+    empty = masks == 0
+    assert est.values.sum() == pytest.approx(1.0 - bad[empty].sum() / (k * empty.sum()), abs=1e-12)
+
+
+def test_the_jackknife_interval_needs_two_pairs_and_brackets_the_estimate():
+    draw, _ = recording_draw(4)
+    est = shapley_pooled(draw, 3, rollout_budget=6000, seed=2, groups=20)
+    assert est.groups == 20 and est.interval == "jackknife"
+    assert (est.ci_low <= est.values).all() and (est.values <= est.ci_high).all()
+    assert (est.ci_high - est.ci_low > 0).all()
+    lone = shapley_pooled(draw, 3, rollout_budget=6, seed=2)
+    assert lone.pairs == 1 and np.isnan(lone.ci_low).all()
+    few = shapley_pooled(draw, 3, rollout_budget=30, seed=2)
+    assert few.groups == few.pairs == 5
