@@ -39,16 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rcakit.scm import interaction_scm, or_failure_scm
-from rcakit.scm.model import SCM, do_hold
-from rcakit.shapley import (
-    BatchDraw,
-    RolloutEstimate,
-    permutation_interval,
-    shapley_car,
-    shapley_exact,
-    shapley_pooled,
-)
+from rcakit.scm import SCM, interaction_scm, or_failure_scm, rollout_study, scm_draw
+from rcakit.shapley import BatchDraw, shapley_exact
 
 TARGET = 0.02
 BUDGETS = [480 * 2**i for i in range(8)]  # 480 .. 61,440 rollouts
@@ -68,23 +60,11 @@ class Game:
 
 
 def scm_game(name: str, model: SCM) -> Game:
-    """CAR's SCM: every rollout a real replay with the coalition held."""
-    assert model.analytic_v is not None
+    """CAR's SCM: every rollout a real replay with the coalition held (``rcakit.scm.scm_draw``)."""
     v = model.analytic_v
-
-    def draw(rng: np.random.Generator) -> BatchDraw:
-        def bad(masks: np.ndarray, k: int) -> np.ndarray:
-            out = np.empty(len(masks), dtype=np.int64)
-            for mask in np.unique(masks):  # every visit of a coalition in one batch of fresh rollouts
-                where = np.flatnonzero(masks == mask)
-                held = frozenset(i for i in range(model.n_steps) if mask >> i & 1)
-                outcomes = model.sample_bad(rng, do_hold(held), k * len(where)).reshape(len(where), k)
-                out[where] = outcomes.sum(axis=1)
-            return out
-
-        return bad
-
-    return Game(name, model.n_steps, lambda m: v(frozenset(i for i in range(model.n_steps) if m >> i & 1)), draw)
+    assert v is not None
+    held = lambda m: frozenset(i for i in range(model.n_steps) if m >> i & 1)  # noqa: E731
+    return Game(name, model.n_steps, lambda m: v(held(m)), lambda rng: scm_draw(model, rng))
 
 
 def agent_game(n: int) -> Game:
@@ -111,39 +91,6 @@ def agent_game(n: int) -> Game:
     return Game(f"agent-{n}", n, lambda m: float(table[m]), draw)
 
 
-ESTIMATORS: dict[str, Callable[[BatchDraw, int, int, int], RolloutEstimate]] = {
-    "car": lambda d, n, b, s: shapley_car(d, n, b, k=12, seed=s),
-    "pooled": lambda d, n, b, s: shapley_pooled(d, n, b, k=1, full=1.0, seed=s),
-}
-
-
-def measure(game: Game, budgets: list[int], seeds: int) -> pd.DataFrame:
-    """One row per (estimator, budget, seed): squared error, players covered, rollouts spent."""
-    exact = game.exact()
-    rows = []
-    for budget in budgets:
-        for seed in range(seeds):
-            for name, estimate in ESTIMATORS.items():
-                est = estimate(game.draw(np.random.default_rng([seed, budget, len(name)])), game.n, budget, seed)
-                if est.pairs < 2:
-                    continue  # no interval from fewer than two pairs
-                intervals = {name: (est.ci_low, est.ci_high)}
-                if est.rows is not None:  # CAR's rows also give Student's t interval
-                    intervals["car-t"] = permutation_interval(est.rows, "student")[1:]
-                for label, (low, high) in intervals.items():
-                    rows.append(
-                        {
-                            "estimator": label,
-                            "budget": budget,
-                            "seed": seed,
-                            "spent": est.rollouts,
-                            "se": float(np.mean((est.values - exact) ** 2)),
-                            "covered": float(np.mean((low <= exact) & (exact <= high))),
-                        }
-                    )
-    return pd.DataFrame(rows)
-
-
 def budget_to(target: float, rmse: pd.Series) -> float:
     """The budget at which RMSE falls to ``target``, interpolated in log-log between measured budgets."""
     budgets, errors = rmse.index.to_numpy(float), rmse.to_numpy(float)
@@ -157,9 +104,11 @@ def budget_to(target: float, rmse: pd.Series) -> float:
     return float(np.exp(x0 + (np.log(target) - y0) * (x1 - x0) / (y1 - y0)))
 
 
-def report(game: Game, table: pd.DataFrame) -> str:
+def report(game: Game, budgets: list[int], seeds: int) -> str:
+    """The game's tables, printed, and its closing line."""
+    table = rollout_study(game.draw, game.exact(), budgets, seeds=seeds, seed=0)
     grouped = table.groupby(["estimator", "budget"])
-    rmse = grouped["se"].mean().pow(0.5).unstack(0)
+    rmse = grouped["squared error"].mean().pow(0.5).unstack(0)
     coverage = grouped["covered"].mean().unstack(0)
     print(f"\n== {game.name} (n = {game.n}) ==")
     print("RMSE of the Shapley vector by rollout budget:")
@@ -192,7 +141,7 @@ def main() -> None:
         agent_game(10),
         agent_game(14),
     ]
-    lines = [report(game, measure(game, budgets, seeds)) for game in games]
+    lines = [report(game, budgets, seeds) for game in games]
     print()
     print("\n".join(lines))
 

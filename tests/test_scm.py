@@ -553,6 +553,29 @@ def test_coverage_section_records_the_chapter_setting_and_reads_every_step():
     assert few == study.set_index(["setting", "variant", "step"]).loc[("few", "car", 0), "coverage"]
 
 
+def _rollouts_section(model):
+    exact = shapley_exact(model.analytic_v, model.n_steps)
+    study = scm.rollout_study(lambda rng: scm.scm_draw(model, rng), exact, [96, 192], seeds=3, seed=0, car_k=2)
+    return experiments.rollouts(study, 192)
+
+
+def test_the_rollouts_section_skips_with_its_reason_when_the_budget_holds_no_pair():
+    s = scm.interaction_scm(0.3, seed=0)
+    exact = shapley_exact(s.analytic_v, s.n_steps)
+    study = scm.rollout_study(lambda rng: scm.scm_draw(s, rng), exact, [4, 8], seeds=2, seed=0)
+    assert study.empty  # 8 rollouts buy no two pairs of either estimator
+    assert experiments.rollouts(study, 8).skipped == "the rollout study has no runs at 8 and 4 rollouts"
+
+
+def test_scm_draw_counts_bad_replays_and_holding_every_step_always_fails():
+    s = scm.interaction_scm(0.3, seed=0)
+    draw = scm.scm_draw(s, np.random.default_rng(0))
+    full, empty = (1 << s.n_steps) - 1, 0
+    bad = draw(np.array([full, empty, full]), 50)
+    assert list(bad[[0, 2]]) == [50, 50]  # v(N) = 1: the failing run replays
+    assert 0 < bad[1] < 50  # v(empty) = q^2 = 0.09
+
+
 def test_the_interaction_sections_record_every_key_the_claims_read_once():
     from rcakit import claims
 
@@ -564,6 +587,7 @@ def test_the_interaction_sections_record_every_key_the_claims_read_once():
         experiments.efficiency_check(s, est),
         experiments.coverage(study),
         experiments.contrastive_over_count(s, k_samples=10, seed=0),
+        _rollouts_section(s),
     ]
     keys = [key for part in parts for key in part.numbers["interaction"]]
     assert len(keys) == len(set(keys))  # no section records another's key
@@ -589,6 +613,7 @@ def test_the_chapter_sections_record_every_key_its_claims_read():
         experiments.coverage(scm.coverage_study({"chapter": (s, 3, 2, 0)}, 3, seed=0, variants=["car"])),
         experiments.efficiency_check(s, est),
         experiments.contrastive_over_count(s, k_samples=10, seed=0),
+        _rollouts_section(s),
         experiments.support_agent(support),
         experiments.replay_action_match(support),
         experiments.language_model_support("none", k_samples=2, n_permutations=1, seed=0, extra_runs=0, timeout=1.0),

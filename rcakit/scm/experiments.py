@@ -13,6 +13,7 @@ estimate, a Shapley estimate, a coverage study, a support report) come from
 - :func:`contrastive_over_count` and :func:`or_failure_split`: single-step
   effects against Shapley, and the OR failure's split (§5);
 - :func:`convergence`: antithetic against plain sampling per rollout budget;
+- :func:`rollouts`: CAR's estimator against pooled values of :math:`v(S)`, by rollouts (issue 30);
 - :func:`support_agent`, :func:`replay_action_match` and
   :func:`language_model_support`: the incident report of Figure 1 and the
   replay action-match rate of §3.
@@ -28,6 +29,7 @@ import pandas as pd
 from IPython.display import Markdown
 from scipy import stats as scipy_stats
 
+from rcakit import stats
 from rcakit.llm.accounting import Accounting
 from rcakit.llm.base import Provider
 from rcakit.llm.cache import cached
@@ -36,7 +38,7 @@ from rcakit.scm import records
 from rcakit.scm.contrastive import Contrastive, analytic_effects, contrastive_effects
 from rcakit.scm.examples import or_failure_scm
 from rcakit.scm.model import SCM
-from rcakit.scm.shapley_sweeps import SCMShapley, closed_form, efficiency_from_v_empty
+from rcakit.scm.shapley_sweeps import SCMShapley, closed_form, efficiency_from_v_empty, rmse_ratio
 from rcakit.scm.support_agent import SupportReport, llm_support_report
 from rcakit.sections import Section
 from rcakit.shapley import shapley_exact
@@ -212,6 +214,48 @@ def convergence(table: pd.DataFrame) -> Section:
     """:func:`rcakit.scm.shapley_convergence`'s errors, averaged over seeds, per rollout budget and sampling."""
     means = table.groupby(["sampling", "rollouts"]).mean().unstack(0)
     return Section(table=cast(pd.DataFrame, means), decimals=4)
+
+
+def rollouts(study: pd.DataFrame, car_budget: int) -> Section:
+    r"""CAR's estimator against pooled values of :math:`v(S)` by rollouts (:func:`rcakit.scm.rollout_study`).
+
+    The table: RMSE (``car-t`` has CAR's values, so only CAR's column) and coverage (mean over players)
+    per estimator and budget. Recorded and glued: the
+    ratio of pooled's RMSE to CAR's at ``car_budget`` and of pooled at half of it to CAR at
+    ``car_budget``, each with its bootstrap interval (``same``, ``half`` with ``_lo``, ``_hi``), and
+    the pooled interval's coverage of :math:`\phi_0` at ``car_budget`` with its Wilson interval
+    (``pooled_cov``, ``pooled_cov_lo``, ``pooled_cov_hi``), plus ``seeds``, ``car_budget`` and
+    ``half_budget``.
+    """
+    half = car_budget // 2
+    if study.empty or car_budget not in set(study["budget"]) or half not in set(study["budget"]):
+        return Section.skip(f"the rollout study has no runs at {car_budget:,} and {half:,} rollouts")
+    grouped = study.groupby(["estimator", "budget"])
+    rmse = cast(pd.DataFrame, grouped["squared error"].mean().pow(0.5).unstack(0))
+    coverage = cast(pd.DataFrame, grouped["covered"].mean().unstack(0))
+    same = rmse_ratio(study, ("pooled", car_budget), ("car", car_budget))
+    halved = rmse_ratio(study, ("pooled", half), ("car", car_budget))
+    pooled = study[(study["estimator"] == "pooled") & (study["budget"] == car_budget)]["covered phi_0"]
+    cov = stats.accuracy_with_ci(list(pooled))
+    phi_0 = {"coverage": cov["acc"], "lo": cov["lo"], "hi": cov["hi"]}
+    table = pd.concat({"RMSE": rmse.drop(columns="car-t"), "coverage": coverage}, axis=1)  # car-t: car's values
+    table.index.name = "rollouts"
+    facts = {
+        "seeds": int(study["seed"].nunique()),
+        "car_budget": f"{car_budget:,}",
+        "half_budget": f"{half:,}",
+        "same": same[0],
+        "same_lo": same[1],
+        "same_hi": same[2],
+        "half": halved[0],
+        "half_lo": halved[1],
+        "half_hi": halved[2],
+        "pooled_cov": phi_0["coverage"],
+        "pooled_cov_lo": phi_0["lo"],
+        "pooled_cov_hi": phi_0["hi"],
+    }
+    numbers = records.rollout_numbers(rmse.to_dict(), coverage.to_dict(), same, halved, phi_0)
+    return Section(table=table, numbers=numbers, facts=facts, decimals=4)
 
 
 def _attribution_facts(report: SupportReport) -> dict[str, Any]:

@@ -82,6 +82,32 @@ def coverage_numbers(summary: Mapping[str, Any], setting: str) -> dict[str, Any]
     }
 
 
+def rollout_numbers(
+    rmse: Mapping[Any, Mapping[Any, float]],
+    coverage: Mapping[Any, Mapping[Any, float]],
+    same_budget: Sequence[float],
+    half_budget: Sequence[float],
+    pooled_phi_0: Mapping[str, Any],
+) -> dict[str, Any]:
+    """``interaction.by_rollouts``: RMSE and coverage per estimator and budget, the RMSE ratios of pooled to
+    CAR at CAR's budget and at half of it (each ``[ratio, lo, hi]``), and the pooled interval's coverage of
+    phi_0 at CAR's budget with its Wilson interval (issue 30)."""
+    return {
+        "interaction": {
+            "by_rollouts": {
+                "rmse": {name: {str(b): v for b, v in row.items()} for name, row in rmse.items()},
+                "coverage": {name: {str(b): v for b, v in row.items()} for name, row in coverage.items()},
+                "same_budget_ratio": same_budget[0],
+                "same_budget_ratio_ci": list(same_budget[1:]),
+                "half_budget_ratio": half_budget[0],
+                "half_budget_ratio_ci": list(half_budget[1:]),
+                "pooled_phi_0_coverage": pooled_phi_0["coverage"],
+                "pooled_phi_0_coverage_ci": [pooled_phi_0["lo"], pooled_phi_0["hi"]],
+            }
+        }
+    }
+
+
 def over_count_numbers(abs_sum: float) -> dict[str, Any]:
     """``interaction``: the sum of the absolute contrastive effects of the interaction SCM (CAR §5)."""
     return {"interaction": {"contrastive_abs_sum": abs_sum}}

@@ -8,14 +8,16 @@ function, one seeded estimate under a rollout budget, the efficiency sum read
 as an estimate of :math:`v(\emptyset)`, fresh-seed reruns and how often
 their intervals hold a target (:func:`coverage_study`: CAR's interval beside
 Student's t, walks taken as independent draws, and cached values of
-:math:`v`), and a convergence sweep against the analytic values.
+:math:`v`), a convergence sweep against the analytic values, and the
+estimators priced in rollouts (:func:`rollout_study`: CAR's against pooled
+values of :math:`v`, issue 30).
 
 Used in the chapter ``car-shapley``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -24,7 +26,17 @@ import pandas as pd
 
 from rcakit import stats
 from rcakit.scm.model import SCM, do_hold
-from rcakit.shapley import INTERVALS, ShapleyEstimate, ValueFunction, shapley_exact, shapley_permutation
+from rcakit.shapley import (
+    INTERVALS,
+    BatchDraw,
+    ShapleyEstimate,
+    ValueFunction,
+    permutation_interval,
+    shapley_car,
+    shapley_exact,
+    shapley_permutation,
+    shapley_pooled,
+)
 
 
 def closed_form(model: SCM) -> ValueFunction:
@@ -319,3 +331,85 @@ def shapley_convergence(
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def scm_draw(model: SCM, rng: np.random.Generator) -> BatchDraw:
+    """Real replays of ``model`` as a :data:`rcakit.shapley.BatchDraw`: for each coalition mask, the bad
+    outcomes of ``k`` fresh rollouts with its steps held (every visit of one coalition in one batch)."""
+
+    def draw(masks: np.ndarray, k: int) -> np.ndarray:
+        out = np.empty(len(masks), dtype=np.int64)
+        for mask in np.unique(masks):
+            where = np.flatnonzero(masks == mask)
+            held = frozenset(i for i in range(model.n_steps) if int(mask) >> i & 1)
+            out[where] = model.sample_bad(rng, do_hold(held), k * len(where)).reshape(len(where), k).sum(axis=1)
+        return out
+
+    return draw
+
+
+def rollout_study(
+    draw_for: Callable[[np.random.Generator], BatchDraw],
+    exact: np.ndarray,
+    budgets: Sequence[int],
+    *,
+    seeds: int,
+    seed: int,
+    car_k: int = 12,
+) -> pd.DataFrame:
+    r"""CAR's estimator against pooled values of :math:`v(S)`, by rollouts spent (issue 30).
+
+    For each budget and each of ``seeds`` repeats, :func:`rcakit.shapley.shapley_car` (``car_k``
+    rollouts per coalition, CAR's normal interval, and Student's t over the same rows as ``car-t``) and
+    :func:`rcakit.shapley.shapley_pooled` (one rollout per visit, :math:`v(N) = 1` known, jackknife
+    interval) each get fresh rollouts from ``draw_for(rng)``. Columns: ``estimator, budget, seed,
+    rollouts`` (spent), ``squared error`` (mean over players, against ``exact``), ``covered`` (the share
+    of players whose interval holds their exact value) and ``covered phi_0``. A run with fewer than two
+    pairs has no interval and no row.
+    """
+    n = len(exact)
+    rows = []
+    for budget in budgets:
+        for s in range(seeds):
+            runs = {
+                "car": shapley_car(draw_for(np.random.default_rng([seed, s, budget, 0])), n, budget, k=car_k, seed=s),
+                "pooled": shapley_pooled(draw_for(np.random.default_rng([seed, s, budget, 1])), n, budget, seed=s),
+            }
+            for name, est in runs.items():
+                if est.pairs < 2:
+                    continue
+                intervals = {name: (est.ci_low, est.ci_high)}
+                if est.rows is not None:
+                    intervals["car-t"] = permutation_interval(est.rows, "student", est.level)[1:]
+                for label, (low, high) in intervals.items():
+                    held = (low <= exact) & (exact <= high)
+                    rows.append(
+                        {
+                            "estimator": label,
+                            "budget": int(budget),
+                            "seed": s,
+                            "rollouts": est.rollouts,
+                            "squared error": float(np.mean((est.values - exact) ** 2)),
+                            "covered": float(held.mean()),
+                            "covered phi_0": bool(held[0]),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def rmse_ratio(
+    study: pd.DataFrame, top: tuple[str, int], bottom: tuple[str, int], *, n_boot: int = 2000, seed: int = 42
+) -> tuple[float, float, float]:
+    """RMSE of ``top`` (estimator, budget) over RMSE of ``bottom``, with a 95% percentile bootstrap
+    interval over the seeds of each (resampled independently: their rollouts are independent)."""
+    rng = np.random.default_rng(seed)
+
+    def errors(key: tuple[str, int]) -> np.ndarray:
+        chosen = study[(study["estimator"] == key[0]) & (study["budget"] == key[1])]
+        return chosen["squared error"].to_numpy(float)
+
+    a, b = errors(top), errors(bottom)
+    if not len(a) or not len(b):
+        return float("nan"), float("nan"), float("nan")
+    draws = np.sqrt(stats.resample(a, n_boot, rng).mean(axis=1) / stats.resample(b, n_boot, rng).mean(axis=1))
+    return float(np.sqrt(a.mean() / b.mean())), *stats.percentile_interval(draws)
