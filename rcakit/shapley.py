@@ -18,7 +18,7 @@ Student's t with :math:`M - 1` degrees of freedom, which keeps its nominal
 coverage when :math:`M` is small; and ``walks``, every walk taken as its own
 draw (what ignoring the pairing would give), kept to measure that choice.
 
-Priced in rollouts, from a batched draw of fresh rollouts (:data:`BatchDraw`;
+Priced in rollouts, from a batched draw of fresh rollouts (``BatchDraw``;
 issue 30): :func:`shapley_car`, CAR's estimator as the chapter runs it, and
 :func:`shapley_pooled`, the same antithetic walks with each :math:`v(S)`
 pooled over every visit, :math:`v(N) = 1` not rolled out, and a
@@ -233,10 +233,10 @@ def shapley_permutation(
 
 # --- estimators priced in rollouts (issue 30) -----------------------------------------------------
 
+# ``draw(masks, k)``: for each coalition bitmask in ``masks`` (bit ``i`` set: player ``i`` held), the number
+# of bad outcomes among ``k`` fresh rollouts with that coalition held; an int array like ``masks``. Each call
+# draws new rollouts, so one call for every visit of a sweep is the same as one call per visit.
 BatchDraw = Callable[[np.ndarray, int], np.ndarray]
-"""``draw(masks, k)``: for each coalition bitmask in ``masks`` (bit ``i`` set: player ``i`` held), the
-number of bad outcomes among ``k`` fresh rollouts with that coalition held; an int array like ``masks``.
-Each call draws new rollouts, so one call for every visit of a sweep is the same as one call per visit."""
 
 
 @dataclass

@@ -334,7 +334,7 @@ def shapley_convergence(
 
 
 def scm_draw(model: SCM, rng: np.random.Generator) -> BatchDraw:
-    """Real replays of ``model`` as a :data:`rcakit.shapley.BatchDraw`: for each coalition mask, the bad
+    """Real replays of ``model`` as a ``rcakit.shapley.BatchDraw``: for each coalition mask, the bad
     outcomes of ``k`` fresh rollouts with its steps held (every visit of one coalition in one batch)."""
 
     def draw(masks: np.ndarray, k: int) -> np.ndarray:
