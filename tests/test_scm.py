@@ -559,12 +559,14 @@ def _rollouts_section(model):
     return experiments.rollouts(study, 192)
 
 
-def test_the_rollouts_section_skips_with_its_reason_when_the_budget_holds_no_pair():
+def test_the_rollouts_section_says_why_when_the_budget_holds_no_two_pairs():
     s = scm.interaction_scm(0.3, seed=0)
     exact = shapley_exact(s.analytic_v, s.n_steps)
     study = scm.rollout_study(lambda rng: scm.scm_draw(s, rng), exact, [4, 8], seeds=2, seed=0)
     assert study.empty  # 8 rollouts buy no two pairs of either estimator
-    assert experiments.rollouts(study, 8).skipped == "the rollout study has no runs at 8 and 4 rollouts"
+    section = experiments.rollouts(study, 8)
+    assert section.numbers == {} and section.skipped is None  # nothing recorded: the claims read "not run"
+    assert str(section.facts["reading"].data).startswith("No comparison: 4 and 8 rollouts do not buy two")
 
 
 def test_scm_draw_counts_bad_replays_and_holding_every_step_always_fails():

@@ -220,16 +220,22 @@ def rollouts(study: pd.DataFrame, car_budget: int) -> Section:
     r"""CAR's estimator against pooled values of :math:`v(S)` by rollouts (:func:`rcakit.scm.rollout_study`).
 
     The table: RMSE (``car-t`` has CAR's values, so only CAR's column) and coverage (mean over players)
-    per estimator and budget. Recorded and glued: the
-    ratio of pooled's RMSE to CAR's at ``car_budget`` and of pooled at half of it to CAR at
-    ``car_budget``, each with its bootstrap interval (``same``, ``half`` with ``_lo``, ``_hi``), and
-    the pooled interval's coverage of :math:`\phi_0` at ``car_budget`` with its Wilson interval
-    (``pooled_cov``, ``pooled_cov_lo``, ``pooled_cov_hi``), plus ``seeds``, ``car_budget`` and
-    ``half_budget``.
+    per estimator and budget. Recorded: the ratio of pooled's RMSE to CAR's at ``car_budget`` and of
+    pooled at half of it to CAR at ``car_budget``, each with its bootstrap interval, and the pooled
+    interval's coverage of :math:`\phi_0` at ``car_budget`` with its Wilson interval. The one fact is
+    ``reading``, the paragraph that states them (Markdown); a study with no run at both budgets (too few
+    rollouts for two pairs) records nothing and its reading says why.
     """
     half = car_budget // 2
-    if study.empty or car_budget not in set(study["budget"]) or half not in set(study["budget"]):
-        return Section.skip(f"the rollout study has no runs at {car_budget:,} and {half:,} rollouts")
+    budgets = set(study["budget"]) if not study.empty else set()
+    if car_budget not in budgets or half not in budgets:
+        reading = (
+            f"No comparison: {half:,} and {car_budget:,} rollouts do not buy two antithetic pairs of both "
+            "estimators, so neither has an interval; raise `budget`."
+        )
+        empty = pd.DataFrame({"RMSE": [float("nan")], "coverage": [float("nan")]}, index=pd.Index([car_budget]))
+        empty.index.name = "rollouts"
+        return Section(table=empty, facts={"reading": Markdown(reading)})
     grouped = study.groupby(["estimator", "budget"])
     rmse = cast(pd.DataFrame, grouped["squared error"].mean().pow(0.5).unstack(0))
     coverage = cast(pd.DataFrame, grouped["covered"].mean().unstack(0))
@@ -240,22 +246,15 @@ def rollouts(study: pd.DataFrame, car_budget: int) -> Section:
     phi_0 = {"coverage": cov["acc"], "lo": cov["lo"], "hi": cov["hi"]}
     table = pd.concat({"RMSE": rmse.drop(columns="car-t"), "coverage": coverage}, axis=1)  # car-t: car's values
     table.index.name = "rollouts"
-    facts = {
-        "seeds": int(study["seed"].nunique()),
-        "car_budget": f"{car_budget:,}",
-        "half_budget": f"{half:,}",
-        "same": same[0],
-        "same_lo": same[1],
-        "same_hi": same[2],
-        "half": halved[0],
-        "half_lo": halved[1],
-        "half_hi": halved[2],
-        "pooled_cov": phi_0["coverage"],
-        "pooled_cov_lo": phi_0["lo"],
-        "pooled_cov_hi": phi_0["hi"],
-    }
+    reading = (
+        f"Over {study['seed'].nunique()} seeds: at CAR's budget ({car_budget:,} rollouts), pooling gives "
+        f"**{same[0]:.2f}** times CAR's RMSE (95% bootstrap interval [{same[1]:.2f}, {same[2]:.2f}]); with "
+        f"half the rollouts ({half:,}) it gives **{halved[0]:.2f}** times CAR's RMSE at the full budget "
+        f"([{halved[1]:.2f}, {halved[2]:.2f}]). The jackknife interval held the analytic $\\phi_0$ in "
+        f"**{phi_0['coverage']:.3f}** of the runs at CAR's budget (Wilson [{phi_0['lo']:.3f}, {phi_0['hi']:.3f}])."
+    )
     numbers = records.rollout_numbers(rmse.to_dict(), coverage.to_dict(), same, halved, phi_0)
-    return Section(table=table, numbers=numbers, facts=facts, decimals=4)
+    return Section(table=table, numbers=numbers, facts={"reading": Markdown(reading)}, decimals=4)
 
 
 def _attribution_facts(report: SupportReport) -> dict[str, Any]:
