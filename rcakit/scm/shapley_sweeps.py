@@ -101,7 +101,11 @@ def scm_shapley(
     costs ``samples_per_eval`` of them. ``value_seed`` seeds the rollouts and
     ``order_seed`` the permutations; ``interval`` is the interval reported
     (``rcakit.shapley.INTERVALS``, CAR's is ``normal``); ``cache_values``
-    reuses one estimate per coalition (not CAR's protocol).
+    reuses each coalition's first estimate (not CAR's protocol), kept only to
+    show that it breaks the interval: its RMSE stops falling and CAR's interval
+    under-covers. The honest way to reuse rollouts is
+    :func:`rcakit.shapley.shapley_pooled`, which pools every visit and takes its
+    interval from a jackknife.
     """
     value = RolloutValue(model, samples_per_eval, np.random.default_rng(value_seed), cache=cache_values)
     estimate = shapley_permutation(
