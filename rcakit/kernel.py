@@ -62,6 +62,19 @@ def remove_stale_temporaries(folder: str | None = None) -> list[str]:
     return removed
 
 
+def stop_kernels() -> bool:
+    """End the kernels this process started (SIGKILL): a SIGTERM or SIGHUP ends the run, and papermill
+    returns once its kernel is gone (``rcakit.staging.deferred_termination``). Whether one was running."""
+    stopped = False
+    for pid in RUNNING_KERNELS:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            stopped = True
+        except ProcessLookupError:
+            pass
+    return stopped
+
+
 class interrupts_reach_the_kernel:
     """Ctrl-C interrupts the running cell, so the run stops where a cell would.
 

@@ -30,7 +30,13 @@ from typing import Any
 
 from rcakit import RcakitError, chapters, provenance, staging
 from rcakit.io import atomic_write, create_exclusive, fresh_folder, publish, real_folder, writable_dir
-from rcakit.kernel import interrupts_reach_the_kernel, ipc_kernel_manager, kernel_warnings, quiet_loggers
+from rcakit.kernel import (
+    interrupts_reach_the_kernel,
+    ipc_kernel_manager,
+    kernel_warnings,
+    quiet_loggers,
+    stop_kernels,
+)
 from rcakit.llm.spec import TIMEOUT_ENV, default_timeout
 from rcakit.paths import book_dir, project_root, resolve
 from rcakit.progress import warn
@@ -326,7 +332,7 @@ def remove_stale(folder: Path | None = None) -> list[Path]:
 
 
 def _execute(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool) -> None:
-    with tempfile.TemporaryFile() as log, interrupts_reach_the_kernel():
+    with tempfile.TemporaryFile() as log, interrupts_reach_the_kernel(), staging.deferred_termination(stop_kernels):
         try:
             _papermill(chapter_id, nb, tmp, out, params, show_progress, log)
         except ChapterFailed:

@@ -18,7 +18,7 @@ import os
 import signal
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +73,36 @@ class Terminated(BaseException):
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)  # a kill, a closed terminal: both unwind as Terminated
 
 
+_DEFERRING: list[Callable[[], bool]] = []  # while a kernel may run: how to stop it (True: one was stopped)
+_PENDING: list[int] = []  # a SIGTERM or SIGHUP that came while a kernel ran
+
+
 def _on_terminate(signum: int, frame: Any) -> None:
-    raise Terminated(signum)
+    """Raise :class:`Terminated`, or, while a kernel runs, stop the kernel and let :class:`deferred_termination`
+    raise it: an exception raised inside papermill's event loop can land in a background task and be lost,
+    and the run would then wait for ever (seen under load)."""
+    if not _DEFERRING or not _DEFERRING[-1]():  # no kernel to stop yet: unwind from here
+        raise Terminated(signum)
+    _PENDING.append(signum)
+
+
+class deferred_termination:
+    """While a kernel runs: a SIGTERM or SIGHUP calls ``stop`` (which ends the kernel, so papermill returns)
+    and is raised as :class:`Terminated` when the block ends, in place of whatever the block raised. When
+    ``stop`` finds no kernel to end, the signal is raised at once, as outside the block."""
+
+    def __init__(self, stop: Callable[[], bool]) -> None:
+        self.stop = stop
+
+    def __enter__(self) -> None:
+        _DEFERRING.append(self.stop)
+
+    def __exit__(self, *exc: object) -> None:
+        _DEFERRING.pop()
+        if _PENDING:
+            signum = _PENDING[0]
+            _PENDING.clear()
+            raise Terminated(signum)
 
 
 _HANDLER_INSTALLED = False

@@ -247,3 +247,23 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(toy, tmp_path, monkeypatch
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     runner.run_chapter("car-shapley", {"seed": 1}, show_progress=False)
     assert [p.name for p in temp.iterdir() if p.name.startswith("rcakit-")] == []
+
+
+def test_a_termination_while_a_kernel_runs_stops_the_kernel_and_unwinds_when_the_run_returns():
+    """An exception raised inside papermill's event loop can be lost in a background task (CI once waited
+    60 s for a SIGHUP'd run): while a kernel runs, the signal stops the kernel and is raised after."""
+    from rcakit import staging
+
+    staging.catch_termination()
+    stopped = []
+    with pytest.raises(staging.Terminated) as info:
+        with staging.deferred_termination(lambda: stopped.append(1) or True):
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)
+            reached = True  # the handler did not raise here: the block ran on
+    assert reached and stopped == [1] and info.value.signum == signal.SIGHUP
+    with pytest.raises(staging.Terminated):  # no kernel to stop: raised at once, as outside the block
+        with staging.deferred_termination(lambda: False):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+            pytest.fail("the signal should have been raised at once")
