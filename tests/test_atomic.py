@@ -123,6 +123,11 @@ def test_a_failed_run_keeps_the_last_good_notebook_and_results_byte_for_byte(toy
     assert runner.failed_notebooks() == [] and b'"square_sum": 7' in (toy / "results" / "car-shapley.json").read_bytes()
 
 
+def _default_signal(signum):
+    """For a child process: ``signum`` back to its default action (an ignored SIGHUP is inherited)."""
+    return lambda: signal.signal(signum, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_or_sighup_mid_run_leaves_no_temporary_file_and_the_last_good_pair(toy, signum):
     """Issue 29, item 20: SIGHUP mid-run printed nothing and left ``.running`` and staging files."""
@@ -132,6 +137,7 @@ def test_sigterm_or_sighup_mid_run_leaves_no_temporary_file_and_the_last_good_pa
         [sys.executable, "-m", "rcakit.cli", "run", "car-shapley", "-p", "nap", "0.05", "-p", "marker", str(marker)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=_default_signal(signum),  # under nohup SIGHUP is ignored, and rcakit rightly leaves it so
     )
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
@@ -254,7 +260,15 @@ def test_a_termination_while_a_kernel_runs_stops_the_kernel_and_unwinds_when_the
     60 s for a SIGHUP'd run): while a kernel runs, the signal stops the kernel and is raised after."""
     from rcakit import staging
 
-    staging.catch_termination()
+    before = {signum: signal.signal(signum, staging._on_terminate) for signum in staging.TERMINATING}
+    try:
+        _deferred_then_at_once(staging)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def _deferred_then_at_once(staging):
     stopped = []
     with pytest.raises(staging.Terminated) as info:
         with staging.deferred_termination(lambda: stopped.append(1) or True):
