@@ -62,17 +62,22 @@ def remove_stale_temporaries(folder: str | None = None) -> list[str]:
     return removed
 
 
+def _signal_kernels(signum: int) -> bool:
+    """Send ``signum`` to the kernels this process started; whether one was still running."""
+    reached = False
+    for pid in RUNNING_KERNELS:
+        try:
+            os.kill(pid, signum)
+            reached = True
+        except ProcessLookupError:
+            pass
+    return reached
+
+
 def stop_kernels() -> bool:
     """End the kernels this process started (SIGKILL): a SIGTERM or SIGHUP ends the run, and papermill
     returns once its kernel is gone (``rcakit.staging.deferred_termination``). Whether one was running."""
-    stopped = False
-    for pid in RUNNING_KERNELS:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            stopped = True
-        except ProcessLookupError:
-            pass
-    return stopped
+    return _signal_kernels(signal.SIGKILL)
 
 
 class interrupts_reach_the_kernel:
@@ -98,11 +103,7 @@ class interrupts_reach_the_kernel:
         self.hits += 1
         if self.hits > 1 or not RUNNING_KERNELS:
             raise KeyboardInterrupt
-        for pid in RUNNING_KERNELS:
-            try:
-                os.kill(pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
+        _signal_kernels(signal.SIGINT)
 
     def __exit__(self, *exc: object) -> None:
         RUNNING_KERNELS.clear()

@@ -79,8 +79,9 @@ _PENDING: list[int] = []  # a SIGTERM or SIGHUP that came while a kernel ran
 
 def _on_terminate(signum: int, frame: Any) -> None:
     """Raise :class:`Terminated`, or, while a kernel runs, stop the kernel and let :class:`deferred_termination`
-    raise it: an exception raised inside papermill's event loop can land in a background task and be lost,
-    and the run would then wait for ever (seen under load)."""
+    raise it: an exception raised inside papermill's event loop may land in one of its background tasks,
+    where asyncio keeps it and nobody reads it (a precaution; the one hang seen in CI came from a run under
+    ``nohup``, which ignores SIGHUP, not from this)."""
     if not _DEFERRING or not _DEFERRING[-1]():  # no kernel to stop yet: unwind from here
         raise Terminated(signum)
     _PENDING.append(signum)

@@ -256,8 +256,8 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(toy, tmp_path, monkeypatch
 
 
 def test_a_termination_while_a_kernel_runs_stops_the_kernel_and_unwinds_when_the_run_returns():
-    """An exception raised inside papermill's event loop can be lost in a background task (CI once waited
-    60 s for a SIGHUP'd run): while a kernel runs, the signal stops the kernel and is raised after."""
+    """An exception raised inside papermill's event loop could be lost in a background task: while a kernel
+    runs, the signal stops the kernel and is raised after."""
     from rcakit import staging
 
     before = {signum: signal.signal(signum, staging._on_terminate) for signum in staging.TERMINATING}
