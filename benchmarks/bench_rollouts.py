@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from rcakit.scm import SCM, interaction_scm, or_failure_scm, rollout_study, scm_draw
-from rcakit.shapley import BatchDraw, shapley_exact
+from rcakit.shapley import BatchDraw, coalition_of, shapley_exact
 
 TARGET = 0.02
 BUDGETS = [480 * 2**i for i in range(8)]  # 480 .. 61,440 rollouts
@@ -63,8 +63,7 @@ def scm_game(name: str, model: SCM) -> Game:
     """CAR's SCM: every rollout a real replay with the coalition held (``rcakit.scm.scm_draw``)."""
     v = model.analytic_v
     assert v is not None
-    held = lambda m: frozenset(i for i in range(model.n_steps) if m >> i & 1)  # noqa: E731
-    return Game(name, model.n_steps, lambda m: v(held(m)), lambda rng: scm_draw(model, rng))
+    return Game(name, model.n_steps, lambda m: v(coalition_of(m, model.n_steps)), lambda rng: scm_draw(model, rng))
 
 
 def agent_game(n: int) -> Game:

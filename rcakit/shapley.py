@@ -239,6 +239,11 @@ def shapley_permutation(
 BatchDraw = Callable[[np.ndarray, int], np.ndarray]
 
 
+def coalition_of(mask: int, n: int) -> frozenset:
+    """The players of bitmask ``mask`` (bit ``i`` set: player ``i`` in), of players ``0 .. n-1``."""
+    return frozenset(i for i in range(n) if int(mask) >> i & 1)
+
+
 @dataclass
 class RolloutEstimate:
     """Shapley values estimated from rollouts: the values, their interval (``interval`` at ``level``),

@@ -31,6 +31,7 @@ from rcakit.shapley import (
     BatchDraw,
     ShapleyEstimate,
     ValueFunction,
+    coalition_of,
     permutation_interval,
     shapley_car,
     shapley_exact,
@@ -345,7 +346,7 @@ def scm_draw(model: SCM, rng: np.random.Generator) -> BatchDraw:
         out = np.empty(len(masks), dtype=np.int64)
         for mask in np.unique(masks):
             where = np.flatnonzero(masks == mask)
-            held = frozenset(i for i in range(model.n_steps) if int(mask) >> i & 1)
+            held = coalition_of(mask, model.n_steps)
             out[where] = model.sample_bad(rng, do_hold(held), k * len(where)).reshape(len(where), k).sum(axis=1)
         return out
 
