@@ -1,6 +1,6 @@
 """The environment variables that bound rcakit's waits, read and checked in one way.
 
-Every wait has a deadline (issue 29): a data fetch (``$RCAKIT_FETCH_TIMEOUT``,
+Every wait has a deadline: a data fetch (``$RCAKIT_FETCH_TIMEOUT``,
 ``rcakit.data.remote``), the import of a plug-in method
 (``$RCAKIT_PLUGIN_TIMEOUT``, ``rcakit.attribution.sandbox``), the wait for
 a case on a Dask cluster (``$RCAKIT_DASK_TIMEOUT``, ``rcakit.parallel.cluster``), a model call

@@ -2,7 +2,7 @@
 
 A chapter that meets a bad input inside its kernel fails with exit status 1
 and a ``.failed`` notebook; the same input found here is one line and exit
-status 2, with nothing run (issue 20, "every input checked before the
+status 2, with nothing run ("every input checked before the
 kernel"). :func:`check_parameters` runs one check per parameter a chapter
 has, and each check is the loader's own validation, stopped as early as it
 can be, so there is one definition of a valid input:

@@ -213,3 +213,19 @@ def test_the_api_pages_build_strictly_on_their_own(tmp_path):
         text=True,
     )
     assert proc.returncode == 0, "\n".join(line for line in proc.stdout.splitlines() if "WARNING" in line)
+
+
+def test_no_docstring_or_claim_cites_a_tracker_issue():
+    """CONTRIBUTING: docstrings cite paper sections, never a tracker issue, which a reader of the package
+    or the book cannot open."""
+    import re
+
+    root = project_root()
+    files = [*root.glob("rcakit/**/*.py"), *root.glob("benchmarks/*.py"), root / "data" / "claims.yaml"]
+    cited = [
+        f"{path.relative_to(root)}:{number}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bissues? \d+", line)
+    ]
+    assert not cited, f"tracker issues cited at {', '.join(cited)}"

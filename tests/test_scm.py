@@ -555,7 +555,15 @@ def test_coverage_section_records_the_chapter_setting_and_reads_every_step():
 
 def _rollouts_section(model):
     exact = shapley_exact(model.analytic_v, model.n_steps)
-    study = scm.rollout_study(lambda rng: scm.scm_draw(model, rng), exact, [96, 192], seeds=3, seed=0, car_k=2)
+    study = scm.rollout_study(
+        lambda rng: scm.scm_draw(model, rng),
+        exact,
+        [96, 192],
+        seeds=3,
+        seed=0,
+        car_k=2,
+        paired_for=lambda rng: scm.scm_paired_draw(model, rng),
+    )
     return experiments.rollouts(study, 192)
 
 
@@ -566,7 +574,10 @@ def test_the_rollouts_section_says_why_when_the_budget_holds_no_two_pairs():
     assert study.empty  # 8 rollouts buy no two pairs of either estimator
     section = experiments.rollouts(study, 8)
     assert section.numbers == {} and section.skipped is None  # nothing recorded: the claims read "not run"
-    assert str(section.facts["reading"].data).startswith("No comparison: 4 and 8 rollouts do not buy two")
+    assert str(section.facts["reading"].data).startswith("No comparison: 8 rollouts do not buy two")
+    cheap = scm.rollout_study(lambda rng: scm.scm_draw(s, rng), exact, [48, 96], seeds=2, seed=0)
+    assert set(cheap["estimator"]) == {"pooled"}  # 96 rollouts: pooled's 16 pairs, none of CAR's
+    assert experiments.rollouts(cheap, 96).numbers == {}  # no CAR to compare with: no ratio of NaN
 
 
 def test_scm_draw_counts_bad_replays_and_holding_every_step_always_fails():
@@ -626,3 +637,23 @@ def test_the_chapter_sections_record_every_key_its_claims_read():
             if isinstance(path, str) and not path.startswith(("params.", "support_agent.llm")):
                 results.lookup(numbers, path)  # a KeyError names the key no section records
     assert set(numbers) == {"interaction", "pivotal", "support_agent"}
+
+
+def test_common_random_numbers_make_an_idle_step_change_nothing_in_any_rollout():
+    """Holding the idle report step changes no rollout of a row with common random numbers; with fresh
+    rollouts the two coalitions' counts differ by noise."""
+    model = scm.interaction_scm()
+    masks = np.tile([0b000, 0b100, 0b001, 0b101], (50, 1))
+    paired = scm.scm_paired_draw(model, np.random.default_rng(3))(masks, 4)
+    assert (paired[:, 0] == paired[:, 1]).all() and (paired[:, 2] == paired[:, 3]).all()
+    assert (paired[:, 2] >= paired[:, 0]).all()  # holding the bad plan can only add failures, rollout by rollout
+    fresh = scm.scm_draw(model, np.random.default_rng(3))(masks.ravel(), 4).reshape(masks.shape)
+    assert (fresh[:, 0] != fresh[:, 1]).any()
+
+
+def test_paired_rollouts_estimate_the_interaction_values_within_their_interval():
+    model = scm.interaction_scm()
+    exact = np.array([(1 - 0.3**2) / 2, (1 - 0.3**2) / 2, 0.0])
+    est = rcakit.shapley.shapley_paired(scm.scm_paired_draw(model, np.random.default_rng(0)), 3, 5000)
+    assert ((est.ci_low <= exact) & (exact <= est.ci_high)).all()
+    assert est.values[2] == 0.0  # the idle step: exactly 0 in every rollout, not 0 on average

@@ -11,9 +11,15 @@ from rcakit.shapley import (
     antithetic_walks,
     permutation_interval,
     shapley_car,
+    shapley_coefficients,
+    shapley_enumerated,
     shapley_exact,
+    shapley_exact_batched,
+    shapley_of_table,
+    shapley_paired,
     shapley_permutation,
     shapley_pooled,
+    shapley_rollouts,
 )
 
 
@@ -269,3 +275,78 @@ def test_the_jackknife_interval_needs_two_pairs_and_brackets_the_estimate():
     assert lone.pairs == 1 and np.isnan(lone.ci_low).all()
     few = shapley_pooled(draw, 3, rollout_budget=30, seed=2)
     assert few.groups == few.pairs == 5
+
+
+def exact_paired(masks, k):
+    """Common random numbers on the deterministic game: every row's rollouts come out k v(S) bad."""
+    return GAME_V[masks] * k
+
+
+def test_the_batched_value_function_and_the_coefficients_give_the_exact_values():
+    rng = np.random.default_rng(7)
+    table = rng.random(1 << 6)
+    phi = shapley_exact(lambda s: float(table[sum(1 << i for i in s)]), 6)
+    np.testing.assert_allclose(shapley_exact_batched(lambda members: table[members @ (1 << np.arange(6))], 6), phi)
+    np.testing.assert_allclose(shapley_coefficients(6) @ table, phi)
+    with pytest.raises(RcakitError, match="2\\^n"):
+        shapley_of_table(np.ones(6))
+
+
+def test_the_padded_interval_keeps_a_width_when_every_row_is_zero_and_shrinks_towards_zero():
+    rows = np.zeros((40, 2))
+    rows[0, 1] = 1.0
+    mean, low, high = permutation_interval(rows, "padded")
+    _, s_low, s_high = permutation_interval(rows, "student")
+    assert s_low[0] == s_high[0] == 0.0  # Student's t over 40 zeros is a point
+    assert low[0] < 0 < high[0] and high[0] - low[0] > 0.1  # two pseudo-rows at -1 and +1 of 42
+    assert mean[1] == pytest.approx(1 / 40) and (low[1] + high[1]) / 2 == pytest.approx(1 / 42)
+
+
+def test_paired_walks_share_the_empty_coalition_and_never_roll_out_v_of_n():
+    seen = []
+
+    def draw(masks, k):
+        seen.append(masks.copy())
+        return GAME_V[masks] * k
+
+    est = shapley_paired(draw, 3, rollout_budget=500, seed=4)
+    (masks,) = seen
+    assert masks.shape == (est.pairs, 5) and est.rollouts == est.pairs * 5 <= 500  # 2n - 1 coalitions a pair
+    assert (masks[:, 0] == 0).all() and (masks != 7).all() and (masks[:, 1:] != 0).all()
+    np.testing.assert_allclose(est.values, shapley_permutation(game_value, 3, n_permutations=est.pairs, seed=4).values)
+    rolled = shapley_paired(draw, 3, rollout_budget=500, full=None, seed=4)
+    assert (seen[-1][:, -1] == 7).all() and rolled.rollouts == rolled.pairs * 6
+
+
+def test_two_paired_players_get_their_exact_values_from_one_pair():
+    """With two players a walk and its reverse are every order, so one pair of a deterministic game is exact."""
+    est = shapley_paired(lambda m, k: np.array([0.2, 0.5, 0.4, 1.0])[m] * k, 2, rollout_budget=3, seed=0)
+    assert est.pairs == 1
+    np.testing.assert_allclose(est.values, shapley_exact(lambda s: [0.2, 0.5, 0.4, 1.0][sum(1 << i for i in s)], 2))
+
+
+def test_enumerated_values_are_exact_on_a_deterministic_game_and_its_interval_never_collapses():
+    est = shapley_enumerated(exact_draw, 3, rollout_budget=700)
+    assert est.rollouts == 7 * 100  # every coalition but N, 100 rollouts each
+    np.testing.assert_allclose(est.values, shapley_exact(game_value, 3))
+    assert (est.ci_high - est.ci_low > 0).all()
+    certain = shapley_enumerated(lambda m, k: np.where(m > 0, k, 0), 3, rollout_budget=70)
+    assert (certain.ci_high - certain.ci_low > 0).all()  # every coalition's rollouts agree: smoothed, not 0
+    assert np.isnan(shapley_enumerated(exact_draw, 3, rollout_budget=6).values).all()
+
+
+def test_the_enumerated_interval_covers_near_its_level_on_a_noisy_game():
+    exact = shapley_exact(game_value, 3)
+    rng = np.random.default_rng(11)
+    held = [
+        (est.ci_low <= exact) & (exact <= est.ci_high)
+        for est in (shapley_enumerated(lambda m, k: rng.binomial(k, GAME_V[m]), 3, 1400) for _ in range(300))
+    ]
+    assert 0.92 <= np.mean(held) <= 0.99
+
+
+def test_the_default_by_rollouts_is_paired_where_the_policy_can_be_seeded_and_pooled_otherwise():
+    assert shapley_rollouts(3, 500, paired=exact_paired, seed=1).interval == "padded"
+    assert shapley_rollouts(3, 500, draw=exact_draw, seed=1).interval == "jackknife"
+    with pytest.raises(RcakitError, match="give draw"):
+        shapley_rollouts(3, 500)

@@ -2,7 +2,7 @@
 
 :func:`muted` discards what the current thread writes to ``sys.stdout`` and
 ``sys.stderr``: a user's method that prints on every case would otherwise
-publish its prints in the chapter's notebook (issue 29, item 19: 1 MiB per
+publish its prints in the chapter's notebook (1 MiB per
 call made a 52.7 MB page). Other threads (a progress bar, the kernel's own
 output) write as before. Used by ``rcakit.attribution.adapters`` (the
 import) and ``rcakit.attribution.scoring`` (every call).

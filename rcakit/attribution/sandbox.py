@@ -3,7 +3,7 @@
 A plug-in (``-p methods package.module:callable``) is the user's code, and
 rcakit runs it twice: the preflight imports it before any kernel starts, and
 the chapter's kernel imports and calls it on every case. Neither may reach
-rcakit's own process or page (issue 29, item 19):
+rcakit's own process or page:
 
 - :func:`check_methods_isolated` is the preflight. It runs
   :func:`rcakit.attribution.check_methods` in a child Python, in its

@@ -5,7 +5,7 @@ bytes of the first fetch become the reference every later fetch is checked
 against. So the registry pins, for each such file, a plausible size range and,
 where the format allows, a cheap check that the bytes are of the kind they
 claim to be. An error page, a truncated body or a file of another kind is
-refused before anything is kept or recorded (issue 20, "trust on first use").
+refused before anything is kept or recorded ("trust on first use").
 
 The checks read the file once and keep no more than one JSON document in
 memory: ``json`` (the file parses as one JSON document), ``jsonl`` (every

@@ -2,7 +2,7 @@
 
 ``httpx``'s timeouts bound each network operation: a connect, a write, the gap
 between two reads. A server that trickles its reply (one byte a second) never
-trips them, so a call with ``timeout=3`` could take minutes (issue 29, item 7).
+trips them, so a call with ``timeout=3`` could take minutes.
 :func:`bounded_client` builds the ``httpx.Client`` that every HTTP provider
 (:mod:`rcakit.llm.ollama`, and the OpenAI-compatible and Anthropic clients of
 :mod:`rcakit.llm.sdk`) sends through, in which one request, from the connect to

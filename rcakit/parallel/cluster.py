@@ -8,7 +8,7 @@ as they finish. A case whose worker dies is rescheduled by Dask
 the workers holding the shipped ``work`` died is resubmitted by its index,
 with ``work`` shipped again, up to ``retries`` times.
 
-Every wait on the cluster has a deadline (issue 29, item 6): the connect
+Every wait on the cluster has a deadline: the connect
 (``CONNECT_SECONDS``), the shipping of ``work`` (``WORKER_SECONDS``), the
 teardown, and the wait for the next case to finish, :func:`stall_timeout`
 seconds (``$RCAKIT_DASK_TIMEOUT``, default :data:`DEFAULT_STALL_SECONDS`). A

@@ -13,7 +13,7 @@ estimate, a Shapley estimate, a coverage study, a support report) come from
 - :func:`contrastive_over_count` and :func:`or_failure_split`: single-step
   effects against Shapley, and the OR failure's split (§5);
 - :func:`convergence`: antithetic against plain sampling per rollout budget;
-- :func:`rollouts`: CAR's estimator against pooled values of :math:`v(S)`, by rollouts (issue 30);
+- :func:`rollouts`: CAR's estimator against pooled and paired values of :math:`v(S)`, by rollouts;
 - :func:`support_agent`, :func:`replay_action_match` and
   :func:`language_model_support`: the incident report of Figure 1 and the
   replay action-match rate of §3.
@@ -217,21 +217,27 @@ def convergence(table: pd.DataFrame) -> Section:
 
 
 def rollouts(study: pd.DataFrame, car_budget: int) -> Section:
-    r"""CAR's estimator against pooled values of :math:`v(S)` by rollouts (:func:`rcakit.scm.rollout_study`).
+    r"""CAR's estimator against pooled and paired values of :math:`v(S)` by rollouts
+    (:func:`rcakit.scm.rollout_study`).
 
     The table: RMSE (``car-t`` has CAR's values, so only CAR's column) and coverage (mean over players)
-    per estimator and budget. Recorded: the ratio of pooled's RMSE to CAR's at ``car_budget`` and of
-    pooled at half of it to CAR at ``car_budget``, each with its bootstrap interval, and the pooled
+    per estimator and budget; the rollouts each spent (whole pairs only, so at most the budget) are
+    recorded beside them. Recorded too, for ``pooled`` and, when the study has it, ``paired`` (common
+    random numbers, rcakit's default where the policy is seeded): the ratio of its RMSE to CAR's at
+    ``car_budget`` and at half of it to CAR at ``car_budget``, each with its bootstrap interval, and its
     interval's coverage of :math:`\phi_0` at ``car_budget`` with its Wilson interval. The one fact is
-    ``reading``, the paragraph that states them (Markdown); a study with no run at both budgets (too few
-    rollouts for two pairs) records nothing and its reading says why.
+    ``reading``, the paragraph that states them (Markdown); a study in which CAR's estimator did not run
+    at ``car_budget`` (too few rollouts for two pairs) records nothing and its reading says why.
     """
     half = car_budget // 2
-    budgets = set(study["budget"]) if not study.empty else set()
-    if car_budget not in budgets or half not in budgets:
+
+    def ran(name: str, budget: int) -> bool:
+        return not study.empty and bool(((study["estimator"] == name) & (study["budget"] == budget)).any())
+
+    if not ran("car", car_budget):
         reading = (
-            f"No comparison: {half:,} and {car_budget:,} rollouts do not buy two antithetic pairs of both "
-            "estimators, so neither has an interval; raise `budget`."
+            f"No comparison: {car_budget:,} rollouts do not buy two antithetic pairs of CAR's estimator, "
+            "so it has no interval; raise `budget`."
         )
         empty = pd.DataFrame({"RMSE": [float("nan")], "coverage": [float("nan")]}, index=pd.Index([car_budget]))
         empty.index.name = "rollouts"
@@ -239,22 +245,38 @@ def rollouts(study: pd.DataFrame, car_budget: int) -> Section:
     grouped = study.groupby(["estimator", "budget"])
     rmse = cast(pd.DataFrame, grouped["squared error"].mean().pow(0.5).unstack(0))
     coverage = cast(pd.DataFrame, grouped["covered"].mean().unstack(0))
-    same = rmse_ratio(study, ("pooled", car_budget), ("car", car_budget))
-    halved = rmse_ratio(study, ("pooled", half), ("car", car_budget))
-    pooled = study[(study["estimator"] == "pooled") & (study["budget"] == car_budget)]["covered phi_0"]
-    cov = stats.accuracy_with_ci(list(pooled))
-    phi_0 = {"coverage": cov["acc"], "lo": cov["lo"], "hi": cov["hi"]}
+    spent = cast(pd.DataFrame, grouped["rollouts"].mean().unstack(0)).drop(columns="car-t")
+    compared = {
+        name: _against_car(study, name, car_budget)
+        for name in ("pooled", "paired")
+        if ran(name, car_budget) and ran(name, half)
+    }
     table = pd.concat({"RMSE": rmse.drop(columns="car-t"), "coverage": coverage}, axis=1)  # car-t: car's values
     table.index.name = "rollouts"
-    reading = (
-        f"Over {study['seed'].nunique()} seeds: at CAR's budget ({car_budget:,} rollouts), pooling gives "
-        f"**{same[0]:.2f}** times CAR's RMSE (95% bootstrap interval [{same[1]:.2f}, {same[2]:.2f}]); with "
-        f"half the rollouts ({half:,}) it gives **{halved[0]:.2f}** times CAR's RMSE at the full budget "
-        f"([{halved[1]:.2f}, {halved[2]:.2f}]). The jackknife interval held the analytic $\\phi_0$ in "
-        f"**{phi_0['coverage']:.3f}** of the runs at CAR's budget (Wilson [{phi_0['lo']:.3f}, {phi_0['hi']:.3f}])."
-    )
-    numbers = records.rollout_numbers(rmse.to_dict(), coverage.to_dict(), same, halved, phi_0)
+    words = {"pooled": "pooling", "paired": "common random numbers inside each pair"}
+    interval = {"pooled": "jackknife", "paired": "padded"}
+    seeds = study["seed"].nunique()
+    reading = f"Over {seeds} seeds, at CAR's budget ({car_budget:,} rollouts) and with half of it ({half:,}):"
+    for name, (same, halved, phi_0) in compared.items():
+        reading += (
+            f"\n\n- {words[name]} gives **{same[0]:.2f}** times CAR's RMSE at the same budget (95% bootstrap "
+            f"interval [{same[1]:.2f}, {same[2]:.2f}]) and **{halved[0]:.2f}** times it with half the rollouts "
+            f"([{halved[1]:.2f}, {halved[2]:.2f}]); its {interval[name]} interval held the analytic $\\phi_0$ in "
+            f"**{phi_0['coverage']:.3f}** of the runs at CAR's budget (Wilson [{phi_0['lo']:.3f}, {phi_0['hi']:.3f}])."
+        )
+    numbers = records.rollout_numbers(rmse.to_dict(), coverage.to_dict(), spent.to_dict(), compared)
     return Section(table=table, numbers=numbers, facts={"reading": Markdown(reading)}, decimals=4)
+
+
+def _against_car(
+    study: pd.DataFrame, name: str, car_budget: int
+) -> tuple[tuple[float, float, float], tuple[float, float, float], dict[str, float]]:
+    """``name``'s RMSE ratio to CAR at CAR's budget and at half of it, and its coverage of phi_0 there."""
+    same = rmse_ratio(study, (name, car_budget), ("car", car_budget))
+    halved = rmse_ratio(study, (name, car_budget // 2), ("car", car_budget))
+    held = study[(study["estimator"] == name) & (study["budget"] == car_budget)]["covered phi_0"]
+    cov = stats.accuracy_with_ci(list(held))
+    return same, halved, {"coverage": cov["acc"], "lo": cov["lo"], "hi": cov["hi"]}
 
 
 def _attribution_facts(report: SupportReport) -> dict[str, Any]:
@@ -273,6 +295,14 @@ def _attribution_facts(report: SupportReport) -> dict[str, Any]:
     }
     if report.scm.analytic_v is not None:
         facts["phi_exact"] = dict(enumerate(map(float, shapley_exact(report.scm.analytic_v, report.scm.n_steps))))
+    if report.paired is not None:
+        facts |= {
+            "phi_paired": dict(enumerate(map(float, report.paired.values))),
+            "phi_paired_lo": dict(enumerate(map(float, report.paired.ci_low))),
+            "phi_paired_hi": dict(enumerate(map(float, report.paired.ci_high))),
+            "paired_rollouts": report.paired.rollouts,
+            "car_rollouts": shap.spent,
+        }
     return facts
 
 
@@ -281,7 +311,9 @@ def support_agent(report: SupportReport) -> Section:
 
     Skipped when no recorded run refunded after the note (nothing to attribute).
     Facts: ``locus``, ``locus_name``, ``locus_text``, ``effect`` with ``effect_lo``
-    and ``effect_hi``, ``p_bad_locus``, ``phi`` and ``phi_exact`` (per step).
+    and ``effect_hi``, ``p_bad_locus``, ``phi`` and ``phi_exact`` (per step) and, with a seeded policy,
+    rcakit's default by rollouts: ``phi_paired`` with ``phi_paired_lo`` and ``phi_paired_hi`` (per step),
+    ``paired_rollouts`` and ``car_rollouts`` (what CAR's estimate spent).
     """
     if report.contrast is None:
         return Section.skip("no recorded run refunded after the injected note, so there is no incident to attribute.")

@@ -129,8 +129,12 @@ class SCM:
         """The steps' names, in order."""
         return [step.name for step in self.steps]
 
-    def rollout(self, rng: np.random.Generator, do: Do = NO_INTERVENTION) -> tuple[Record, ...]:
-        """One forward execution under ``do``."""
+    def rollout(
+        self, rng: np.random.Generator, do: Do = NO_INTERVENTION, streams: Sequence[np.random.Generator] | None = None
+    ) -> tuple[Record, ...]:
+        """One forward execution under ``do``; with ``streams``, step ``i``'s policy draws from
+        ``streams[i]`` instead of ``rng`` (common random numbers: two coalitions rolled out with the same
+        streams differ only where their held steps do)."""
         trace: list[Record] = []
         for i, step in enumerate(self.steps):
             context = tuple(trace)
@@ -143,7 +147,7 @@ class SCM:
             if i in do.actions:
                 action = do.actions[i]
             else:
-                action = do.policies.get(i, step.policy)(context, rng)
+                action = do.policies.get(i, step.policy)(context, rng if streams is None else streams[i])
             if i in do.observations:
                 obs = do.observations[i]
             else:

@@ -85,27 +85,30 @@ def coverage_numbers(summary: Mapping[str, Any], setting: str) -> dict[str, Any]
 def rollout_numbers(
     rmse: Mapping[Any, Mapping[Any, float]],
     coverage: Mapping[Any, Mapping[Any, float]],
-    same_budget: Sequence[float],
-    half_budget: Sequence[float],
-    pooled_phi_0: Mapping[str, Any],
+    spent: Mapping[Any, Mapping[Any, float]],
+    compared: Mapping[str, tuple[Sequence[float], Sequence[float], Mapping[str, Any]]],
 ) -> dict[str, Any]:
-    """``interaction.by_rollouts``: RMSE and coverage per estimator and budget, the RMSE ratios of pooled to
-    CAR at CAR's budget and at half of it (each ``[ratio, lo, hi]``), and the pooled interval's coverage of
-    phi_0 at CAR's budget with its Wilson interval (issue 30)."""
-    return {
-        "interaction": {
-            "by_rollouts": {
-                "rmse": {name: {str(b): v for b, v in row.items()} for name, row in rmse.items()},
-                "coverage": {name: {str(b): v for b, v in row.items()} for name, row in coverage.items()},
-                "same_budget_ratio": same_budget[0],
-                "same_budget_ratio_ci": list(same_budget[1:]),
-                "half_budget_ratio": half_budget[0],
-                "half_budget_ratio_ci": list(half_budget[1:]),
-                "pooled_phi_0_coverage": pooled_phi_0["coverage"],
-                "pooled_phi_0_coverage_ci": [pooled_phi_0["lo"], pooled_phi_0["hi"]],
-            }
-        }
+    """``interaction.by_rollouts``: RMSE, coverage and rollouts spent (``rollouts``, the mean over seeds)
+    per estimator and budget and, per estimator compared
+    with CAR (``pooled``, ``paired``), its RMSE ratios to CAR at CAR's budget and at half of it (each
+    ``[ratio, lo, hi]``) and its interval's coverage of phi_0 at CAR's budget with its Wilson interval.
+    The pooled keys keep their names (``same_budget_ratio``, ``pooled_phi_0_coverage``); the
+    others carry the estimator's name first (``paired_same_budget_ratio``, ``paired_phi_0_coverage``)."""
+    found: dict[str, Any] = {
+        key: {name: {str(b): v for b, v in row.items()} for name, row in table.items()}
+        for key, table in (("rmse", rmse), ("coverage", coverage), ("rollouts", spent))
     }
+    for name, (same, halved, phi_0) in compared.items():
+        ratio = "" if name == "pooled" else f"{name}_"
+        found |= {
+            f"{ratio}same_budget_ratio": same[0],
+            f"{ratio}same_budget_ratio_ci": list(same[1:]),
+            f"{ratio}half_budget_ratio": halved[0],
+            f"{ratio}half_budget_ratio_ci": list(halved[1:]),
+            f"{name}_phi_0_coverage": phi_0["coverage"],
+            f"{name}_phi_0_coverage_ci": [phi_0["lo"], phi_0["hi"]],
+        }
+    return {"interaction": {"by_rollouts": found}}
 
 
 def over_count_numbers(abs_sum: float) -> dict[str, Any]:
@@ -123,7 +126,8 @@ def attribution_numbers(report: SupportReport) -> dict[str, Any]:
 
     ``locus`` and ``observed`` are None when no run refunded after the note, so
     nothing was attributed; with the scripted policy the analytic Shapley values
-    follow.
+    follow, and rcakit's default estimate with common random numbers (``paired_shapley``, its
+    ``paired_shapley_ci`` and the ``paired_rollouts`` it spent).
     """
     if report.contrast is None:
         return {"locus": None, "observed": None}
@@ -139,6 +143,10 @@ def attribution_numbers(report: SupportReport) -> dict[str, Any]:
     }
     if model.analytic_v is not None:
         out["analytic_shapley"] = shapley_exact(model.analytic_v, model.n_steps)
+    if report.paired is not None:
+        out["paired_shapley"] = report.paired.values
+        out["paired_shapley_ci"] = np.column_stack([report.paired.ci_low, report.paired.ci_high])
+        out["paired_rollouts"] = report.paired.rollouts
     return out
 
 

@@ -10,7 +10,7 @@ their intervals hold a target (:func:`coverage_study`: CAR's interval beside
 Student's t, walks taken as independent draws, and cached values of
 :math:`v`), a convergence sweep against the analytic values, and the
 estimators priced in rollouts (:func:`rollout_study`: CAR's against pooled
-values of :math:`v`, issue 30).
+values of :math:`v`).
 
 Used in the chapter ``car-shapley``.
 """
@@ -29,12 +29,15 @@ from rcakit.scm.model import SCM, do_hold
 from rcakit.shapley import (
     INTERVALS,
     BatchDraw,
+    PairedDraw,
     ShapleyEstimate,
     ValueFunction,
     coalition_of,
     permutation_interval,
     shapley_car,
+    shapley_enumerated,
     shapley_exact,
+    shapley_paired,
     shapley_permutation,
     shapley_pooled,
 )
@@ -353,6 +356,28 @@ def scm_draw(model: SCM, rng: np.random.Generator) -> BatchDraw:
     return draw
 
 
+def scm_paired_draw(model: SCM, rng: np.random.Generator) -> PairedDraw:
+    """Real replays of ``model`` with common random numbers, as a ``rcakit.shapley.PairedDraw``: rollout
+    ``j`` of a row gives each step a generator from its own seed (drawn from ``rng`` per row and rollout),
+    rewound to its start for every coalition of the row, so a resampled step draws the same numbers in each."""
+
+    def draw(masks: np.ndarray, k: int) -> np.ndarray:
+        rows, columns = masks.shape
+        out = np.zeros((rows, columns), dtype=np.int64)
+        for r in range(rows):
+            for _ in range(k):
+                streams = [np.random.default_rng(int(s)) for s in rng.integers(2**63, size=model.n_steps)]
+                start = [stream.bit_generator.state for stream in streams]
+                for mask in np.unique(masks[r]):
+                    for stream, state in zip(streams, start, strict=True):
+                        stream.bit_generator.state = state
+                    held = do_hold(coalition_of(mask, model.n_steps))
+                    out[r, masks[r] == mask] += model.is_bad(model.rollout(rng, held, streams))
+        return out
+
+    return draw
+
+
 def rollout_study(
     draw_for: Callable[[np.random.Generator], BatchDraw],
     exact: np.ndarray,
@@ -361,44 +386,53 @@ def rollout_study(
     seeds: int,
     seed: int,
     car_k: int = 12,
+    paired_for: Callable[[np.random.Generator], PairedDraw] | None = None,
+    enumerated: bool = False,
 ) -> pd.DataFrame:
-    r"""CAR's estimator against pooled values of :math:`v(S)`, by rollouts spent (issue 30).
+    r"""Shapley estimators priced in rollouts, each against the exact vector.
 
-    For each budget and each of ``seeds`` repeats, :func:`rcakit.shapley.shapley_car` (``car_k``
-    rollouts per coalition, CAR's normal interval, and Student's t over the same rows as ``car-t``) and
+    For each budget and each of ``seeds`` repeats, each estimator gets fresh rollouts from
+    ``draw_for(rng)``: :func:`rcakit.shapley.shapley_car` (``car_k`` rollouts per coalition, CAR's
+    normal interval, and Student's t over the same rows as ``car-t``) and
     :func:`rcakit.shapley.shapley_pooled` (one rollout per visit, :math:`v(N) = 1` known, jackknife
-    interval) each get fresh rollouts from ``draw_for(rng)``. Columns: ``estimator, budget, seed,
-    rollouts`` (spent), ``squared error`` (mean over players, against ``exact``), ``covered`` (the share
-    of players whose interval holds their exact value) and ``covered phi_0``. A run with fewer than two
-    pairs has no interval and no row.
+    interval); with ``paired_for``, :func:`rcakit.shapley.shapley_paired` (common random numbers inside
+    each pair, padded interval) as ``paired``; with ``enumerated``, :func:`rcakit.shapley.shapley_enumerated`.
+    Columns: ``estimator, budget, seed, rollouts`` (spent), ``squared error`` (mean over players, against
+    ``exact``), ``covered`` (the share of players whose interval holds their exact value) and
+    ``covered phi_0``. A run with no interval (fewer than two pairs, or no rollout per coalition) has no row.
     """
     n = len(exact)
+
+    def rng(s: int, budget: int, stream: int) -> np.random.Generator:
+        return np.random.default_rng([seed, s, budget, stream])
+
     rows = []
     for budget in budgets:
         for s in range(seeds):
-            runs = {
-                "car": shapley_car(draw_for(np.random.default_rng([seed, s, budget, 0])), n, budget, k=car_k, seed=s),
-                "pooled": shapley_pooled(draw_for(np.random.default_rng([seed, s, budget, 1])), n, budget, seed=s),
-            }
-            for name, est in runs.items():
-                if est.pairs < 2:
+            car = shapley_car(draw_for(rng(s, budget, 0)), n, budget, k=car_k, seed=s)
+            rows_of_car = car.rows if car.rows is not None else np.empty((0, n))
+            intervals = {"car": car, "car-t": (car, permutation_interval(rows_of_car, "student", car.level)[1:])}
+            intervals["pooled"] = shapley_pooled(draw_for(rng(s, budget, 1)), n, budget, seed=s)
+            if paired_for is not None:
+                intervals["paired"] = shapley_paired(paired_for(rng(s, budget, 2)), n, budget, seed=s)
+            if enumerated:
+                intervals["enumerated"] = shapley_enumerated(draw_for(rng(s, budget, 3)), n, budget)
+            for label, found in intervals.items():
+                est, (low, high) = found if isinstance(found, tuple) else (found, (found.ci_low, found.ci_high))
+                if np.isnan(low).any():
                     continue
-                intervals = {name: (est.ci_low, est.ci_high)}
-                if est.rows is not None:
-                    intervals["car-t"] = permutation_interval(est.rows, "student", est.level)[1:]
-                for label, (low, high) in intervals.items():
-                    held = (low <= exact) & (exact <= high)
-                    rows.append(
-                        {
-                            "estimator": label,
-                            "budget": int(budget),
-                            "seed": s,
-                            "rollouts": est.rollouts,
-                            "squared error": float(np.mean((est.values - exact) ** 2)),
-                            "covered": float(held.mean()),
-                            "covered phi_0": bool(held[0]),
-                        }
-                    )
+                held = (low <= exact) & (exact <= high)
+                rows.append(
+                    {
+                        "estimator": label,
+                        "budget": int(budget),
+                        "seed": s,
+                        "rollouts": est.rollouts,
+                        "squared error": float(np.mean((est.values - exact) ** 2)),
+                        "covered": float(held.mean()),
+                        "covered phi_0": bool(held[0]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -49,8 +49,8 @@ from rcakit.scm.replay import (
     record_run,
     step_seeds,
 )
-from rcakit.scm.shapley_sweeps import scm_shapley
-from rcakit.shapley import ShapleyEstimate
+from rcakit.scm.shapley_sweeps import scm_paired_draw, scm_shapley
+from rcakit.shapley import RolloutEstimate, ShapleyEstimate, shapley_rollouts
 
 P_REFUND_REQUEST = 0.8  # read_ticket: the ticket is read as a refund request
 P_FULL_RECORD = 0.7  # lookup_order: the lookup fetches the notes with the order
@@ -186,6 +186,7 @@ class SupportReport:
     replay: ActionMatch
     contrast: Contrastive | None = None
     shapley: ShapleyEstimate | None = None
+    paired: RolloutEstimate | None = None  # rcakit's default at CAR's rollouts, when the policy is seeded
 
     def attributed(self) -> tuple[Contrastive, ShapleyEstimate]:
         """The contrastive effects and the Shapley estimate; only a report with a failing run has them."""
@@ -250,7 +251,11 @@ def support_report(
     attempts, in which a refund was issued with the note in the decision's
     context; if none turns up in ``max_tries`` attempts the report holds no
     attribution (the model resisted the injection), and the replay check
-    covers the first attempt's run and the extra runs.
+    covers the first attempt's run and the extra runs. With the scripted
+    policy, which is seeded, the report also holds rcakit's default Shapley
+    estimate by rollouts (:func:`rcakit.shapley.shapley_rollouts`, common random
+    numbers inside each pair) at the rollouts CAR's estimate spent; a model's
+    policy gets none, since a hosted model cannot be seeded.
     """
     agent = support_agent_scm(refund_policy)
     replayer = agent if replay_policy is None else support_agent_scm(replay_policy)
@@ -271,7 +276,11 @@ def support_report(
         value_seed=int(streams[1]),
         order_seed=int(streams[2]),
     )
-    return SupportReport(agent, run, replay_check(agent, replayer, run, extra_runs, seed), contrast, shap)
+    paired = None
+    if refund_policy is None:  # the scripted policy is seeded: common random numbers at CAR's rollouts
+        draw = scm_paired_draw(agent, np.random.default_rng([seed, 3]))
+        paired = shapley_rollouts(agent.n_steps, shap.spent, paired=draw, seed=int(streams[2]))
+    return SupportReport(agent, run, replay_check(agent, replayer, run, extra_runs, seed), contrast, shap, paired)
 
 
 def llm_support_report(
