@@ -568,6 +568,11 @@ SMALL_CASES = [  # issue 20, item 12
     Case("a full-width digit", ["run", "car-shapley", "-p", "seed", "\uff13"], "holds non-ASCII digits; type 0-9"),
     Case("nan for a float", ["run", "car-shapley", "-p", "q", "nan"], "parameter 'q' = 'nan' is not a finite number"),
     Case(
+        "a Shapley budget too small for two permutations",
+        ["run", "car-shapley", "-p", "budget", "50"],
+        "parameter 'budget': 50 rollouts buy fewer than two antithetic permutations",
+    ),
+    Case(
         "the same -p twice",
         ["run", "car-shapley", "-p", "seed", "1", "-p", "seed", "2"],
         "parameter 'seed' is given twice",
