@@ -703,3 +703,13 @@ def test_the_verdict_box_groups_unmeasured_claims_by_what_they_wait_for():
     text = claims.verdict_markdown(pd.concat([table, pd.DataFrame(extra)], ignore_index=True))
     assert "- Needs a language model (parameter provider): b6 \\<x\\> & y; judge hop 1; judge hop 2." in text
     assert "- Needs the data set who-and-when (parameter w): who." in text
+
+
+def test_the_verdict_box_never_counts_a_claim_with_no_paper_value_as_agreeing_with_the_paper():
+    table = toy_table()
+    own = table.iloc[[0]].assign(claim="own", paper=None)  # rcakit's own comparison that holds
+    text = claims.verdict_markdown(pd.concat([table, own], ignore_index=True))
+    assert "**Mechanism claims checked here that agree with the paper: 1 of 2**" in text
+    assert "rcakit's own claims (no paper value) that hold: 1 of 1" in text
+    alone = claims.verdict_markdown(pd.concat([table[table["kind"] != "mechanism"], own], ignore_index=True))
+    assert "No mechanism claim of the paper's could be checked" in alone and "that hold: 1 of 1" in alone

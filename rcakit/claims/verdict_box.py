@@ -59,7 +59,9 @@ def verdict_markdown(table: pd.DataFrame) -> str:
     paper's setting when the run used other parameters; each with the rule its
     verdict follows (a tolerance, a one-sided bound, an interval). Identities are
     counted apart as correctness checks, with any that fail named; the other
-    kinds are counted in one line. On a page with no paper behind it the
+    kinds are counted in one line. A claim with no paper value on a page with a
+    paper (a comparison of rcakit's own) is counted apart, never as agreeing
+    with the paper. On a page with no paper behind it the
     mechanism claims are the workbench's own findings: the box says which hold,
     never that they agree with a paper.
     """
@@ -69,13 +71,19 @@ def verdict_markdown(table: pd.DataFrame) -> str:
     title = "what reproduces here" if paper else "what holds here"
     lines = [f":::{{admonition}} Verdict: {title}", ":class: verdict tip", ""]
     if len(mechanism):
-        checked = len(groups["agrees"]) + len(groups["differs"])
+        own = mechanism["paper"].isna() if paper else pd.Series(False, index=mechanism.index)
+        agrees, differs = (mechanism["verdict"] == "agrees"), (mechanism["verdict"] == "differs")
+        checked, own_checked = int(((agrees | differs) & ~own).sum()), int(((agrees | differs) & own).sum())
         what = "agree with the paper" if paper else "hold (no paper is behind this page: none is a reproduction)"
         lead = (
-            f"**Mechanism claims checked here that {what}: {len(groups['agrees'])} of {checked}**"
+            f"**Mechanism claims checked here that {what}: {int((agrees & ~own).sum())} of {checked}**"
             if checked
+            else "**No mechanism claim of the paper's could be checked in this run**"
+            if own_checked
             else "**No mechanism claim could be checked in this run**"
         )
+        if own_checked:  # rcakit's own comparisons on a page with a paper: no paper value to agree with
+            lead += f"; rcakit's own claims (no paper value) that hold: {int((agrees & own).sum())} of {own_checked}"
         lines.append(lead + _not_counted(groups) + ".")
     else:
         lines.append("**This page reproduces no published number**: its claims are correctness checks.")
