@@ -159,10 +159,10 @@ def shapiq_study(game: Game, budgets: list[int], seeds: int) -> pd.DataFrame:
     exact, weights, rows = game.exact(), 1 << np.arange(game.n), []
     for budget in budgets:
         split = -(-budget // (1 << game.n))  # K = the budget over 2^n, one series whatever its value
-        for k, label in [(1, "1"), (4, "4"), (12, "12"), (split, "B/2^n")]:
+        for series, (k, label) in enumerate([(1, "1"), (4, "4"), (12, "12"), (split, "B/2^n")]):
             for s in range(seeds):
-                for name in SHAPIQ:
-                    draw = game.draw(np.random.default_rng([s, budget, k, len(label), SHAPIQ.index(name)]))
+                for index, name in enumerate(SHAPIQ):
+                    draw = game.draw(np.random.default_rng([s, budget, series, index]))
 
                     def value(coalitions: np.ndarray, draw: BatchDraw = draw, k: int = k) -> np.ndarray:
                         masks = np.atleast_2d(coalitions).astype(np.int64) @ weights

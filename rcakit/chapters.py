@@ -37,7 +37,7 @@ import functools
 import io
 import math
 import tokenize
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,8 +267,30 @@ def _check_range(chapter: Chapter, where: str, name: str, value: Any) -> None:
         raise RcakitError(f"{where} = {_short(value)} is not one of {options}")
 
 
+def car_shapley_budget(params: Mapping[str, Any]) -> None:
+    """``car-shapley``'s ``budget``: 0 (no budget) or enough rollouts for two antithetic permutations of
+    the interaction SCM at the run's ``samples_per_eval``, so that every Shapley estimate of the chapter
+    exists and has an interval (CAR §4: only whole permutations are spent)."""
+    from rcakit.scm import interaction_scm, permutation_budgets
+
+    budget, per_eval = int(params["budget"]), int(params["samples_per_eval"])
+    (least,) = permutation_budgets(interaction_scm(), per_eval, [2])
+    if budget and budget < least:
+        raise RcakitError(
+            f"parameter 'budget': {budget:,} rollouts buy fewer than two antithetic permutations of the "
+            f"interaction SCM at samples_per_eval {per_eval} ({least:,} rollouts), so no Shapley estimate "
+            "would have an interval; give 0 (no budget) or at least that"
+        )
+
+
+CHAPTER_RULES: dict[str, Callable[[Mapping[str, Any]], None]] = {  # a rule between one chapter's parameters
+    "car-shapley": car_shapley_budget,
+}
+
+
 def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
-    """Cross-parameter checks: ``requires`` rules and provider specs (no network).
+    """Cross-parameter checks: ``requires`` rules, a chapter's own rule (:data:`CHAPTER_RULES`) and
+    provider specs (no network).
 
     Every parameter named ``provider`` or ending in ``_provider`` is parsed by
     ``rcakit.llm.spec.check_spec`` (the backend is not loaded), and
@@ -292,6 +314,11 @@ def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
                 raise RcakitError(
                     f"{chapter.id}: parameter {shown} needs {other!r} to be set, got {params.get(other)!r}"
                 )
+    if chapter.id in CHAPTER_RULES:
+        try:
+            CHAPTER_RULES[chapter.id](params)
+        except RcakitError as err:
+            raise RcakitError(f"{chapter.id}: {err}") from None
     from rcakit.llm.spec import check_base_url, check_spec
     from rcakit.parallel import check_scheduler
 

@@ -24,9 +24,11 @@ can be, so there is one definition of a valid input:
   the kernel would import it, in a child process with a deadline, and must
   name a callable;
 - ``scheduler``: a Dask handshake with the connect timeout
-  (:func:`rcakit.parallel.probe_scheduler`);
-- ``budget`` (``car-shapley``): at least two antithetic permutations' rollouts
-  at the run's ``samples_per_eval``, or 0 (:func:`shapley_budget`).
+  (:func:`rcakit.parallel.probe_scheduler`).
+
+A rule between parameters that needs no file or network (a budget that
+depends on another parameter) is ``rcakit.chapters.check_rules``' business,
+so that it also holds inside the kernel.
 
 Each error is one line that names the parameter and the file (and line).
 """
@@ -47,7 +49,7 @@ def check_parameters(chapter_id: str, params: Mapping[str, Any]) -> None:
     ``params`` are the checked parameters of the run (``runner.run_parameters``).
     Local files come first, the network (a scheduler) last.
     """
-    for name, check in [*CHECKS.items(), *CHAPTER_CHECKS.get(chapter_id, {}).items()]:
+    for name, check in CHECKS.items():
         if name in params:
             try:
                 check(params[name], params)
@@ -159,21 +161,6 @@ def dask_scheduler(value: Any, params: Mapping[str, Any]) -> None:
 PREFLIGHT_SECONDS = 5.0
 
 
-def shapley_budget(value: Any, params: Mapping[str, Any]) -> None:
-    """``budget`` (``car-shapley``): 0 (no budget) or enough rollouts for two antithetic permutations
-    of the interaction SCM at ``samples_per_eval`` rollouts per coalition, so that every Shapley
-    estimate of the chapter exists and has an interval (CAR §4: only whole permutations are spent)."""
-    from rcakit.scm import interaction_scm, permutation_budgets
-
-    (least,) = permutation_budgets(interaction_scm(), int(params.get("samples_per_eval", 12)), [2])
-    if value and int(value) < least:
-        raise RcakitError(
-            f"parameter 'budget': {int(value):,} rollouts buy fewer than two antithetic permutations of the "
-            f"interaction SCM at samples_per_eval {params.get('samples_per_eval', 12)} ({least:,} rollouts), "
-            "so no Shapley estimate would have an interval; give 0 (no budget) or at least that"
-        )
-
-
 CHECKS: dict[str, Check] = {  # parameter -> its check, cheapest first
     "methods": plugin_methods,
     "world": musique_world,
@@ -183,12 +170,7 @@ CHECKS: dict[str, Check] = {  # parameter -> its check, cheapest first
     "retriever": dense_model,
     "scheduler": dask_scheduler,
 }
-CHAPTER_CHECKS: dict[str, dict[str, Check]] = {  # chapter -> a parameter whose valid values depend on others
-    "car-shapley": {"budget": shapley_budget},
-}
-
 __all__ = [
-    "CHAPTER_CHECKS",
     "CHECKS",
     "check_parameters",
 ]

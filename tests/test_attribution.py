@@ -148,6 +148,28 @@ def test_shapley_adapters_match_the_estimators_and_charge_the_oracle(beds):
     assert ad.shapley_monte_carlo(c.case, tiny, budget=1).answer == tuple(c.case.players) and tiny.calls == 0
 
 
+def test_the_default_by_rollouts_spends_whole_pairs_and_ranks_as_exact_shapley_on_a_deterministic_case(beds):
+    c = beds["controlled_dag"][0]
+    n = len(c.case.players)
+    exact = ad.shapley_exact_ranking(c.case, c.oracle(ReplayMemo())).answer
+    oracle = c.oracle(ReplayMemo())
+    got = ad.shapley_by_rollouts(c.case, oracle, budget=10 * 2 * n + 3)
+    assert oracle.calls == 10 * 2 * n  # ten pairs of 2n coalitions (v(N) rolled out), one seed replay each
+    truth = set().union(*c.truth)
+    assert set(got.answer[: len(truth)]) == set(exact[: len(truth)]) == truth
+    tiny = c.oracle(ReplayMemo())
+    assert ad.shapley_by_rollouts(c.case, tiny, budget=2 * n - 1).answer == tuple(c.case.players)
+    assert tiny.calls == 0
+
+
+def test_an_oracle_rollout_is_one_charged_replay_under_any_seed(beds):
+    c = beds["support_agent"][0]
+    oracle = c.oracle(ReplayMemo())
+    everything = frozenset(c.case.players)
+    outcomes = [oracle.rollout(everything, j) for j in (0, 40, 40)]
+    assert oracle.calls == 3 and oracle.memo_hits == 1 and outcomes[1] == outcomes[2]
+
+
 def test_memo_hits_are_charged_but_counted_apart(beds):
     c, memo = beds["support_agent"][0], ReplayMemo()
     first = run_method(BUILT_IN["gcjr"], c, memo)

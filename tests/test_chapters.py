@@ -136,6 +136,17 @@ def test_list_parameters_are_checked_element_by_element():
             chapters.coerce(toy, name, value)
 
 
+def test_car_shapley_budget_rule_reads_samples_per_eval_in_the_cli_and_in_the_kernel():
+    chapters.validate("car-shapley", {"budget": 0})
+    chapters.validate("car-shapley", {"budget": 192})  # two permutations at 12 rollouts: 2 * 2 * 4 * 12
+    chapters.validate("car-shapley", {"budget": 50, "samples_per_eval": 3})  # 48 at 3 per evaluation
+    with pytest.raises(RcakitError, match=r"car-shapley: parameter 'budget': 191 rollouts .*\(192 rollouts\)"):
+        chapters.validate("car-shapley", {"budget": 191})
+    kernel = {**chapters.get("car-shapley").defaults, "budget": 50, "samples_per_eval": 4}
+    with pytest.raises(RcakitError, match=r"at samples_per_eval 4 \(64 rollouts\)"):
+        chapters.check_params("car-shapley", kernel)
+
+
 def test_requires_rule_and_provider_specs_are_checked_without_a_kernel():
     toy = _toy_chapter(
         "agent = 'rule'  # a\nprovider = 'none'  # p\njudge_provider = 'none'  # j\n",

@@ -229,3 +229,17 @@ def test_no_docstring_or_claim_cites_a_tracker_issue():
         if re.search(r"\bissues? \d+", line)
     ]
     assert not cited, f"tracker issues cited at {', '.join(cited)}"
+
+
+def test_no_docstring_holds_a_control_character():
+    """A docstring with math must be a raw string: in a plain one ``\\times`` or ``\\frac`` becomes a tab or a
+    form feed, and the rendered API page prints "imes" or "rac"."""
+    root = project_root()
+    bad = []
+    for path in [*root.glob("rcakit/**/*.py"), *root.glob("benchmarks/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node, clean=False) or ""
+                if any(c in doc for c in "\t\x0b\x0c\x08\x07"):
+                    bad.append(f"{path.relative_to(root)}:{getattr(node, 'name', 'module')}")
+    assert not bad, f"control characters (an escape in a plain string?) in the docstrings of {', '.join(bad)}"

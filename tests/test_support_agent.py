@@ -220,3 +220,21 @@ def test_language_model_section_records_the_report_and_its_cost(tmp_path, monkey
     assert list(section.table["action"]) == recorded["observed"]
     assert set(recorded["cost"]) == {"refund_policy", "replay"} and recorded["cost"]["replay"]["calls"] > 0
     assert section.facts["calls"] == sum(m["calls"] for m in recorded["cost"].values()) >= calls
+
+
+class _Unseeded(ScriptedProvider):
+    replays = False  # as Anthropic's API: the seed is not sent
+
+
+@pytest.mark.parametrize("provider", [ScriptedProvider, _Unseeded])
+def test_a_model_policy_gets_common_random_numbers_only_when_its_backend_takes_the_seed(tmp_path, provider):
+    chat = provider(obeys_the_note)
+    out = scm.llm_support_report(cached(chat, cache=ResponseCache(tmp_path)), k_samples=4, n_permutations=2, seed=0)
+    _, shap = out.attributed()
+    text = experiments._paired_text(out)
+    if chat.replays:
+        assert out.paired is not None and 0 < out.paired.rollouts <= shap.spent
+        assert np.all(out.paired.ci_low <= out.paired.values) and np.all(out.paired.values <= out.paired.ci_high)
+        assert f"on {out.paired.rollouts:,} rollouts" in text and "`decide_refund`" in text
+    else:
+        assert out.paired is None and "CAR's estimator only" in text

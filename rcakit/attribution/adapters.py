@@ -11,8 +11,9 @@ counted while the method ran. Families of methods:
   the agent, and GCJR's singleton replay;
 - CAR's contrastive resampling with its point-of-commitment locus (CAR §4);
 - Shapley values of the repair game v(S) = mean replay success of repairing S,
-  exact (2^n replayed sets) and Monte-Carlo under a replay budget (CAR §4,
-  Castro et al.), both rankings, and GCJR's Shapley top-2 baseline (a family);
+  exact (2^n replayed sets), Monte-Carlo under a replay budget (CAR §4,
+  Castro et al.) and rcakit's default by rollouts (common random numbers in
+  antithetic pairs, the refinement CAR §7 leaves open), all rankings, and GCJR's Shapley top-2 baseline (a family);
 - GCJR and exhaustive search (GCJR §Methodology), both families.
 
 A user's own method plugs in the same way, as a Python object or by import
@@ -56,7 +57,7 @@ from rcakit.rag import diagnosers as dg
 from rcakit.repair import baselines
 from rcakit.repair import search as repair_search
 from rcakit.scm.contrastive import contrastive_effects
-from rcakit.shapley import shapley_exact, shapley_permutation
+from rcakit.shapley import coalition_of, shapley_exact, shapley_permutation, shapley_rollouts
 
 if TYPE_CHECKING:
     from rcakit.rag import Agent, Diagnosis, Trace
@@ -179,6 +180,37 @@ def _coalition_value(oracle: Oracle, players: tuple, coalition: frozenset) -> fl
     return oracle.value(players[i] for i in coalition)
 
 
+def shapley_by_rollouts(
+    case: FailedCase, oracle: Oracle, budget: int | None = None, *, permutations: int = 4, seed: int = 0
+) -> Attribution:
+    """rcakit's default Shapley estimator by rollouts (``rcakit.shapley.shapley_rollouts``), as a ranking.
+
+    Antithetic pairs of walks whose coalitions share their seed replays: rollout j of pair p replays
+    every coalition of the pair under seed p·k + j (common random numbers where the testbed's seeds are
+    shared across sets, independent pairs always), one rollout per visit, and :math:`v(N)` rolled out
+    (the repair game does not know it). Without a ``budget`` it spends what :func:`shapley_monte_carlo`
+    spends, so the two compare at equal cost; a budget below one pair (2n seed replays) gives the
+    players in their logged order.
+    """
+    players = case.dag.candidates
+    n = len(players)
+    if budget is None:
+        budget = permutations * 2 * (n + 1) * oracle.r
+    if budget < 2 * n:
+        return Attribution("ranking", tuple(players))
+
+    def paired(masks: np.ndarray, k: int) -> np.ndarray:
+        out = np.zeros(masks.shape, dtype=np.int64)
+        for p, row in enumerate(masks):
+            for column, mask in enumerate(row):
+                coalition = frozenset(players[i] for i in coalition_of(int(mask), n))
+                out[p, column] = sum(oracle.rollout(coalition, p * k + j) for j in range(k))
+        return out
+
+    estimate = shapley_rollouts(n, budget, paired=paired, full=None, seed=seed)
+    return Attribution("ranking", _ranking(case, estimate.values))
+
+
 def contrastive(
     case: FailedCase,
     oracle: Oracle,
@@ -205,6 +237,7 @@ BUILT_IN: dict[str, Method] = {
     "contrastive": contrastive,
     "shapley_exact": shapley_exact_ranking,
     "shapley_mc": shapley_monte_carlo,
+    "shapley_rollouts": shapley_by_rollouts,
     "shapley_top2": shapley_top2,
     "gcjr": gcjr,
     "exhaustive": exhaustive,
@@ -219,6 +252,7 @@ FAMILY_OF = {
     "contrastive": "contrastive resampling",
     "shapley_exact": "Shapley",
     "shapley_mc": "Shapley",
+    "shapley_rollouts": "Shapley",
     "shapley_top2": "Shapley",
     "gcjr": "repair-family search",
     "exhaustive": "repair-family search",
@@ -297,6 +331,7 @@ def load_methods(
         raise RcakitError("methods: the list is empty")
     options = {
         "shapley_mc": {"permutations": shapley_permutations, "seed": seed},
+        "shapley_rollouts": {"permutations": shapley_permutations, "seed": seed},
         "contrastive": {"k_samples": contrastive_samples, "seed": seed},
     }
     out = {}

@@ -158,6 +158,7 @@ def families_table(methods: Iterable[str]) -> pd.DataFrame:
         "contrastive": "point",
         "shapley_exact": "ranking",
         "shapley_mc": "ranking",
+        "shapley_rollouts": "ranking",
         "shapley_top2": "family (one pair)",
         "gcjr": "family",
         "exhaustive": "family",
@@ -239,6 +240,8 @@ def findings(scores: pd.DataFrame) -> dict:
         "probe_minus_reader_rag_single": _accuracy(scores, "propagation_aware", "rag_hops", "single")
         - _accuracy(scores, "coverage", "rag_hops", "single"),
         "mc_minus_exact_dag": _accuracy(scores, "shapley_mc", "controlled_dag")
+        - _accuracy(scores, "shapley_exact", "controlled_dag"),
+        "rollouts_minus_exact_dag": _accuracy(scores, "shapley_rollouts", "controlled_dag")
         - _accuracy(scores, "shapley_exact", "controlled_dag"),
         "exhaustive_support_double": _accuracy(scores, "exhaustive", "support_agent", "double"),
     }

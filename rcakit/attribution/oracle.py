@@ -160,6 +160,12 @@ class AttributionOracle(SharedSeedOracle):
         self.charge(tokens=tokens)
         return success
 
+    def rollout(self, events: frozenset, j: int) -> bool:
+        """Y_j(S): one replay of set ``events`` under seed ``j`` (any ``j >= 0``, not only the r shared
+        ones), charged as one seed replay."""
+        self.charge(1)
+        return self._seed(events, j)
+
     def successes(self, events: frozenset[str]) -> int:
         """Σ_j Y_j(S), each seed's replay looked up in the memo or computed (and its tokens charged)."""
         return sum(self._seed(events, j) for j in range(self.r))

@@ -364,8 +364,9 @@ def language_model_support(
     recorded under ``support_agent.llm``. Facts: ``amr``, ``amr_lo``,
     ``replayed``, ``locus_text`` (Markdown: the locus, or why there is none),
     ``replay_text`` (Markdown: whether the backend takes the seed, so whether
-    an exact replay is to be expected) and ``calls`` (model calls, replay
-    included).
+    an exact replay is to be expected), ``paired_text`` (Markdown: rcakit's
+    default estimate by rollouts with its intervals, or why there is none) and
+    ``calls`` (model calls, replay included).
     """
     chat = provider_from_spec(provider, timeout=timeout, base_url=base_url)
     if not chat:
@@ -391,10 +392,26 @@ def language_model_support(
         "replayed": report.replay.n,
         "locus_text": Markdown(locus_text),
         "replay_text": Markdown(_replay_text(chat)),
+        "paired_text": Markdown(_paired_text(report)),
         "calls": sum(method["calls"] for method in cost.values()),
     }
     numbers = {"support_agent": {"llm": {**records.support_numbers(report), "cost": cost}}}
     return Section(table=report.trajectory(), numbers=numbers, facts=facts)
+
+
+def _paired_text(report: SupportReport) -> str:
+    """rcakit's default Shapley estimate of a model's report in words, or why it has none."""
+    if report.contrast is None:
+        return "nothing was attributed, so there is no Shapley estimate either"
+    if report.paired is None:
+        return "the backend takes no seed, so the walks of a pair cannot share their noise: CAR's estimator only"
+    steps = ", ".join(
+        f"`{name}` {v:.3f} [{lo:.3f}, {hi:.3f}]"
+        for name, v, lo, hi in zip(
+            report.scm.step_names, report.paired.values, report.paired.ci_low, report.paired.ci_high, strict=True
+        )
+    )
+    return f"rcakit's default by rollouts, on {report.paired.rollouts:,} rollouts, gives {steps}"
 
 
 def _replay_text(chat: Provider) -> str:

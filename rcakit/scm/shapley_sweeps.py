@@ -18,7 +18,7 @@ Used in the chapter ``car-shapley``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
@@ -410,15 +410,15 @@ def rollout_study(
     for budget in budgets:
         for s in range(seeds):
             car = shapley_car(draw_for(rng(s, budget, 0)), n, budget, k=car_k, seed=s)
-            rows_of_car = car.rows if car.rows is not None else np.empty((0, n))
-            intervals = {"car": car, "car-t": (car, permutation_interval(rows_of_car, "student", car.level)[1:])}
-            intervals["pooled"] = shapley_pooled(draw_for(rng(s, budget, 1)), n, budget, seed=s)
+            student = permutation_interval(np.asarray(car.rows), "student", car.level)
+            found = [("car", car), ("car-t", replace(car, ci_low=student[1], ci_high=student[2], interval="student"))]
+            found.append(("pooled", shapley_pooled(draw_for(rng(s, budget, 1)), n, budget, seed=s)))
             if paired_for is not None:
-                intervals["paired"] = shapley_paired(paired_for(rng(s, budget, 2)), n, budget, seed=s)
+                found.append(("paired", shapley_paired(paired_for(rng(s, budget, 2)), n, budget, seed=s)))
             if enumerated:
-                intervals["enumerated"] = shapley_enumerated(draw_for(rng(s, budget, 3)), n, budget)
-            for label, found in intervals.items():
-                est, (low, high) = found if isinstance(found, tuple) else (found, (found.ci_low, found.ci_high))
+                found.append(("enumerated", shapley_enumerated(draw_for(rng(s, budget, 3)), n, budget)))
+            for label, est in found:
+                low, high = est.ci_low, est.ci_high
                 if np.isnan(low).any():
                     continue
                 held = (low <= exact) & (exact <= high)

@@ -241,6 +241,7 @@ def support_report(
     seed: int,
     extra_runs: int = 0,
     max_tries: int = MAX_TRIES,
+    seeded: bool | None = None,
 ) -> SupportReport:
     """Record the incident, attribute it, and replay it (CAR Figure 1, §3-5).
 
@@ -251,11 +252,12 @@ def support_report(
     attempts, in which a refund was issued with the note in the decision's
     context; if none turns up in ``max_tries`` attempts the report holds no
     attribution (the model resisted the injection), and the replay check
-    covers the first attempt's run and the extra runs. With the scripted
-    policy, which is seeded, the report also holds rcakit's default Shapley
-    estimate by rollouts (:func:`rcakit.shapley.shapley_rollouts`, common random
-    numbers inside each pair) at the rollouts CAR's estimate spent; a model's
-    policy gets none, since a hosted model cannot be seeded.
+    covers the first attempt's run and the extra runs. When the policy can be
+    seeded (``seeded``; None: only the scripted policy), the report also holds
+    rcakit's default Shapley estimate by rollouts
+    (:func:`rcakit.shapley.shapley_rollouts`, common random numbers inside
+    each pair) at the rollouts CAR's estimate spent; a policy that cannot be
+    seeded gets CAR's estimate only.
     """
     agent = support_agent_scm(refund_policy)
     replayer = agent if replay_policy is None else support_agent_scm(replay_policy)
@@ -277,7 +279,8 @@ def support_report(
         order_seed=int(streams[2]),
     )
     paired = None
-    if refund_policy is None:  # the scripted policy is seeded: common random numbers at CAR's rollouts
+    seeded = refund_policy is None if seeded is None else seeded
+    if seeded:  # common random numbers inside each pair, at CAR's rollouts
         draw = scm_paired_draw(agent, np.random.default_rng([seed, 3]))
         paired = shapley_rollouts(agent.n_steps, shap.spent, paired=draw, seed=int(streams[2]))
     return SupportReport(agent, run, replay_check(agent, replayer, run, extra_runs, seed), contrast, shap, paired)
@@ -300,7 +303,11 @@ def llm_support_report(
     evaluation. ``model`` is a provider, usually behind
     :func:`rcakit.llm.cached`; the replay asks the same model through a
     :class:`ReplayChannel` on the same cache, charged to ``accounting``, so its
-    answers are the model's own.
+    answers are the model's own. A backend that takes the seed
+    (``Provider.replays``: Ollama, llama.cpp, OpenAI-compatible servers) is a
+    seeded policy: each step's seed comes from its own stream, so the walks of
+    a pair ask the model the same seeded question and the report adds rcakit's
+    default estimate; Anthropic's API takes no seed and gets CAR's only.
     """
     inner = getattr(model, "provider", model)
     replay_model = cached(ReplayChannel(inner), cache=getattr(model, "cache", None), accounting=accounting)
@@ -313,4 +320,5 @@ def llm_support_report(
         seed=seed,
         extra_runs=extra_runs,
         max_tries=max_tries,
+        seeded=bool(getattr(inner, "replays", False)),
     )
