@@ -7,7 +7,8 @@ book never builds with stale or missing configuration. The build is strict
 (``-W -n --all``): any warning, a broken reference or a glued value that
 cannot be formatted, fails it with one message that names the warnings.
 
-Used by ``rcakit book`` and ``rcakit build``.
+``rcakit build`` first re-executes the summary pages whose results changed
+(:func:`refresh_summaries`). Used by ``rcakit book`` and ``rcakit build``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rcakit import RcakitError, chapters
@@ -44,6 +46,28 @@ def copy_sources(book: Path) -> None:
 def missing_pages() -> list[str]:
     """The ids of the pages (chapters and the landing page) with no executed notebook in the book folder."""
     return [cid for cid in chapters.PAGES if not executed_notebook(chapters.get(cid)).exists()]
+
+
+def refresh_summaries(say: Callable[[str], None] = print) -> list[str]:
+    """Re-execute each summary page (the intro and the claims page: ``reads_results``) whose results,
+    source or code changed since it ran, so that a build never shows counts a rerun has made stale.
+    Summary pages are cheap (they read results files and run no experiment). Returns their ids; a page
+    not executed yet is left to :func:`build`'s one-line error."""
+    from rcakit import provenance, runner
+
+    refreshed = []
+    for cid in chapters.PAGES:
+        chapter = chapters.get(cid)
+        notebook = executed_notebook(chapter)
+        if not chapter.reads_results or not notebook.exists():
+            continue
+        params = runner.book_parameters(cid)
+        reason = provenance.why_stale(chapter, notebook, params)
+        if reason is not None:
+            say(f"{cid}: running ({reason})")
+            runner.run_chapter(cid, params, show_progress=False)
+            refreshed.append(cid)
+    return refreshed
 
 
 def build(strict: bool = True) -> Path:

@@ -100,6 +100,7 @@ def _book(args: argparse.Namespace) -> None:
 def _build(args: argparse.Namespace) -> None:
     for failed in runner.failed_notebooks():
         _say(f"rcakit: note: the latest run of {failed.stem} failed (see {failed}); its page shows the last good run")
+    book.refresh_summaries(lambda line: print(line, file=sys.stderr))
     print(book.build())
 
 
@@ -143,7 +144,8 @@ def parser() -> argparse.ArgumentParser:
     book_parser.add_argument("--no-build", action="store_true", help="run the chapters only")
     book_parser.add_argument("--no-run", dest="no_run", action="store_true", help="only build (same as rcakit build)")
     book_parser.set_defaults(func=lambda a: _build(a) if a.no_run else _book(a))
-    sub.add_parser("build", help="build the HTML from the executed chapters present").set_defaults(func=_build)
+    build_help = "build the HTML from the executed chapters present (the summary pages rerun when results changed)"
+    sub.add_parser("build", help=build_help).set_defaults(func=_build)
     val = sub.add_parser("validate", help="check LongRCA records or Who&When logs (file or folder)")
     val.add_argument("path")
     val.add_argument("--format", default="auto", help="auto, longrca or who_and_when")

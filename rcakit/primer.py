@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown
 
-from rcakit import rag, repair, scm, shapley, stats
+from rcakit import RcakitError, rag, repair, scm, shapley, stats
 from rcakit.rag import Trace
 from rcakit.rag.diagnosers import coverage, coverage_score
 from rcakit.rag.text import split_tokens
@@ -210,11 +210,18 @@ class FalsePremiseTrace:
 
 
 def false_premise_trace(rag_questions: int, seed: int) -> FalsePremiseTrace:
-    """The first eligible clean trace of a small retrieval world, and its false premise at hop 3 (AgenticRAG-FP §3)."""
+    """A clean trace of a small retrieval world and its false premise at hop 3 (AgenticRAG-FP §3): the first
+    eligible question whose answer the premise derails, so that the example shows a failure; the first
+    eligible question when the premise derails none (the page then says the answer stayed right)."""
     lab = rag.build_lab(seed, n_entities=RAG_ENTITIES, n_questions=rag_questions)
-    clean = next(filter(lambda t: rag.eligible(t, FAULT_HOP), lab.clean.values()))
-    faulty = rag.inject(lab.agent, clean, FAULT_HOP, "false_premise", random.Random(seed))
-    return FalsePremiseTrace(clean, faulty)
+    eligible = [t for t in lab.clean.values() if rag.eligible(t, FAULT_HOP)]
+    if not eligible:
+        raise RcakitError(f"primer: no question of {rag_questions} reaches hop {FAULT_HOP}; raise rag_questions")
+    examples = [
+        FalsePremiseTrace(t, rag.inject(lab.agent, t, FAULT_HOP, "false_premise", random.Random(seed)))
+        for t in eligible
+    ]
+    return next((e for e in examples if not e.faulty.correct), examples[0])
 
 
 def hop_overlaps(trace: Trace) -> pd.DataFrame:
@@ -256,5 +263,10 @@ def coverage_section(example: FalsePremiseTrace, threshold: float) -> Section:
         "gamma": threshold,
         "named_text": Markdown(f"hop {named}" if named else "no hop"),
         "faulty_answer": Markdown(faulty.answer or "nothing"),
+        "outcome_text": Markdown(
+            f"the agent still answers {faulty.answer}: the premise derailed no question of this world"
+            if faulty.correct
+            else (f"the agent answers {faulty.answer} instead" if faulty.answer else "the agent gives no answer")
+        ),
     }
     return Section(table=hops, numbers={"rag": numbers}, facts=facts, decimals=4)

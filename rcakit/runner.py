@@ -264,10 +264,16 @@ def _prepare(nb: Any, chapter: chapters.Chapter, params: Mapping[str, Any]) -> A
 
 
 def _finish(tmp: Path, chapter: chapters.Chapter, params: Mapping[str, Any]) -> None:
-    """Take the imports probe out of the executed notebook and store the provenance in its metadata."""
+    """Take the imports probe out of the executed notebook, store the provenance in its metadata, and hide
+    papermill's injected parameters cell from the page (``remove-cell``): the chapter's own parameters cell
+    shows the defaults, and the "A rerun" box says what this run changed."""
     import nbformat
 
     nb = nbformat.read(tmp, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
     probe = nb.cells.pop()
     assert provenance.MODULES_TAG in probe.metadata.get("tags", []), "the imports probe must be the last cell"
     text = "".join(o.get("text", "") for o in probe.get("outputs", []) if o.get("name") == "stdout")

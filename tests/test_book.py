@@ -48,8 +48,9 @@ def test_executed_chapters_show_injected_parameters_and_no_noise(quick_book):
     for nb_path in (quick_book / "chapters").glob("*.ipynb"):
         nb = json.loads(nb_path.read_text())
         has_parameters = bool(chapters.get(nb_path.stem.replace("_", "-")).parameters)  # not the closing page
-        injected = any("injected-parameters" in c["metadata"].get("tags", []) for c in nb["cells"])
-        assert injected == has_parameters, nb_path
+        injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+        assert bool(injected) == has_parameters, nb_path
+        assert all("remove-cell" in c["metadata"]["tags"] for c in injected), f"{nb_path}: two parameters cells"
         text = json.dumps([c.get("outputs", []) for c in nb["cells"]])
         assert not re.search(r"0x[0-9a-f]{6,}", text), f"{nb_path}: memory address in outputs"
         assert "Warning" not in text, f"{nb_path}: a warning leaked into the outputs"
@@ -204,3 +205,32 @@ def test_longrca_strata_runs_on_small_who_and_when_folders(tmp_path, monkeypatch
     assert set(recorded["who_and_when"]) == set(subsets)
     assert recorded["who_and_when"]["Hand-Crafted"]["terminal"]["n"] == subsets["Hand-Crafted"]
     assert "This section needs the Who&When logs" not in out.read_text()
+
+
+def test_rcakit_build_reruns_the_summary_pages_that_a_rerun_made_stale(tmp_path, monkeypatch, quick_book):
+    """After ``rcakit run car-shapley -p q 0.5 -p seed 3``, ``rcakit build`` re-executes the intro and the
+    claims page, so their counts are the rerun's (they used to keep the counts of the book's first run)."""
+    from page_glue import glued
+
+    from rcakit import cli
+    from rcakit.claims.pages import findings_markdown
+
+    book, store = tmp_path / "book", tmp_path / "results"
+    shutil.copytree(quick_book / "chapters", book / "chapters")
+    shutil.copytree(results.results_dir(), store)
+    monkeypatch.setenv("RCAKIT_BOOK_DIR", str(book))
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(store))
+
+    def page(stem: str) -> dict:
+        return glued(json.loads((book / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8")))
+
+    before = page("claims")
+    runner.run_chapter("car-shapley", {"q": 0.5, "seed": 3}, quick=True, show_progress=False)
+    assert cli.main(["build"]) == 0
+    table = claims.compare_all(results.load_all())
+    after, intro = page("claims"), page("intro")
+    numbers = claims.headline_numbers(table)
+    assert {k: int(after[f"mech_{k}"]["text/plain"]) for k in numbers} == numbers
+    assert int(after["mech_other_parameters"]["text/plain"]) > int(before["mech_other_parameters"]["text/plain"])
+    assert "every chapter ran at its defaults" not in after["parameters_note"]["text/plain"]
+    assert intro["findings"]["text/markdown"] == findings_markdown(table)

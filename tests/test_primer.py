@@ -183,6 +183,11 @@ def test_the_coverage_section_names_hop_1_below_the_bound():
     assert numbers["bound_slack"] <= 0  # J never exceeds |a| / |D_h|
     assert section.table.index.name == "hop" and list(section.table.index) == [1, 2, 3]
     assert section.facts["named_text"].data == "hop 1" and section.facts["gamma"] == 0.05
+    assert not example.faulty.correct and example.faulty.answer != example.clean.gold  # the example fails
+    assert section.facts["outcome_text"].data in (
+        "the agent gives no answer",
+        f"the agent answers {example.faulty.answer} instead",
+    )
     nothing = primer.coverage_section(example, 0.0)  # no J lies below 0: the rule names no hop
     assert nothing.numbers["rag"]["earliest_below"] == 0 and nothing.facts["named_text"].data == "no hop"
 

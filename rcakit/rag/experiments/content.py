@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+from IPython.display import Markdown
 
 from rcakit import prose
 from rcakit.claims import published
@@ -51,7 +52,8 @@ def outcomes_section(run: ArmRun, paper: Mapping[str, Mapping[str, float]] | Non
 
 def strategy_section(run: ArmRun) -> Section:
     """Outcome counts per corruption strategy; records them and what the absorbed cases were, and quotes
-    ``absorbed_n``, ``absorbed_answer_fact_n`` and ``salient_entity_absorbed_k`` of ``..._n`` (§7.3)."""
+    ``absorbed_n``, ``absorbed_answer_fact_n``, ``salient_entity_absorbed_k`` of ``..._n`` and
+    ``salient_text`` (Markdown: that count in words, or that no salient-entity corruption was drawn) (§7.3)."""
     counts = outcome_counts(run.cases, "strategy")
     absorbed = absorption(run.cases)
     numbers = {
@@ -59,7 +61,13 @@ def strategy_section(run: ArmRun) -> Section:
         "absorbed_answer_fact_share": absorbed["absorbed_answer_fact_share"],
         "salient_entity_absorbed": absorbed["salient_entity_absorbed"],
     }
-    return Section(table=pd.DataFrame(counts).T, numbers=numbers, facts=absorbed)
+    salient = absorbed["salient_entity_absorbed"]
+    said = (
+        f"{salient['k']} of {salient['n']} salient-entity corruptions were absorbed"
+        if salient["n"]
+        else "no salient-entity corruption was drawn in this run, so its absorbed share is not measured"
+    )
+    return Section(table=pd.DataFrame(counts).T, numbers=numbers, facts={**absorbed, "salient_text": Markdown(said)})
 
 
 def type_section(run: ArmRun) -> Section:
