@@ -81,9 +81,13 @@ bounds: install-dev
 unit: install-dev
 	$(PY) -m pytest tests -m "not chapters and not seeds and not bounds and not slow" -q
 
+# The chapters open as notebooks (jupytext is the default viewer of .md files, jupyterlab-myst renders
+# admonitions and math); glue roles show as text there, their values are on the built pages.
 lab: $(PY)
 	$(PY) -m pip install -q -e ".[lab]"
-	$(VENV)/bin/jupyter lab notebooks/
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp scripts/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 bench: install-dev
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script; done

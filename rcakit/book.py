@@ -25,7 +25,7 @@ from rcakit.io import remove_entry
 from rcakit.paths import book_dir, project_root
 from rcakit.runner import ChapterFailed, chapters_dir, executed_notebook, remove_stale
 
-SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api", "bibliography.md", "_static")
+SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api", "bibliography.md", "glossary.md", "_static")
 SHOWN_WARNINGS = 10  # warnings quoted in the error of a failed build
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from rcakit import RcakitError, book, chapters, runner, staging
 from rcakit.paths import absolute_folder_envs, check_source_date_epoch
@@ -36,7 +37,18 @@ def _list(args: argparse.Namespace) -> None:
         print(f"{chapter.id}: {chapter.title}")
         for p in chapter.parameters.values():
             quick = f"  [quick: {chapter.quick[p.name]!r}]" if p.name in chapter.quick else ""
-            print(f"    {p.name} = {p.default!r}{quick}  # {p.comment}")
+            allowed = _allowed(chapter, p.name)
+            print(f"    {p.name} = {p.default!r}{quick}{allowed}  # {p.comment}")
+
+
+def _allowed(chapter: chapters.Chapter, name: str) -> str:
+    """A parameter's valid values as ``rcakit list`` prints them: ``[lo, hi]`` (an open end as ∞) or the choices."""
+    if name in chapter.bounds:
+        lo, hi = chapter.bounds[name]
+        return f"  in [{'-∞' if lo is None else lo}, {'∞' if hi is None else hi}]"
+    if name in chapter.choices:
+        return "  one of " + ", ".join(map(str, chapter.choices[name]))
+    return ""
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -92,7 +104,9 @@ def _book(args: argparse.Namespace) -> None:
             print(f"{cid}: up to date", file=sys.stderr)
             continue
         print(f"{cid}: running ({reason})", file=sys.stderr)
+        started = time.monotonic()
         runner.run_chapter(cid, params, show_progress=_on_terminal())
+        print(f"{cid}: done in {time.monotonic() - started:.0f} s", file=sys.stderr)  # the terminal, never a page
     if not args.no_build:
         _build(args)
 

@@ -66,6 +66,7 @@ OUTCOME_COLOURS = {
 
 # The colour cycle C0..C9 of every figure: seaborn's colour-blind order, on the same colours as above, so "C3"
 # is VERMILION and "C2" GREEN wherever a chapter uses the cycle.
+TEXT_WIDTH = 6.8  # inches: the book's text column at 100 dpi, the widest a figure is drawn
 CYCLE = [BLUE, ORANGE, GREEN, VERMILION, PURPLE, "#CA9161", "#FBAFE4", GREY, "#F0E442", SKY]
 
 
@@ -94,9 +95,20 @@ def set_theme() -> None:
     """The book's look: seaborn whitegrid, the colour-blind :data:`CYCLE`, compact figures."""
     sns.set_theme(style="whitegrid", palette=CYCLE, context="notebook")
     plt.rcParams.update({"figure.figsize": (6.4, 3.6), "figure.dpi": 100, "axes.titlesize": "medium"})
+    _retina()
 
 
-def no_case_figure(what: str, figsize: tuple[float, float] = (7.2, 2.2)) -> Figure:
+def _retina() -> None:
+    """In a kernel, figures as PNG at twice the pixels with their display size in the output's metadata,
+    so they are sharp on a HiDPI screen and shown at :data:`TEXT_WIDTH` at most (myst-nb reads the size)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        shell.run_line_magic("config", "InlineBackend.figure_formats = ['retina']")
+
+
+def no_case_figure(what: str, figsize: tuple[float, float] = (TEXT_WIDTH, 2.2)) -> Figure:
     """A figure that says in words that it has nothing to draw (``what``, for example "no injected case
     failed"), so a valid parameter that leaves a sweep empty still gives a page, not a crash."""
     fig, ax = plt.subplots(figsize=figsize)
@@ -151,7 +163,7 @@ def lineplot_panels(
     hue: str,
     seed: int,
     log_xticks: Sequence[float] | None = None,
-    figsize: tuple[float, float] = (9, 3.4),
+    figsize: tuple[float, float] = (TEXT_WIDTH, 3.2),
 ) -> Figure:
     """One line plot per column of ``ys``, side by side, each panel labelled by its column.
 
@@ -176,24 +188,25 @@ def support_report_figure(
     table: pd.DataFrame,
     locus: int | None,
     context_lines: Sequence[tuple[str, bool]],
-    figsize: tuple[float, float] = (11, 7.5),
+    figsize: tuple[float, float] = (TEXT_WIDTH, 9.2),
 ) -> Figure:
     """CAR's incident report (Figure 1) in four panels.
 
-    Top left, the factual trajectory (``trajectory``: columns ``name`` and
-    ``action``), the locus row marked; top right, the locus's decision context
-    (``context_lines``: text and whether it carries the injection, boxed in
-    red); bottom left, the outcome distribution under resampling from each
-    step (``p_bad_do`` with its Wilson interval ``p_lo``, ``p_hi``); bottom
-    right, the per-step effects with their intervals, the locus shaded.
+    At the text column's width, top to bottom: the factual trajectory
+    (``trajectory``: columns ``name`` and ``action``), the locus row marked;
+    the locus's decision context (``context_lines``: text and whether it
+    carries the injection, boxed in red); then side by side, the outcome
+    distribution under resampling from each step (``p_bad_do`` with its
+    Wilson interval ``p_lo``, ``p_hi``) and the per-step effects with their
+    intervals, the locus shaded. Legends sit under their panels, off the data.
     ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
     """
     fig = plt.figure(figsize=figsize)
-    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
-    _trajectory_panel(fig.add_subplot(grid[0, 0]), trajectory, locus)
-    _context_panel(fig.add_subplot(grid[0, 1]), context_lines, locus, trajectory)
-    _outcome_panel(fig.add_subplot(grid[1, 0]), table)
-    effects = fig.add_subplot(grid[1, 1])
+    grid = fig.add_gridspec(3, 2, height_ratios=[0.5, 1.0, 1.5], hspace=0.35, wspace=0.45)
+    _trajectory_panel(fig.add_subplot(grid[0, :]), trajectory, locus)
+    _context_panel(fig.add_subplot(grid[1, :]), context_lines, locus, trajectory)
+    _outcome_panel(fig.add_subplot(grid[2, 0]), table)
+    effects = fig.add_subplot(grid[2, 1])
     ci_errorbar(
         effects,
         table["name"],
@@ -205,10 +218,17 @@ def support_report_figure(
     if locus is not None:
         effects.axvspan(locus - 0.3, locus + 0.3, color=OUTCOME_COLOURS["bad"], alpha=0.15, label="locus")
     effects.set_ylabel("P(bad | do) − P(bad | observed)")
-    effects.legend(frameon=False, loc="lower right")
+    _labels_below(effects)
     effects.set_title("(d) per-step effects")
-    fig.tight_layout()
     return fig
+
+
+def _labels_below(ax: Axes) -> None:
+    """Step names slanted so that they never overlap, and the legend under the panel, off the data."""
+    ax.tick_params(axis="x", labelrotation=30)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=8, frameon=False)
 
 
 def _trajectory_panel(ax: Axes, trajectory: pd.DataFrame, locus: int | None) -> None:
@@ -228,7 +248,7 @@ def _trajectory_panel(ax: Axes, trajectory: pd.DataFrame, locus: int | None) -> 
             transform=ax.transAxes,
         )
         ax.text(
-            0.45,
+            0.3,
             y,
             f"→ {row.action}",
             va="center",
@@ -237,13 +257,14 @@ def _trajectory_panel(ax: Axes, trajectory: pd.DataFrame, locus: int | None) -> 
             bbox={"facecolor": VERMILION, "alpha": 0.15, "edgecolor": VERMILION} if is_locus else None,
         )
     if locus is not None:
-        ax.text(0.02, -0.02, "bold, shaded: the causal locus", fontsize=8, color="dimgrey", transform=ax.transAxes)
+        ax.text(0.02, -0.08, "bold, shaded: the causal locus", fontsize=8, color="dimgrey", transform=ax.transAxes)
 
 
 def _context_panel(ax: Axes, lines: Sequence[tuple[str, bool]], locus: int | None, trajectory: pd.DataFrame) -> None:
     ax.set_axis_off()
     name = trajectory["name"].iloc[locus] if locus is not None else "no locus"
     ax.set_title(f"(b) decision context of the locus, {name}")
+    line = 8.5 * 1.3 * ax.figure.dpi / 72 / ax.bbox.height  # a text line of 8.5 pt, in axes units
     y = 0.97
     for text, injected in lines:
         wrapped = textwrap.fill(text, width=58)
@@ -257,11 +278,11 @@ def _context_panel(ax: Axes, lines: Sequence[tuple[str, bool]], locus: int | Non
             else {}
         )
         ax.text(0.01, y, wrapped, va="top", fontsize=8.5, family="monospace", transform=ax.transAxes, **style)
-        y -= 0.085 * (wrapped.count("\n") + 1) + 0.05
+        y -= line * (wrapped.count("\n") + 1) + line / 2
     if any(injected for _, injected in lines):
         ax.text(
             0.01,
-            max(y, 0.0),
+            max(y - line, 0.0),
             "boxed in red: the injected instruction",
             fontsize=8,
             color="tab:red",
@@ -276,14 +297,14 @@ def _outcome_panel(ax: Axes, table: pd.DataFrame) -> None:
     ax.bar(x, 1 - bad, bottom=bad, color=OUTCOME_COLOURS["good"], alpha=0.5, label="good")
     below, above = (np.clip(d, 0, None) for d in (bad - table["p_lo"], table["p_hi"] - bad))  # Wilson at 1: 1 - 1e-16
     ax.errorbar(x, bad, yerr=[below, above], fmt="none", color="black", capsize=4)
-    ax.set_xticks(x, [f"from {n}" for n in table["name"]], rotation=15)
+    ax.set_xticks(x, list(table["name"]))
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of rollouts (95% Wilson CI)")
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    ax.set_title("(c) outcomes when resampling from each step")
+    _labels_below(ax)
+    ax.set_title("(c) resampling from each step")
 
 
-def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (8.5, 3.4)) -> Figure:
+def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (TEXT_WIDTH, 3.2)) -> Figure:
     """The book's findings at a glance: per row (a paper), mechanism claims by verdict, identity checks apart.
 
     ``counts`` is :func:`rcakit.claims.headline_counts`: columns ``agrees``,

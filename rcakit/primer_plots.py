@@ -23,7 +23,7 @@ from matplotlib.patches import FancyBboxPatch, Patch, Rectangle
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from rcakit.plotting import BLUE, GREEN, GREY, ORANGE, ci_errorbar, colour
+from rcakit.plotting import BLUE, GREEN, GREY, ORANGE, TEXT_WIDTH, ci_errorbar, colour
 from rcakit.repair import Case, format_family
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def repair_family_figure(
     alternative repairs are two outlines. ``rules[name]`` is the title's second
     line: how the sink's inputs corrupt it.
     """
-    fig, axes = plt.subplots(1, len(cases), figsize=(3.6 * len(cases), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(cases), figsize=(min(3.4 * len(cases), TEXT_WIDTH), 3.2), squeeze=False)
     drawn = []
     for ax, (name, case) in zip(axes[0], cases.items(), strict=True):
         graph = case.graph

@@ -5,7 +5,8 @@ DataFrame. pandas' own display truncates long cells with "…", elides rows past
 ``display.max_rows``, prints ``NaN`` for a missing value, mixes ``0.008772``
 with ``0.58`` in one column and adds a ``Name: …, dtype: …`` footer under a
 Series. Here every float in a column gets the same number of decimals, a
-column of whole numbers prints as integers, a missing value (``None``,
+column of whole numbers prints as integers with thousands separators, a
+boolean as yes or no, a snake_case header in words, a missing value (``None``,
 ``NaN``) prints as "—", and nothing is cut.
 
 Used in the chapters: every table a chapter shows, and the closing page.
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 DASH = "—"  # shown for a value that does not apply or was not measured
@@ -31,19 +33,31 @@ def is_missing(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(float(value))
 
 
-def format_value(value: Any, decimals: int = 3) -> str:
-    """One cell: a float with ``decimals`` decimals, an integer as is, a list element-wise, missing as "—"."""
+def format_value(value: Any, decimals: int = 3, *, counts: bool = False) -> str:
+    """One cell: a float with ``decimals`` decimals, an integer with thousands separators, a boolean as
+    yes or no, a list element-wise, missing as "—". With ``counts`` (a column that mixes kinds of value),
+    a whole float above 1 is a count and prints as an integer: ``12.0`` as 12, never 12.000."""
     if is_missing(value):
         return DASH
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
-        return str(int(value))
+        return f"{int(value):,}"
     if isinstance(value, numbers.Real):
-        return f"{float(value):.{decimals}f}"
+        number = float(value)
+        if counts and number.is_integer() and 1 < abs(number) < 1e15:
+            return f"{int(number):,}"
+        return f"{number:,.{decimals}f}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(format_value(v, decimals) for v in value) + "]"
+        return "[" + ", ".join(format_value(v, decimals, counts=counts) for v in value) + "]"
     return str(value)
+
+
+def column_label(label: Any) -> Any:
+    """A column header in words: ``failed_n`` reads "failed n"; a header with spaces or math is kept."""
+    if isinstance(label, str) and "_" in label and " " not in label and "$" not in label:
+        return label.replace("_", " ")
+    return label
 
 
 def _whole(column: pd.Series) -> bool:
@@ -58,8 +72,9 @@ def _whole(column: pd.Series) -> bool:
 def format_column(column: pd.Series, decimals: int = 3) -> pd.Series:
     """A column as text, one rule for all its cells (whole-number floats print as integers)."""
     if pd.api.types.is_float_dtype(column.dtype) and _whole(column):
-        return column.map(lambda v: DASH if is_missing(v) else f"{v:.0f}")
-    return column.map(lambda v: format_value(v, decimals)).astype(object)
+        return column.map(lambda v: DASH if is_missing(v) else f"{v:,.0f}")
+    mixed = column.dtype == object
+    return column.map(lambda v: format_value(v, decimals, counts=mixed)).astype(object)
 
 
 @dataclass(frozen=True)
@@ -111,7 +126,7 @@ def format_table(
     text = pd.DataFrame(
         {c: format_column(frame[c], _decimals_of(decimals, c)) for c in frame.columns}, index=frame.index
     )
-    text.columns = frame.columns
+    text.columns = frame.columns.map(column_label) if not isinstance(frame.columns, pd.MultiIndex) else frame.columns
     text.index = _format_index(frame.index)
     if index is None:
         index = not isinstance(frame.index, pd.RangeIndex)

@@ -597,6 +597,27 @@ def test_format_table_shows_every_row_past_pandas_display_limit():
     assert html.count("<tr>") == 500 and "<td>499</td>" in html
 
 
+def test_format_table_reads_as_prose_counts_separators_yes_no_and_words():
+    import numpy as np
+
+    frame = pd.DataFrame(
+        {
+            "failed_n": [10792.0, 84.0],
+            "replays": [1234567, 3],
+            "holds": [np.bool_(True), False],
+            "setting": ["k", 12.0],
+            "share": [0.245, 0.5],
+        }
+    )
+    text = repr(tables.format_table(frame))
+    header = text.splitlines()[0]
+    assert "failed n" in header and "failed_n" not in header
+    assert "10,792" in text and "1,234,567" in text and "10792" not in text
+    assert "yes" in text and "no" in text and "True" not in text and "False" not in text
+    assert "12.000" not in text and " 12" in text  # a whole float in a mixed column is a count
+    assert "0.245" in text and "0.500" in text  # a float column keeps its decimals
+
+
 def test_claims_page_fails_when_the_results_folder_is_a_file(tmp_path, monkeypatch):
     not_a_folder = tmp_path / "results"
     not_a_folder.write_text("oops")
@@ -713,3 +734,11 @@ def test_the_verdict_box_never_counts_a_claim_with_no_paper_value_as_agreeing_wi
     assert "rcakit's own claims (no paper value) that hold: 1 of 1" in text
     alone = claims.verdict_markdown(pd.concat([table[table["kind"] != "mechanism"], own], ignore_index=True))
     assert "No mechanism claim of the paper's could be checked" in alone and "that hold: 1 of 1" in alone
+
+
+def test_paper_values_print_as_a_reader_reads_them():
+    from rcakit.claims.verdicts import paper_text
+
+    assert paper_text(0.24499999999999997) == "0.245"  # a computed expected value, not float noise
+    assert paper_text(178137.0) == "178,137" and paper_text(178137) == "178,137"
+    assert paper_text(0.0416) == "0.0416" and paper_text(None) == "—"

@@ -41,6 +41,9 @@ def test_list_shows_parameters_and_defaults():
     proc = rcakit("list")
     assert proc.returncode == 0
     assert "car-shapley" in proc.stdout and "q = 0.3" in proc.stdout and "[quick: 20]" in proc.stdout
+    # each parameter's valid values, from the chapter's front matter
+    assert "q = 0.3  in [0.01, 0.99]" in proc.stdout and "seed = 0  in [0, ∞]" in proc.stdout
+    assert "phi_interval = 'normal'  one of normal, student" in proc.stdout
 
 
 def test_bad_parameter_is_rejected_before_a_kernel_starts(monkeypatch):

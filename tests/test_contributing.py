@@ -40,8 +40,20 @@ def _in_solution(cells: list) -> set[int]:
 def test_a_chapter_keeps_its_code_short_outside_the_exercises(chapter_id):
     cells = _cells(chapter_id)
     solutions = _in_solution(cells)
-    lines = sum(_code_lines(c) for i, c in enumerate(cells) if c.cell_type == "code" and i not in solutions)
+    code = [c for i, c in enumerate(cells) if c.cell_type == "code" and i not in solutions]
+    lines = sum(_code_lines(c) for c in code if not _from_scratch(c))
     assert lines <= MAX_CODE_LINES, f"{chapter_id}: {lines} code lines outside the exercises (at most {MAX_CODE_LINES})"
+
+
+def _from_scratch(cell: object) -> bool:
+    return "from-scratch" in cell.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize("chapter_id", chapters.PAGES)
+def test_a_from_scratch_cell_is_short_and_checks_itself_against_the_library(chapter_id):
+    for cell in (c for c in _cells(chapter_id) if c.cell_type == "code" and _from_scratch(c)):
+        assert _code_lines(cell) <= 25, f"{chapter_id}: a from-scratch cell of {_code_lines(cell)} lines"
+        assert "assert " in cell.source, f"{chapter_id}: a from-scratch cell that checks nothing"
 
 
 @pytest.mark.parametrize("chapter_id", PAPER_PAGES)

@@ -168,7 +168,7 @@ def test_strict_eligibility_on_musique(world, tmp_path):
 
 
 def test_false_premise_at_hop_2_fails_and_propagation_aware_names_it(world, tmp_path):
-    """The earlier, targeted false premise (a planted wrong object) under the earlier protocol."""
+    """The earlier, targeted false premise (a planted wrong object) under the targeted variant."""
     raw = ScriptedProvider(reader_model(world[0]), model="script")
     chat = cached(raw, cache=ResponseCache(tmp_path / "cache"), accounting=MethodUsage())
     lab = P.build_lab(

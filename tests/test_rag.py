@@ -43,7 +43,7 @@ def lab():
 
 @pytest.fixture(scope="module")
 def earlier():
-    """The workbench's earlier protocol: one global corpus, a reformulation per hop, a spare hop, top_k 3."""
+    """rcakit's targeted variant of the protocol: one global corpus, a reformulation per hop, a spare hop, top_k 3."""
     return P.build_lab(
         3,
         n_entities=600,

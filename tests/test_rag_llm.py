@@ -191,7 +191,7 @@ def oracle(world, search_first=()):
 
 
 def llm_agent(lab, chat):
-    """An LLM-read agent that may search a second time inside a hop (the earlier workbench's agent)."""
+    """An LLM-read agent that may search a second time inside a hop (the targeted variant's agent)."""
     settings = AgentSettings(top_k=lab.agent.top_k, reformulate=True)
     return Agent(lab.world, lab.agent.corpora, LLMReader(chat, lab.agent.reader, seed=5), settings)
 

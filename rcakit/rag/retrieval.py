@@ -1,7 +1,7 @@
 """Retrieval over each question's own paragraphs or the world's corpus: BM25 or dense (all-MiniLM-L6-v2).
 
 ``Corpora`` is what the agent searches. With ``kind = "question"`` (the
-authors' protocol, AgenticRAG-FP §6 and ``papers/README.md``) each question is
+authors' protocol, AgenticRAG-FP §6 and the authors' code, ``anote-ai/Research-AgenticRAG``) each question is
 run against its own paragraphs only (``World.contexts``: MuSiQue's 20 per
 question, supporting and distractor; the synthetic world builds them the
 same way); with ``kind = "global"`` every question searches one index over
@@ -9,16 +9,16 @@ the whole corpus. With ``empty_search = "first_two"`` (the authors') a search
 in which no paragraph scores returns the searched corpus's first two
 paragraphs; with ``"nothing"`` it returns nothing.
 
-``retriever`` says how a corpus is searched (``papers/README.md``, "Retriever
-and probe budget"): ``bm25`` (:class:`Retriever`; the authors' retriever for
-the content-corruption runs behind Tables 3-4) or ``dense``
+``retriever`` says how a corpus is searched (the authors' code,
+``anote-ai/Research-AgenticRAG``): ``bm25`` (:class:`Retriever`; the authors' retriever for the
+content-corruption runs behind Tables 3-4) or ``dense``
 (:class:`DenseRetriever`; their Table 2 sweep). Both rank by score, break
 ties by paragraph position, and return only paragraphs that score above 0,
 so a search where nothing scores is left to the empty-search rule.
 
 BM25: documents are "title: text", split as the authors do (``lower().split()``,
 punctuation kept on the words) or, with ``tokenizer = "normalised"``, by the
-answer normaliser of ``rcakit.rag.text`` (the workbench's earlier rule). The corpus
+answer normaliser of ``rcakit.rag.text`` (rcakit's alternative rule). The corpus
 statistics (idf, term frequencies, lengths, k1, b) are ``BM25Okapi``'s; the
 per-term Okapi weights are laid out once in a sparse term-by-document matrix
 (scipy), so a query costs one sparse row sum instead of rank-bm25's Python

@@ -33,9 +33,9 @@ def tokens(text: str) -> list[str]:
     return normalise(text).split()
 
 
-# How BM25, coverage, the probes' fallback and the rule-based grounding split text (papers/README.md):
+# How BM25, coverage, the probes' fallback and the rule-based grounding split text (anote-ai/Research-AgenticRAG):
 # ``authors``, a plain lower().split() over "title: text" documents (punctuation kept on the words), or
-# ``normalised``, the answer normaliser over the paragraph's text (the workbench's earlier rule).
+# ``normalised``, the answer normaliser over the paragraph's text (rcakit's alternative rule).
 TOKENIZERS = ("authors", "normalised")
 
 

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from rcakit.plotting import TEXT_WIDTH
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -39,7 +41,7 @@ def strata_figure(length: pd.DataFrame, distance: pd.DataFrame, suptitle: str | 
     Both frames are long: one row per ``method, bin`` with ``acc, lo, hi, n``.
     The panels are labelled; a book figure carries its caption instead of a ``suptitle``.
     """
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(TEXT_WIDTH, 3.4), sharey=True)
     _panel(axes[0], length, "(a) trajectory length")
     _panel(axes[1], distance, "(b) root-to-end distance")
     axes[0].set_ylabel("root-cause exact accuracy (%)")

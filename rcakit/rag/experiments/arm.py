@@ -32,7 +32,7 @@ from rcakit.rag.protocol import ARMS, Lab, build_lab, case_store, sweep
 
 CHAPTERS = {"structural": "coverage-collapse", "content": "content-corruption"}  # the chapter of each arm
 LAB_PARAMS = ("n_entities", "n_questions", "hops", "top_k", "reading_noise", "distractor_rate")
-# The protocol's choices, each with the authors' setting (papers/README.md) as its default; a parameter
+# The protocol's choices, each with the authors' setting (anote-ai/Research-AgenticRAG) as its default; a parameter
 # set without them (an older caller) runs the authors' protocol.
 PROTOCOL_DEFAULTS = {
     "corpus": "question",
@@ -48,10 +48,10 @@ PROTOCOL_DEFAULTS = {
     "judge_prompt": "authors",
     "span_rule": "authors",
 }
-# The authors' retriever differs by arm (papers/README.md, "Retriever and probe budget"): Table 2's structural
+# The authors' retriever differs by arm (the authors' code, anote-ai/Research-AgenticRAG): Table 2's structural
 # sweep is dense (all-MiniLM-L6-v2), the content-corruption runs behind Tables 3-4 are BM25.
 AUTHORS_RETRIEVER = {"structural": "dense", "content": "bm25"}
-# The workbench's earlier protocol, for the side-by-side run of the chapters' Explore sections.
+# rcakit's targeted variant of the protocol, for the side-by-side run of the chapters' Explore sections.
 EARLIER_PROTOCOL = {
     "corpus": "global",
     "empty_search": "nothing",
@@ -215,7 +215,7 @@ def _authors(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def protocol_runs(arm: str, params: Mapping[str, Any], progress: Progress = track) -> dict[str, ArmRun]:
     """The arm under the authors' protocol, for the structural arm with all six interventions, and under the
-    workbench's earlier one (:data:`EARLIER_PROTOCOL`, six targeted interventions), each with the rule reader
+    targeted variant (:data:`EARLIER_PROTOCOL`, six targeted interventions), each with the rule reader
     on the synthetic world at ``params``' sizes and reader settings, so only the protocol differs; each has
     its own case store (a rerun resumes them)."""
     base, chapter = _offline(params), CHAPTERS[arm]
@@ -223,7 +223,7 @@ def protocol_runs(arm: str, params: Mapping[str, Any], progress: Progress = trac
     if arm == "structural":  # the six kinds the authors implement, on their protocol otherwise
         six = {**_authors(base), "intervention_set": "all"}
         runs["all six interventions"] = run_arm(arm, six, chapter_id=chapter, progress=progress)
-    runs["earlier workbench"] = run_arm(arm, {**base, **EARLIER_PROTOCOL}, chapter_id=chapter, progress=progress)
+    runs["targeted variant"] = run_arm(arm, {**base, **EARLIER_PROTOCOL}, chapter_id=chapter, progress=progress)
     return runs
 
 

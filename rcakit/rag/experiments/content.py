@@ -122,7 +122,8 @@ def bridge_section(run: ArmRun) -> Section:
 def span_rule_section(run: ArmRun) -> Section:
     """Both span rules (:data:`rcakit.rag.interventions.SPAN_RULES`) on every content case of the run, from
     its clean trace: how often they pick the same strategy and the same span (§4; the authors' rule is in
-    ``papers/README.md``). Quotes ``span_cases``, ``span_same_strategy`` and ``span_same_span``."""
+    their code, ``anote-ai/Research-AgenticRAG``). Quotes ``span_cases``, ``span_same_strategy`` and
+    ``span_same_span``."""
     lab = run.lab
     other = next(r for r in SPAN_RULES if r != lab.span_rule)
     picks = [

@@ -1,6 +1,6 @@
 """The protocol a RAG chapter ran, the world behind its numbers, and the protocol's side-by-side runs.
 
-The authors' protocol (``papers/README.md``) is a set of choices, each a
+The authors' protocol (the authors' code, ``anote-ai/Research-AgenticRAG``) is a set of choices, each a
 chapter parameter whose default is the authors' setting; :func:`setup_section`
 says which this run used, which world produced the numbers, and how the clean
 agent did, and :func:`protocol_comparison` and :func:`heed_comparison` show
@@ -69,9 +69,10 @@ def describe_world(lab: Lab) -> str:
 
 @dataclass(frozen=True)
 class ProtocolRow:
-    """One choice of the authors' protocol (papers/README.md): its label, the chapter parameter, the authors'
-    setting, the parameter's value that matches it (``None``: no parameter of the authors' to match; a dict by
-    arm: it differs by arm), what the other values do, and where the page measures the effect of departing."""
+    """One choice of the authors' protocol (anote-ai/Research-AgenticRAG): its label, the chapter parameter,
+    the authors' setting, the parameter's value that matches it (``None``: no parameter of the authors' to
+    match; a dict by arm: it differs by arm), what the other values do, and where the page
+    measures the effect of departing."""
 
     label: str
     name: str
@@ -81,7 +82,7 @@ class ProtocolRow:
     effect: str
 
 
-EARLIER = "the Explore table's 'earlier workbench' column, with the earlier protocol's other choices"
+EARLIER = "the Explore table's 'targeted variant' column, with the variant's other choices"
 RERUN = "not measured on this page; rerun with another value"
 PROTOCOL_ROWS = (
     ProtocolRow(
@@ -306,7 +307,7 @@ def setup_section(run: ArmRun) -> Section:
 
 
 def protocol_comparison(arm: str, params: Mapping[str, Any], names: Sequence[str]) -> Section:
-    """The arm under the authors' protocol beside the workbench's earlier one (:func:`protocol_runs`): per
+    """The arm under the authors' protocol beside rcakit's targeted variant (:func:`protocol_runs`): per
     injected hop, exact-hop accuracy of ``names``, failed n and recovery, and for the content arm the outcome
     shares first."""
     runs = protocol_runs(arm, params)
