@@ -72,7 +72,7 @@ def _whole(column: pd.Series) -> bool:
 def format_column(column: pd.Series, decimals: int = 3) -> pd.Series:
     """A column as text, one rule for all its cells (whole-number floats print as integers)."""
     if pd.api.types.is_float_dtype(column.dtype) and _whole(column):
-        return column.map(lambda v: DASH if is_missing(v) else f"{v:,.0f}")
+        return column.map(lambda v: format_value(v, 0))
     mixed = column.dtype == object
     return column.map(lambda v: format_value(v, decimals, counts=mixed)).astype(object)
 

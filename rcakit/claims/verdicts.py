@@ -66,15 +66,15 @@ EXACT_TOLERANCE = 1e-6  # a tolerance at most this large is an equality up to ro
 def paper_text(value: Any) -> str:
     """The paper's value as printed (0.0416 stays 0.0416; 145.0 is 145; 178137 is 178,137), and a computed
     expected value with at most six significant digits (0.24499999999999997 is 0.245)."""
-    if isinstance(value, bool) or is_missing(value):
-        return DASH if is_missing(value) else str(value)
+    if is_missing(value):
+        return DASH
+    if isinstance(value, bool):
+        return str(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    if isinstance(value, int):
-        return f"{value:,}"
+        value = int(value)
     if isinstance(value, float):
         return f"{value:.6g}"
-    return format_value(value, 3) if isinstance(value, (list, tuple)) else str(value)
+    return format_value(value, 3) if isinstance(value, (int, list, tuple)) else str(value)
 
 
 def workbench_text(value: Any, ci: str = "") -> str:

@@ -124,10 +124,8 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
     return out
 
 
-PROBE_CAPS = (
-    4,
-    2,
-)  # the probes' caps of the authors' strict runs: dense Table 2, BM25 structural (anote-ai/Research-AgenticRAG)
+# The probes' caps of the authors' strict runs: dense Table 2, BM25 structural (anote-ai/Research-AgenticRAG).
+PROBE_CAPS = (4, 2)
 
 
 def _capped(diagnoses: dict, cap: int) -> dict:
