@@ -66,8 +66,11 @@ OUTCOME_COLOURS = {
 
 # The colour cycle C0..C9 of every figure: seaborn's colour-blind order, on the same colours as above, so "C3"
 # is VERMILION and "C2" GREEN wherever a chapter uses the cycle.
-TEXT_WIDTH = 6.8  # inches: the book's text column at 100 dpi, the widest a figure is drawn
 CYCLE = [BLUE, ORANGE, GREEN, VERMILION, PURPLE, "#CA9161", "#FBAFE4", GREY, "#F0E442", SKY]
+TEXT_WIDTH = 6.8  # inches: the book's text column at 100 dpi, the widest a figure is drawn
+# A figure's PNG records its smallest text, in CSS pixels at its display size, under this key (a PNG text
+# chunk): the browser test scales it by the size the page shows the image at and fails text under 9 px.
+SMALLEST_TEXT_KEY = "rcakit smallest text px"
 
 
 def colour(key: str) -> str:
@@ -100,12 +103,34 @@ def set_theme() -> None:
 
 def _retina() -> None:
     """In a kernel, figures as PNG at twice the pixels with their display size in the output's metadata,
-    so they are sharp on a HiDPI screen and shown at :data:`TEXT_WIDTH` at most (myst-nb reads the size)."""
+    so they are sharp on a HiDPI screen and shown at :data:`TEXT_WIDTH` at most (myst-nb reads the size);
+    each PNG records its :func:`smallest_text_px` under :data:`SMALLEST_TEXT_KEY`."""
     from IPython import get_ipython
 
     shell = get_ipython()
     if shell is not None:
+        if "inline" in str(plt.rcParams["backend"]):
+            # The inline backend sets its own PNG formatter when its module is first imported (at the first
+            # figure); import it now, so that the formatter set below is the one that stays.
+            import matplotlib_inline.backend_inline  # noqa: F401 - the import configures the shell
         shell.run_line_magic("config", "InlineBackend.figure_formats = ['retina']")
+        shell.display_formatter.formatters["image/png"].for_type(Figure, retina_png)
+
+
+def retina_png(fig: Figure) -> tuple[bytes | str, dict[str, int]] | None:
+    """IPython's retina PNG of ``fig`` (cropped to its content) with its smallest text recorded."""
+    from IPython.core.pylabtools import retina_figure
+
+    smallest = {SMALLEST_TEXT_KEY: f"{smallest_text_px(fig):.2f}"}
+    return retina_figure(fig, base64=False, bbox_inches="tight", metadata=smallest)
+
+
+def smallest_text_px(fig: Figure) -> float:
+    """The size of ``fig``'s smallest visible text in pixels at one pixel per figure dot: points × dpi / 72."""
+    from matplotlib.text import Text
+
+    sizes = [float(t.get_fontsize()) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=72.0) * fig.dpi / 72
 
 
 def no_case_figure(what: str, figsize: tuple[float, float] = (TEXT_WIDTH, 2.2)) -> Figure:

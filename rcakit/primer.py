@@ -224,6 +224,10 @@ def false_premise_trace(rag_questions: int, seed: int) -> FalsePremiseTrace:
     return next((e for e in examples if not e.faulty.correct), examples[0])
 
 
+J_COLUMN = r"\(J(a, D_h)\)"  # table headers as math, typeset in the page
+BOUND_COLUMN = r"bound \(|a| / |D_h|\)"
+
+
 def hop_overlaps(trace: Trace) -> pd.DataFrame:
     """Per hop: the bridge entity read, :math:`J(a, D_h)` and the bound :math:`|a| / |D_h|`.
 
@@ -234,8 +238,8 @@ def hop_overlaps(trace: Trace) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "bridge entity read": [h.entity for h in trace.hops],
-            "J(a, D_h)": [coverage_score(trace.gold, h.docs) for h in trace.hops],
-            "bound |a| / |D_h|": [answer_size / max(len(set(split_tokens(doc))), 1) for doc in texts.values()],
+            J_COLUMN: [coverage_score(trace.gold, h.docs) for h in trace.hops],
+            BOUND_COLUMN: [answer_size / max(len(set(split_tokens(doc))), 1) for doc in texts.values()],
         },
         index=pd.Index(list(texts), name="hop"),
     )
@@ -250,12 +254,12 @@ def coverage_section(example: FalsePremiseTrace, threshold: float) -> Section:
     clean, faulty = example.clean, example.faulty
     hops = hop_overlaps(faulty)
     named = coverage(faulty, threshold=threshold).hop
-    below = hops.index[hops["J(a, D_h)"] < threshold]
+    below = hops.index[hops[J_COLUMN] < threshold]
     numbers = {
         "coverage_hop": named,
         "earliest_below": below.min() if len(below) else 0,
         "fault_hop": FAULT_HOP,
-        "bound_slack": (hops["J(a, D_h)"] - hops["bound |a| / |D_h|"]).max(),
+        "bound_slack": (hops[J_COLUMN] - hops[BOUND_COLUMN]).max(),
     }
     facts = {
         "question": Markdown(clean.question.text),

@@ -24,6 +24,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from rcakit.plotting import BLUE, GREEN, GREY, ORANGE, TEXT_WIDTH, ci_errorbar, colour
+from rcakit.primer import BOUND_COLUMN, J_COLUMN
 from rcakit.repair import Case, format_family
 
 if TYPE_CHECKING:
@@ -283,9 +284,9 @@ def coverage_figure(section: Section) -> Figure:
     table = section.table
     assert table is not None, "the coverage section has a table"
     return bars_with_reference(
-        table[["J(a, D_h)"]],
-        table["bound |a| / |D_h|"],
-        ylabel="J(a, D_h)",
-        reference_label="bound |a| / |D_h|",
+        table[[J_COLUMN]].rename(columns={J_COLUMN: "$J(a, D_h)$"}),
+        table[BOUND_COLUMN],
+        ylabel="$J(a, D_h)$",
+        reference_label="bound $|a| / |D_h|$",
         line=(section.facts["gamma"], "threshold γ"),
     )

@@ -6,7 +6,7 @@ DataFrame. pandas' own display truncates long cells with "…", elides rows past
 with ``0.58`` in one column and adds a ``Name: …, dtype: …`` footer under a
 Series. Here every float in a column gets the same number of decimals, a
 column of whole numbers prints as integers with thousands separators, a
-boolean as yes or no, a snake_case header in words, a missing value (``None``,
+boolean as yes or no, a snake_case header or row label in words, a missing value (``None``,
 ``NaN``) prints as "—", and nothing is cut.
 
 Used in the chapters: every table a chapter shows, and the closing page.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,11 +54,27 @@ def format_value(value: Any, decimals: int = 3, *, counts: bool = False) -> str:
     return str(value)
 
 
+SNAKE = re.compile(r"(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])")
+MATH = re.compile(r"(\\\(.*?\\\)|\$[^$]*\$)")  # \( … \) or $ … $: kept as written
+
+
 def column_label(label: Any) -> Any:
-    """A column header in words: ``failed_n`` reads "failed n"; a header with spaces or math is kept."""
-    if isinstance(label, str) and "_" in label and " " not in label and "$" not in label:
-        return label.replace("_", " ")
-    return label
+    """A label in words: ``failed_n`` reads "failed n" and ``oracle_gold_hop (oracle)`` "oracle gold hop
+    (oracle)"; math between ``\\(`` and ``\\)`` (typeset in the page) keeps its underscores."""
+    if not isinstance(label, str):
+        return label
+    parts = MATH.split(label)
+    return "".join(part if i % 2 else SNAKE.sub(" ", part) for i, part in enumerate(parts))
+
+
+def _words(index: pd.Index) -> pd.Index:
+    """Every label of an index, and its names, in words (each level of a MultiIndex)."""
+    if isinstance(index, pd.MultiIndex):
+        levels = [list(_words(level)) for level in index.levels]
+        return index.set_levels(levels).set_names([column_label(n) for n in index.names])
+    if pd.api.types.is_numeric_dtype(index.dtype) or pd.api.types.is_bool_dtype(index.dtype):
+        return index.rename(column_label(index.name))
+    return pd.Index([column_label(v) for v in index], name=column_label(index.name))
 
 
 def _whole(column: pd.Series) -> bool:
@@ -93,7 +110,7 @@ class Table:
             escape=self.escape,
             max_rows=None,
             max_cols=None,
-            classes="rcakit-table",
+            classes="rcakit-table mathjax_process",
             na_rep=DASH,
         )
 
@@ -126,8 +143,8 @@ def format_table(
     text = pd.DataFrame(
         {c: format_column(frame[c], _decimals_of(decimals, c)) for c in frame.columns}, index=frame.index
     )
-    text.columns = frame.columns.map(column_label) if not isinstance(frame.columns, pd.MultiIndex) else frame.columns
-    text.index = _format_index(frame.index)
+    text.columns = _words(frame.columns)
+    text.index = _words(_format_index(frame.index))
     if index is None:
         index = not isinstance(frame.index, pd.RangeIndex)
     return Table(text, index=index, escape=escape)

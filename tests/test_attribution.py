@@ -435,7 +435,7 @@ def test_the_testbed_figure_draws_one_marker_per_method_that_applies(compared):
 def test_main_and_families_sections_show_every_method(compared):
     main = ex.main_section(compared)
     assert main.table.index.tolist() == ["coverage", "singleton_replay", "gcjr"] and not main.numbers
-    assert main.table.loc["coverage", "accuracy rag_hops"] == pytest.approx(
+    assert main.table.loc["coverage", ("accuracy", "rag_hops")] == pytest.approx(
         compared.summary.query("method == 'coverage'")["accuracy"].mean()
     )
     families = ex.families_section(["gcjr", "mine"]).table

@@ -12,7 +12,10 @@ it. A page fails when:
   project or virtual-environment folders);
 - a cell's output carries a ``Warning`` line;
 - it is a chapter page (or the landing page) whose first screen lacks the
-  verdict box.
+  verdict box;
+- it fails a reader-grade check of ``reader_checks.py``: a table wider than the text
+  column, a count with a fractional part, a snake_case label, a second parameters cell,
+  figure text under 9 px at 1280 px, or a glossary term's first use without its link.
 
 The checks are one extraction in the page (``EXTRACT_JS``) and one pure
 function over it (:func:`problems`); a planted bad page shows that each check
@@ -35,8 +38,11 @@ from pathlib import Path
 
 import pytest
 
+from reader_checks import READER_JS, glossary_terms, reader_problems
+
 from rcakit import chapters
 from rcakit.paths import project_root
+from rcakit.plotting import SMALLEST_TEXT_KEY
 
 PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
 VERDICT_PAGES = [cid.replace("-", "_") for cid in chapters.ORDER if cid != "claims"] + ["intro"]
@@ -274,12 +280,14 @@ def test_every_page_reads_cleanly(offline, quick_book):
     pages = book_pages(quick_book)
     stems = {p.stem for p in pages}
     assert set(VERDICT_PAGES) <= stems, f"pages missing from the build: {set(VERDICT_PAGES) - stems}"
+    terms = glossary_terms(project_root() / "book" / "glossary.md")
     report = {}
     for path in pages:
         page = load(context, path)
         name = str(path.relative_to(quick_book / "_build" / "html").with_suffix("")).replace("/", "-")
         screenshot(page, quick_book, name)
         found = problems(page.evaluate(EXTRACT_JS), verdict_expected=path.stem in VERDICT_PAGES)
+        found += reader_problems(page.evaluate(READER_JS), terms if path.parent.name == "chapters" else None)
         if found:
             report[name] = found
         page.close()
@@ -334,6 +342,65 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     clean = tmp_path / "clean.html"
     clean.write_text(CLEAN, encoding="utf-8")
     assert problems(load(context, clean).evaluate(EXTRACT_JS), verdict_expected=True) == []
+
+
+READER_PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main>
+<article class="bd-article" style="width:600px;padding:0">
+<p>A Shapley value splits the blame; the <a href="glossary.html#term-locus">locus</a> is named.</p>
+<table class="rcakit-table"><thead><tr><th>method_name</th><th>failed n</th><th>replays</th><th>share</th></tr></thead>
+<tbody><tr><th>propagation_aware</th><td>12.5</td><td>84.000</td><td>0.25</td></tr></tbody></table>
+<table style="width:900px"><tr><td>a table wider than the column</td></tr></table>
+<div class="cell tag_parameters"><pre>seed = 0</pre></div>
+<div class="cell tag_injected-parameters"><pre>seed = 3</pre></div>
+<div class="cell_output"><img src="SMALL" style="width:400px"><img src="BARE" style="width:400px"></div>
+</article></main></body></html>"""
+
+READER_CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main>
+<article class="bd-article" style="width:600px;padding:0">
+<p>A <a href="glossary.html#term-shapley-value">Shapley value</a> splits the blame; a Shapley value again.</p>
+<table class="rcakit-table"><thead><tr><th>method</th><th>failed n</th><th>mean replays</th><th>n=386</th></tr></thead>
+<tbody><tr><th>propagation aware</th><td>12</td><td>84.5</td><td>0.25</td></tr>
+<tr><th><mjx-container>J(a, D_h)</mjx-container></th><td>1,204</td><td>7.0</td><td>0.5</td></tr></tbody></table>
+<div class="cell tag_parameters"><pre>seed = 0</pre></div>
+<div class="cell_output"><img src="LARGE" style="width:400px"></div>
+</article></main></body></html>"""
+
+
+def planted_png(path: Path, smallest: str | None) -> str:
+    """An 800 px wide PNG (a retina figure shown at 400 px) that records ``smallest`` text px, or nothing."""
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    if smallest is not None:
+        info.add_text(SMALLEST_TEXT_KEY, smallest)
+    Image.new("RGB", (800, 200), "white").save(path, pnginfo=info)
+    return path.as_uri()
+
+
+@pytest.mark.slow
+def test_the_reader_checks_flag_each_planted_defect_and_pass_a_clean_page(offline, tmp_path):
+    context, _ = offline
+    bad = READER_PLANTED.replace("SMALL", planted_png(tmp_path / "small.png", "8.0"))
+    bad = bad.replace("BARE", planted_png(tmp_path / "bare.png", None))
+    (tmp_path / "bad.html").write_text(bad, encoding="utf-8")
+    terms = ["Shapley value", "locus"]
+    found = reader_problems(load(context, tmp_path / "bad.html").evaluate(READER_JS), terms)
+    kinds = {
+        "a table wider than the text column": 1,
+        "a snake_case table label": 2,  # the header method_name and the row label propagation_aware
+        "a count with a fractional part in column 'failed n'": 1,
+        "a count with a fractional part in column 'replays'": 1,
+        "2 parameters cells": 1,
+        "figure text of 8.0 px": 1,
+        "a figure that does not record its smallest text": 1,
+        "the first use of 'Shapley value' is not a glossary link": 1,
+    }
+    for kind, count in kinds.items():
+        assert sum(p.startswith(kind) for p in found) == count, f"{kind}: expected {count}\n{found}"
+    assert len(found) == sum(kinds.values()), found  # the linked locus and the share column pass
+    clean = READER_CLEAN.replace("LARGE", planted_png(tmp_path / "large.png", "11.0"))
+    (tmp_path / "clean.html").write_text(clean, encoding="utf-8")
+    assert reader_problems(load(context, tmp_path / "clean.html").evaluate(READER_JS), terms) == []
 
 
 def test_a_missing_browser_fails_when_the_browser_is_required(monkeypatch):

@@ -697,7 +697,8 @@ def test_branch_counts_and_accuracies_on_hand_made_cases():
     assert M.failed_share(cases, "fact_in_trace", [2]) == {"2": 0.2}
     table = branch_table(out, [2])
     row = table.loc[("propagation_aware", 2)]
-    assert row["n flip"] == 2 and row["without fallback"] == pytest.approx(0.4)
+    assert row[("failed cases by branch", "flip")] == 2
+    assert row[("probe accuracy", "without fallback")] == pytest.approx(0.4)
 
 
 def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
@@ -1026,7 +1027,7 @@ def test_structural_sections_record_and_quote_their_own_keys():
     assert set(kept.facts) == {"fact_in_trace", "downstream_intact"}
     branches = E.branches_section(run, downstream=True)
     assert branches.numbers == {"oracle_downstream_intact": {"1": 0.0, "2": 0.25}}
-    assert branches.table.loc[("propagation_aware", 2), "downstream facts intact (oracle)"] == 0.25
+    assert branches.table.loc[("propagation_aware", 2), ("oracle", "downstream facts intact")] == 0.25
     assert branches.facts["branch_n"]["propagation_aware"]["2"]["continue"] == 2
     kinds = E.branch_kinds_section(run)
     assert kinds.facts["et_continue"] == {"1": 0, "2": 1} and kinds.facts["et_failed"]["2"] == 1

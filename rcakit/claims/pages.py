@@ -32,9 +32,9 @@ from rcakit.claims.summary import (
 from rcakit.claims.verdicts import paper_text, workbench_text
 from rcakit.tables import DASH, format_value
 
-COLUMNS = ["kind", "claim", "verdict", "paper", "workbench", "rule", "source"]
+COLUMNS = ["kind", "claim", "verdict", "paper", "workbench", "rule"]  # the source sits under the paper value
 _BADGE = "padding:0.1em 0.45em;border-radius:0.3em;white-space:nowrap"
-_CELL_STYLE = {"claim": "min-width:18em", "verdict": "min-width:9em", "workbench": "white-space:nowrap"}
+_CELL_STYLE = {"claim": "min-width:14em", "verdict": "min-width:7em"}
 
 
 def chapter_link(chapter_id: str, title: str | None = None) -> str:
@@ -67,10 +67,9 @@ def _cells(row: pd.Series) -> dict[str, str]:
     return {
         "claim": f'<a href="{html.escape(row["link"])}">{html.escape(row["claim"])}</a>' + _small(row.get("note", "")),
         "verdict": verdict,
-        "paper": html.escape(paper_text(row["paper"])),
+        "paper": html.escape(paper_text(row["paper"])) + _small(str(row["source"])),
         "workbench": workbench,
         "rule": html.escape(row["rule"]) or DASH,
-        "source": html.escape(str(row["source"])),
     }
 
 

@@ -50,6 +50,9 @@ def accuracy_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
+CASES, PROBE_ACCURACY = "failed cases by branch", "probe accuracy"  # branch_table's column groups
+
+
 def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
     """Per probe and depth: failed cases per branch, each branch's accuracy on its cases, and the probe's
     accuracy with and without the fallback branch.
@@ -59,13 +62,18 @@ def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
         for d in map(str, depths):
             if d not in result["probe_branch"].get(probe, {}):
                 continue
-            row = {f"n {b}": result["probe_branch"][probe][d][b] for b in dg.BRANCHES}
-            row.update({f"accuracy {b}": result["branch_accuracy"][probe][d][b] for b in dg.BRANCHES[:3]})
-            row["accuracy"] = result["accuracy"][probe][d]["point"]
-            row["without fallback"] = result["accuracy_without_fallback"][probe][d]["point"]
+            row = {(CASES, b): result["probe_branch"][probe][d][b] for b in dg.BRANCHES}
+            row.update({("branch accuracy", b): result["branch_accuracy"][probe][d][b] for b in dg.BRANCHES[:3]})
+            row[(PROBE_ACCURACY, "all")] = result["accuracy"][probe][d]["point"]
+            row[(PROBE_ACCURACY, "without fallback")] = result["accuracy_without_fallback"][probe][d]["point"]
             rows[(probe, int(d))] = row
     index = pd.MultiIndex.from_tuples(list(rows), names=["probe", "depth"])  # empty when no case failed
-    return pd.DataFrame(list(rows.values()), index=index)
+    columns = pd.MultiIndex.from_tuples(
+        [(CASES, b) for b in dg.BRANCHES]
+        + [("branch accuracy", b) for b in dg.BRANCHES[:3]]
+        + [(PROBE_ACCURACY, "all"), (PROBE_ACCURACY, "without fallback")]
+    )
+    return pd.DataFrame(list(rows.values()), index=index, columns=columns)
 
 
 VIEWS = {"stage accuracy": "stage_accuracy", "mean |hop error|": "mae", "mean tokens": "mean_cost"}
@@ -136,7 +144,7 @@ def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
     if not downstream:
         return Section(table=table, facts=facts, decimals=2)
     intact = failed_share(run.cases, "downstream_intact", run.depths)
-    table["downstream facts intact (oracle)"] = [intact[str(d)] for _, d in table.index]
+    table[("oracle", "downstream facts intact")] = [intact[str(d)] for _, d in table.index]
     facts["downstream_intact"] = prose.by_depth(intact, run.depths)
     return Section(table=table, numbers={"oracle_downstream_intact": intact}, facts=facts, decimals=2)
 

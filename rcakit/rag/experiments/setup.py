@@ -269,20 +269,22 @@ def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.Dat
     return pd.DataFrame(rows).set_index("choice")
 
 
-def protocol_cells(runs: Mapping[str, ArmRun], names: Sequence[str]) -> pd.DataFrame:
-    """Per injected hop (rows): exact-hop accuracy of ``names``, failed n and recovery, each under every
-    protocol run (``runs``: label -> run; columns ``(quantity, label)``), so a reader sees how much the
-    protocol alone moves each cell."""
-    columns = {}
+def protocol_cells(runs: Mapping[str, ArmRun], names: Sequence[str], level: str = "protocol") -> pd.DataFrame:
+    """Per injected hop and protocol run (rows ``(injected hop, level)``; ``runs``: label -> run): exact-hop
+    accuracy of ``names``, failed n and recovery, so a reader sees how much the protocol alone moves each
+    cell, in a table as narrow as the text column."""
+    rows = {}
     for label, run in runs.items():
-        for name in names:
-            cells = run.result["accuracy"].get(name, {})
-            columns[(name, label)] = {d: cells.get(str(d), {}).get("point") for d in run.depths}
-        columns[("failed n", label)] = {d: run.result["failed_n"][str(d)] for d in run.depths}
-        columns[("recovery", label)] = {d: run.result["recovery"][str(d)] for d in run.depths}
-    frame = pd.DataFrame(columns)
-    frame = frame[[c for q in [*names, "failed n", "recovery"] for c in frame.columns if c[0] == q]]
-    return frame.rename_axis("injected hop")
+        for d in run.depths:
+            cells = {name: run.result["accuracy"].get(name, {}).get(str(d), {}).get("point") for name in names}
+            rows[(d, label)] = {
+                **cells,
+                "failed n": run.result["failed_n"][str(d)],
+                "recovery": run.result["recovery"][str(d)],
+            }
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index = pd.MultiIndex.from_tuples(list(rows), names=["injected hop", level])
+    return frame.sort_index(level=0, sort_remaining=False)
 
 
 def setup_section(run: ArmRun) -> Section:
@@ -313,12 +315,14 @@ def protocol_comparison(arm: str, params: Mapping[str, Any], names: Sequence[str
     runs = protocol_runs(arm, params)
     frame = protocol_cells(runs, names)
     if arm == "content":
-        shares = pd.concat({label: outcome_shares(r.cases)[list(OUTCOMES)] for label, r in runs.items()}, axis=1)
-        frame = pd.concat([shares, frame], axis=1).rename_axis("corrupted hop")
+        shares = pd.concat({label: outcome_shares(r.cases)[list(OUTCOMES)] for label, r in runs.items()})
+        assert isinstance(shares.index, pd.MultiIndex), "one level per protocol run"
+        shares.index = shares.index.swaplevel().set_names(frame.index.names)
+        frame = pd.concat([shares, frame], axis=1).loc[frame.index].rename_axis(["corrupted hop", "protocol"])
     return Section(table=frame, decimals=2)
 
 
 def heed_comparison(params: Mapping[str, Any], names: Sequence[str]) -> Section:
     """The structural arm under the authors' protocol at three rule-reader ``heed_warnings`` values
     (:func:`heed_runs`), per injected hop: exact-hop accuracy of ``names``, failed n and recovery."""
-    return Section(table=protocol_cells(heed_runs(params), names), decimals=2)
+    return Section(table=protocol_cells(heed_runs(params), names, level="heed warnings"), decimals=2)
