@@ -37,7 +37,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from reader_checks import READER_JS, glossary_terms, reader_problems
 
 from rcakit import chapters
