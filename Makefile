@@ -81,13 +81,14 @@ bounds: install-dev
 unit: install-dev
 	$(PY) -m pytest tests -m "not chapters and not seeds and not bounds and not slow" -q
 
-# The chapters open as notebooks (jupytext is the default viewer of .md files, jupyterlab-myst renders
-# admonitions and math); glue roles show as text there, their values are on the built pages.
+# The chapters open as notebooks: scripts/lab.py writes the project's settings override (jupytext is the
+# default viewer of .md files; jupyterlab-myst renders admonitions and math) into the environment's JupyterLab
+# settings, then starts JupyterLab on 127.0.0.1 (--allow-root as root). LAB_ARGS go to `jupyter lab`, e.g.
+# make lab LAB_ARGS="--no-browser --port 8890". Glued numbers show there as their names (README).
+LAB_ARGS ?=
 lab: $(PY)
 	$(PY) -m pip install -q -e ".[lab]"
-	mkdir -p $(VENV)/share/jupyter/lab/settings
-	cp scripts/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
-	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+	$(PY) scripts/lab.py $(LAB_ARGS)
 
 bench: install-dev
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script; done

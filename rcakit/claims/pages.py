@@ -32,7 +32,9 @@ from rcakit.claims.summary import (
 from rcakit.claims.verdicts import paper_text, workbench_text
 from rcakit.tables import DASH, format_value
 
-COLUMNS = ["kind", "claim", "verdict", "paper", "workbench", "rule"]  # the source sits under the paper value
+# The kind heads its rows (a row spanning the table) and the source sits under the paper value, so five
+# columns fit the text column.
+COLUMNS = ["claim", "verdict", "paper", "workbench", "rule"]
 _BADGE = "padding:0.1em 0.45em;border-radius:0.3em;white-space:nowrap"
 _CELL_STYLE = {"claim": "min-width:14em", "verdict": "min-width:7em"}
 
@@ -109,16 +111,13 @@ def _claims_table(body: list[str]) -> str:
 
 
 def _kind_rows(group: pd.DataFrame) -> list[str]:
-    """The rows of one chapter's claims, grouped by kind, mechanism first."""
+    """The rows of one chapter's claims, grouped by kind (a heading row each), mechanism first."""
     body = []
     for kind in kind_order(group["kind"]):
-        rows = group[group["kind"] == kind]
-        for i, (_, row) in enumerate(rows.iterrows()):
+        body.append(f'<tr class="claims-kind"><td colspan="{len(COLUMNS)}"><em>{html.escape(kind)}</em></td></tr>')
+        for _, row in group[group["kind"] == kind].iterrows():
             cells = _cells(row)
-            lead = (
-                "" if i else (f'<td rowspan="{len(rows)}" style="vertical-align:top"><em>{html.escape(kind)}</em></td>')
-            )
-            body.append("<tr>" + lead + "".join(_td(cells[c], _CELL_STYLE.get(c)) for c in COLUMNS[1:]) + "</tr>")
+            body.append("<tr>" + "".join(_td(cells[c], _CELL_STYLE.get(c)) for c in COLUMNS) + "</tr>")
     return body
 
 
