@@ -27,13 +27,21 @@ def _in_solution(cells: list) -> set[int]:
     """Indices of the cells inside an exercise's solution (between solution-start and solution-end)."""
     inside, out = False, set()
     for i, cell in enumerate(cells):
-        if cell.cell_type == "markdown" and "solution-start" in cell.source:
-            inside = True
-        if inside:
+        # jupytext can merge one solution's end and the next one's start into one markdown cell: read the
+        # marks in their order
+        marks = re.findall(r"solution-(start|end)", cell.source) if cell.cell_type == "markdown" else []
+        if inside or marks:
             out.add(i)
-        if cell.cell_type == "markdown" and "solution-end" in cell.source:
-            inside = False
+        for mark in marks:
+            inside = mark == "start"
     return out
+
+
+def test_a_solution_that_starts_in_the_cell_where_the_last_one_ends_is_still_a_solution():
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = [md("solution-start"), code("a"), md("solution-end\n\nexercise 2\n\nsolution-start"), code("b")]
+    cells += [md("solution-end"), code("c")]
+    assert _in_solution(cells) == {0, 1, 2, 3, 4}
 
 
 @pytest.mark.parametrize("chapter_id", PAPER_PAGES)

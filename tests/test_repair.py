@@ -208,6 +208,42 @@ def test_cost_terms_on_hand_built_dags():
     assert len(off.candidates) == 5 and cost.gcjr_cost_terms(off) == (4, 1)
 
 
+def test_candidate_sets_say_what_gcjr_replays_and_why():
+    case = diamond("joint_and")
+    g = case.graph.copy()
+    g.add_node("Bx", agent="B", intervenable=True, fault=False, gate="any")
+    g.add_edge("B0", "Bx")  # a log line nothing reads: outside the slice
+    off = Case("hand-off", "joint_and", g, "out", case.family, tuple(s + ("Bx",) for s in case.schedules), 11)
+    table = cost.candidate_sets(off).set_index("candidate set")
+    assert set(table.index) == {"{A0}", "{B0}", "{C0}", "{D0}", "{Bx}", "{B0, C0}"}
+    assert not table.loc["{Bx}", "replayed by GCJR"] and table.loc["{Bx}", "why"] == "outside the failure slice"
+    assert table["succeeds"].sum() == 1 and table.loc["{B0, C0}", "succeeds"]  # only the planted pair
+    assert table["replayed by GCJR"].sum() == 4 + 1 == sum(cost.gcjr_cost_terms(off))
+    # alt_or: each error alone repairs, so the admissible pair is listed and pruned
+    pruned = cost.candidate_sets(diamond("alt_or")).set_index("candidate set").loc["{B0, C0}"]
+    assert not pruned["replayed by GCJR"] and pruned["why"] == "holds a successful singleton" and pruned["succeeds"]
+    # of the six slice pairs of the diamond, one is admissible, the others comparable (agents all differ)
+    assert cost.pair_reasons(off) == {"comparable": 5, "admissible": 1}
+
+
+def test_candidate_sets_section_quotes_the_worked_example():
+    cases = controlled_dag_benchmark(cases_per_type=1, seed=0)
+    example = cases[1]
+    section = experiments.candidate_sets_section(example, r=3, theta="2/3")
+    told = section.facts["example"]
+    m, p = cost.gcjr_cost_terms(example)
+    assert (told["m"], told["p"], told["admissible"], told["successful_singletons"]) == (m, p, p, 0)
+    assert told["gcjr_calls"] == counted_run(example, gcjr, r=3)[1] == 3 * told["gcjr_sets"]
+    assert told["exhaustive_calls"] == counted_run(example, exhaustive, r=3)[1]
+    assert told["slice_pairs"] == told["same_agent"] + told["comparable"] + p and told["family"] == "{B0, C0}"
+    assert "events" not in section.table.columns and len(section.table) == len(example.candidates) + p
+    assert told["slice_reading"].data.startswith("Bx0 and Dx1 (drawn as “B log” and “D log”) are log lines")
+    assert experiments.slice_reading(diamond("single")).startswith("Every one of them has a path to the sink")
+    edges = [("A0", "B0"), ("A0", "C0"), ("B0", "D0"), ("C0", "D0"), ("D0", "out"), ("B0", "Bx0")]
+    one = experiments.slice_reading(hand_built_case(edges, faults=["B0"]))
+    assert one.startswith("Bx0 (drawn as “Bx log”) is a log line") and one.endswith("leaves it out.")
+
+
 def test_pruned_pairs_are_not_replayed():
     case = diamond("alt_or")  # B0 and C0 each succeed, so their pair is pruned
     assert counted_run(case, gcjr, r=3)[1] == 3 * (1 + 4)
@@ -918,6 +954,7 @@ def test_main_and_per_type_sections_record_and_quote_the_same_numbers(bench):
     per_type = experiments.per_type_section(runs)
     assert per_type.numbers["per_type"]["sequential_joint"]["gcjr_empty"] == 6
     assert list(per_type.table.index) == [KIND_LABELS[k] for k in KINDS] and "GCJR ∅" in per_type.table.columns
+    assert "mean replays" in main.table.columns and "GCJR mean replays" in per_type.table.columns  # means, said so
     control = experiments.control_section(runs, n=2).table
     assert list(control.index) == [0, 1] and control["case_id"].str.contains("sequential").all()
     assert list(control.columns) == ["case_id", "true family", "GCJR family", "replays"]
@@ -975,7 +1012,8 @@ def test_noise_sections_record_sc_only_where_measured_and_say_why_not(bench):
     )
     noise = experiments.noise_section(summary)
     assert set(noise.numbers) == {"stochastic", "stochastic_exhaustive"} and noise.table.shape == (1, 6)
-    assert experiments.largest_noise_section(summary).table.shape == (1, 6)  # fem, replays, agree x two methods
+    largest = experiments.largest_noise_section(summary).table
+    assert largest.shape == (1, 6) and "mean replays" in largest.columns.get_level_values(0)  # a mean, said so
     measured = experiments.sc_section(summary, r=3, theta="2/3")
     sc = measured.numbers["sc_under_noise"]
     assert sc == records.sc_under_noise(summary, 3, "2/3") and sc["noise"] == 0.1 and sc["largest_noise"] == 0.2

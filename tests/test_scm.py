@@ -463,7 +463,8 @@ def test_contrastive_locus_section_names_the_locus_and_records_its_effects():
     contrast = scm.contrastive_effects(pivotal, k_samples=80, seed=0)
     section = experiments.contrastive_locus(pivotal, contrast)
     assert section.numbers["pivotal"]["locus"] == 1 and section.facts["locus_text"].data == "step 1, `issue_refund`"
-    assert list(section.table.index) == pivotal.step_names and "step" not in section.table.columns
+    assert list(section.table.index) == pivotal.step_names and section.table.index.name == "step"
+    assert list(section.table.columns) == list(experiments.EFFECT_LABELS.values())  # headed in words, no snake_case
     assert section.facts["effect"][2] == 0.0 == section.numbers["pivotal"]["effects"][2]
     assert np.array_equal(section.numbers["pivotal"]["effect_ci"], contrast.table[["effect_lo", "effect_hi"]])
     nowhere = experiments.contrastive_locus(pivotal, scm.Contrastive(contrast.table, None))
@@ -490,7 +491,8 @@ def test_shapley_split_section_records_the_estimate_with_its_interval_method():
         recorded["phi_interval"] == "student" and recorded["rollouts"] == est.spent == section.facts["shapley_rollouts"]
     )
     assert np.array_equal(recorded["phi_ci"], np.column_stack([est.ci_low, est.ci_high]))
-    assert section.table["phi (analytic)"].tolist() == pytest.approx([0.455, 0.455, 0.0])
+    assert section.table[r"\(\phi_i\), closed form"].tolist() == pytest.approx([0.455, 0.455, 0.0])
+    assert list(section.table.index) == s.step_names
     assert section.facts["analytic_phi"] == pytest.approx(0.455) and section.facts["phi"][1] == est.values[1]
 
 
@@ -502,20 +504,22 @@ def test_efficiency_check_section_reads_the_closed_form_and_the_tallies():
     assert section.numbers["interaction"]["analytic_efficiency"] == 0.75
     assert section.numbers["interaction"]["efficiency_gap"] < 1e-12 and section.facts["empty_rollouts"] == 240
     assert section.table.loc["efficiency sum", "value"] == est.efficiency and section.decimals == 4
+    assert section.table.loc["walks", "value"] == 40 and "40" in str(section.show())  # a count prints whole
 
 
 def test_over_count_section_sums_the_absolute_effects_against_their_closed_form():
     s = scm.interaction_scm(0.3, seed=0)
     section = experiments.contrastive_over_count(s, k_samples=200, seed=1)
     total = section.numbers["interaction"]["contrastive_abs_sum"]
-    assert total == section.facts["contrastive_abs_sum"] == pytest.approx(section.table["effect"].abs().sum())
+    effects = section.table[experiments.EFFECT_LABELS["effect"]]
+    assert total == section.facts["contrastive_abs_sum"] == pytest.approx(effects.abs().sum())
     assert section.facts["contrastive_abs_sum_analytic"] == pytest.approx(0.91 + 0.7)
-    assert abs(total - 1.61) < 0.15 and list(section.table.columns)[0] == "name"
+    assert abs(total - 1.61) < 0.15 and list(section.table.index) == s.step_names
 
 
 def test_or_failure_section_gives_each_bad_step_half_of_what_is_left():
     table = experiments.or_failure_split(q=0.3, seed=0).table
-    assert table["phi (exact)"].tolist() == pytest.approx([0.245, 0.245, 0.0])
+    assert table[r"\(\phi_i\), exact"].tolist() == pytest.approx([0.245, 0.245, 0.0])
 
 
 def test_convergence_section_averages_over_seeds_per_sampling_and_budget():

@@ -141,6 +141,7 @@ def test_replay_section_reports_the_rate_with_its_interval(report):
     recorded = section.numbers["support_agent"]
     assert recorded["action_match_rate"] == 1.0 == section.facts["amr"] and recorded["replayed_steps"] == 44
     assert section.table.loc["replayed steps", "value"] == 44
+    assert section.show().frame.loc["replayed steps", "value"] == "44"  # a count, never 44.000
     assert section.table.loc["Wilson low", "value"] == section.facts["amr_lo"] == report.replay.ci()[0] < 1.0
     assert set(experiments.support_agent(report).numbers["support_agent"]).isdisjoint(recorded)
 

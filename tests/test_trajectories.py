@@ -652,6 +652,12 @@ def test_the_synthetic_sections_record_the_scores_with_the_calibration_and_quote
         "syn_role_gap": pytest.approx(100 * scored.numbers["handoff_trace_role_gap"]),
     }
     assert syn.scores.table.equals(scored.table) and syn.calibration.table.equals(calibration_table(bench))
+    shape = syn.calibration.table["synthetic"]  # rows in words, shares of root-to-end distances in percent
+    assert shape["share with \\(d > 50\\) (%)"] == pytest.approx(
+        100 * recorded["calibration"]["share_root_to_end_gt50"]
+    )
+    assert shape["length \\(T\\), median"] == recorded["calibration"]["length_median"]
+    assert not any("_" in label for label in shape.index)
     strata = syn.strata.table  # both stratifications side by side, every locator, every bin labelled with its size
     assert list(strata.index) == list(scored.table.index) and set(strata.columns.get_level_values(0)) == {
         "length",
@@ -675,6 +681,26 @@ def test_explore_records_the_sweep_and_its_size():
     }
 
 
+def test_the_strata_figure_names_the_methods_in_words_under_both_panels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rcakit.trajectories import experiments, offline_locators
+    from rcakit.trajectories.plotting import strata_figure
+
+    syn = experiments.synthetic(offline_locators(0), 0, GeneratorConfig(n=40))
+    fig = strata_figure(*syn.strata_rows())
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["random", "terminal", "first error signal", "handoff trace"]
+    box = legend.get_window_extent().transformed(fig.transFigure.inverted())
+    ticks = [ax.get_tightbbox().transformed(fig.transFigure.inverted()) for ax in fig.axes]
+    assert all(box.y1 <= t.y0 + 1e-6 for t in ticks)  # the legend lies below every panel and its tick labels
+    plt.close(fig)
+
+
 def test_published_figure6_recovers_whole_cases_and_table4():
     from rcakit import claims
     from rcakit.trajectories import experiments
@@ -692,7 +718,7 @@ def test_published_figure6_recovers_whole_cases_and_table4():
     assert facts["rcta_length_le100"] == pytest.approx(100 * 119 / 393)  # 30.3% of 393 is 119 trajectories
     lo, hi = proportion_confint(13, 42, method="wilson")
     assert facts["rcta_gt400_width"] == pytest.approx(100 * (hi - lo)) and not rcta.numbers
-    assert rcta.table.loc["rcta_gt400_k"].item() == 13
+    assert rcta.table.loc[">400", "hits"] == 13 and rcta.table.loc[">400", "95% high"] == pytest.approx(hi)
     # the separated pairs: every row's intervals are disjoint, and RCTA's <=100 is apart from 101-200
     length, distance = experiments.published_bins(table7, table8)
     pairs = experiments.separated_strata(table7, table8).table
@@ -824,6 +850,10 @@ def test_who_and_when_facts_name_the_same_numbers_as_without_the_logs():
     assert _page_glue_names("needs-who_and_when_path") <= set(facts)
     beside = who.beside.table
     assert beside.loc["n (strict)"].tolist() == [58, 126] and "terminal (official)" in beside.index
+    shown = who.beside.show().frame  # counts as integers beside percentages with two decimals
+    assert (
+        shown.loc["n (official)"].tolist() == ["58", "126"] and shown.loc["terminal (strict)"].str.contains(r"\.").all()
+    )
     assert "Hand-Crafted" in facts["who_sizes_md"].data and "no " not in facts["who_sizes_md"].data
 
 

@@ -3,7 +3,9 @@
 GCJR §Technical contribution gives both costs in replay calls. Here m and p
 are read from the graph (not from a search), and the counted calls from the
 oracle's own counter, so a search that skips an admissible pair or replays
-one twice fails the check.
+one twice fails the check. ``candidate_sets`` and ``pair_reasons`` lay one
+case's candidate sets out for the chapter's worked example: which sets GCJR
+replays, why, and which succeed.
 
 Used in the chapters: `gcjr-ablations`.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections import Counter
 from math import comb
 from typing import Any, NamedTuple
 
@@ -19,6 +22,7 @@ import networkx as nx
 import pandas as pd
 
 from rcakit.repair.graph import Case, Structure, failure_slice
+from rcakit.repair.metrics import format_family
 from rcakit.repair.oracle import ReplayOracle
 from rcakit.repair.shared_seeds import THETA, ThetaLike
 
@@ -125,3 +129,56 @@ def cost_summary(cost: pd.DataFrame, r: int) -> dict[str, Any]:
         "smallest_n": int(inside["n"].min()),
         "formula_reduction": 1 - gcjr_formula / exhaustive_formula,
     }
+
+
+def pair_reasons(case: Case) -> Counter[str]:
+    """Why each pair of intervenable slice events is or is not admitted (GCJR §Methodology, q = 2).
+
+    Each pair counts once, under the first rule it fails: ``"same agent"``,
+    ``"comparable"`` (one event reaches the other), ``"no shared join"``, or
+    ``"admissible"`` when it passes all three.
+    """
+    structure = Structure(case.graph)
+    keep = failure_slice(case.graph, case.sink)
+    agent = case.graph.nodes
+    reasons: Counter[str] = Counter()
+    for u, v in itertools.combinations([v for v in case.candidates if v in keep], 2):
+        if agent[u]["agent"] == agent[v]["agent"]:
+            reasons["same agent"] += 1
+        elif structure.comparable(u, v):
+            reasons["comparable"] += 1
+        else:
+            reasons["admissible" if structure.converge(u, v) else "no shared join"] += 1
+    return reasons
+
+
+def candidate_sets(case: Case, *, r: int = 3, theta: ThetaLike = THETA) -> pd.DataFrame:
+    """Every candidate alone and every admissible pair of slice events: does GCJR replay it, why, does it succeed.
+
+    GCJR at q = 2, noiseless, first schedule (GCJR §Methodology): a singleton is
+    replayed when it lies in the failure slice, an admissible pair when neither
+    of its events succeeds alone. ``succeeds`` is h_θ from a separate oracle
+    (its count discarded), so the sets GCJR skips get an outcome too. ``events``
+    holds each set; the other columns are what a reader sees.
+    """
+    structure = Structure(case.graph)
+    keep = failure_slice(case.graph, case.sink)
+    referee = ReplayOracle(case, r=r, theta=theta)
+    order = case.order()
+    rows: list[tuple[tuple[str, ...], bool, str]] = [
+        ((v,), v in keep, "in the failure slice" if v in keep else "outside the failure slice") for v in order
+    ]
+    wins = {v for (v,), replayed, _ in rows if replayed and referee.h([v])}
+    for u, v in itertools.combinations([v for v in order if v in keep], 2):
+        if structure.admissible(u, v):
+            pruned = bool({u, v} & wins)
+            rows.append(((u, v), not pruned, "holds a successful singleton" if pruned else "admissible pair"))
+    return pd.DataFrame(
+        {
+            "events": [frozenset(events) for events, _, _ in rows],
+            "candidate set": [format_family([frozenset(events)]) for events, _, _ in rows],
+            "replayed by GCJR": [replayed for _, replayed, _ in rows],
+            "why": [why for _, _, why in rows],
+            "succeeds": [referee.h(events) for events, _, _ in rows],
+        }
+    )

@@ -35,10 +35,10 @@ from rcakit.llm.base import Provider
 from rcakit.repair import records
 from rcakit.repair.baselines import baseline_methods
 from rcakit.repair.benchmark import benchmark_table
-from rcakit.repair.cost import cost_check, cost_summary, exhaustive_cost
-from rcakit.repair.families import RepairResult
-from rcakit.repair.graph import KIND_LABELS, Case, hide_edges
-from rcakit.repair.metrics import evaluate_method, scoped, summarise, summary_table
+from rcakit.repair.cost import candidate_sets, cost_check, cost_summary, exhaustive_cost, pair_reasons
+from rcakit.repair.families import RepairResult, minimal_sets
+from rcakit.repair.graph import KIND_LABELS, Case, failure_slice, hide_edges
+from rcakit.repair.metrics import evaluate_method, format_family, scoped, summarise, summary_table
 from rcakit.repair.pilot.agents import Policy
 from rcakit.repair.pilot.experiment import pilot_beside_paper, run_pilot
 from rcakit.repair.search import GCJR, SearchConfig, ablation_configs, exhaustive, gcjr
@@ -59,6 +59,20 @@ from rcakit.repair.summaries import (
 from rcakit.sections import Section
 
 PAPER_HIDDEN_FRACTION = 0.1  # the hidden-edge ablation the paper prints (GCJR §Key results)
+COST_LABELS = {  # key of ``cost_summary`` -> the row a reader sees
+    "gcjr_formula_match": "GCJR's calls equal \\(r(1 + m + p)\\), share of all cases",
+    "exhaustive_formula_match": "exhaustive calls equal its formula, share of all cases",
+    "n": "\\(n\\), candidates, in-scope mean",
+    "m": "\\(m\\), slice candidates, in-scope mean",
+    "p": "\\(p\\), pairs GCJR replays, in-scope mean",
+    "gcjr_calls": "GCJR calls, in-scope mean",
+    "exhaustive_calls": "exhaustive calls, in-scope mean",
+    "gcjr_sets": "GCJR sets (calls / \\(r\\)), in-scope mean",
+    "exhaustive_sets": "exhaustive sets (calls / \\(r\\)), in-scope mean",
+    "smallest_exhaustive_calls": "smallest exhaustive calls in scope",
+    "smallest_n": "smallest \\(n\\) in scope",
+    "formula_reduction": "replay reduction by the formulas, in scope",
+}
 
 
 def _require(values: Sequence, name: str) -> None:
@@ -302,8 +316,10 @@ def noise_section(summary: pd.DataFrame) -> Section:
 
 def largest_noise_section(summary: pd.DataFrame) -> Section:
     """FEM, replays and agreement of both methods per (θ, r) at the sweep's largest noise level."""
-    rows = summary[summary["noise"] == summary["noise"].max()]
-    return Section(table=rows.pivot_table(index=["theta", "r"], columns="method", values=["fem", "replays", "agree"]))
+    rows = summary[summary["noise"] == summary["noise"].max()].rename(columns={"fem": "FEM", "replays": "mean replays"})
+    return Section(
+        table=rows.pivot_table(index=["theta", "r"], columns="method", values=["FEM", "mean replays", "agree"])
+    )
 
 
 def sc_reading(sc: Mapping[str, Any] | None, r: int, theta: ThetaLike) -> str:
@@ -346,11 +362,64 @@ def cost_section(
     summary = cost_summary(cost_check(cases, runs["GCJR"], runs["exhaustive"], r=r, theta=theta, q=q), r)
     paper_floor = exhaustive_cost(min(published["candidates"]), r=published["r"])
     return Section(
-        table=pd.Series(summary).to_frame("in-scope mean"),
+        table=pd.Series(summary, dtype=object).rename(COST_LABELS).to_frame("value"),  # object: counts stay whole
         numbers={"cost": summary},
         facts={"cost": summary, "paper_floor": paper_floor},
         decimals=2,
     )
+
+
+def slice_reading(case: Case) -> str:
+    """One sentence on the candidates the failure slice of ``case`` leaves out (none, one, or several)."""
+    keep = failure_slice(case.graph, case.sink)
+    off = [v for v in case.order() if v not in keep]
+    if not off:
+        return "Every one of them has a path to the sink, so the failure slice holds them all."
+    names = " and ".join([", ".join(off[:-1]), off[-1]] if len(off) > 1 else off)
+    drawn = " and ".join(f"“{case.graph.nodes[v]['agent']} log”" for v in off)
+    verb = "is a log line" if len(off) == 1 else "are log lines"
+    return (
+        f"{names} (drawn as {drawn}) {verb} that nothing reads: no path leads from "
+        f"{'it' if len(off) == 1 else 'them'} to the sink, so the failure slice leaves "
+        f"{'it' if len(off) == 1 else 'them'} out."
+    )
+
+
+def candidate_sets_section(case: Case, *, r: int = 3, theta: ThetaLike = THETA) -> Section:
+    """GCJR's candidate sets on one case (GCJR §Methodology, q = 2, noiseless): the chapter's worked example.
+
+    The table is :func:`rcakit.repair.cost.candidate_sets`; the facts (under
+    ``example``) are the counts the worked example quotes: n, m, the slice
+    pairs by :func:`rcakit.repair.cost.pair_reasons`, p, the replayed sets and
+    calls of GCJR and of exhaustive search, and the family GCJR keeps.
+    """
+    table = candidate_sets(case, r=r, theta=theta)
+    reasons = pair_reasons(case)
+    keep = failure_slice(case.graph, case.sink)
+    n, m = len(case.candidates), sum(v in keep for v in case.candidates)
+    size = table["events"].map(len)
+    pairs, replayed = table[size == 2], table[table["replayed by GCJR"]]
+    p = int(pairs["replayed by GCJR"].sum())
+    facts = {
+        "case_id": case.case_id,
+        "r": r,
+        "n": n,
+        "m": m,
+        "slice_reading": Markdown(slice_reading(case)),
+        "slice_pairs": m * (m - 1) // 2,
+        "same_agent": reasons["same agent"],
+        "comparable": reasons["comparable"],
+        "admissible": len(pairs),
+        "admissible_pairs": ", ".join(pairs["candidate set"]),
+        "p": p,
+        "successful_singletons": int(table.loc[size == 1, "succeeds"].sum()),
+        "family": format_family(minimal_sets(replayed.loc[replayed["succeeds"], "events"])),
+        "gcjr_sets": 1 + m + p,
+        "gcjr_calls": r * (1 + m + p),
+        "exhaustive_sets": exhaustive_cost(n, r=1),
+        "exhaustive_calls": exhaustive_cost(n, r=r),
+    }
+    return Section(table=table.drop(columns="events"), facts={"example": facts})
 
 
 def pilot_section(

@@ -29,14 +29,14 @@ METRIC_LABELS = {  # metric column -> what a table shows
     "repair_success1": "RS@1 as success",
     "sc": "SC",
     "mv": "MV",
-    "mean_replays": "replays",
+    "mean_replays": "mean replays",
 }
 PER_TYPE_FEM_LABELS = {f"fem_{kind}": f"FEM {label}" for kind, label in KIND_LABELS.items()}
 PER_TYPE_LABELS = {  # column of ``per_kind_comparison`` -> what a table shows
     "gcjr_fem": "GCJR FEM",
     "exhaustive_fem": "exhaustive FEM",
-    "gcjr_mean_replays": "GCJR replays",
-    "exhaustive_mean_replays": "exhaustive replays",
+    "gcjr_mean_replays": "GCJR mean replays",
+    "exhaustive_mean_replays": "exhaustive mean replays",
     "gcjr_empty": "GCJR ∅",
     "in_scope": "in scope",
 }

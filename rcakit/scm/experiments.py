@@ -50,6 +50,23 @@ def _locus_name(model: SCM, locus: int | None) -> str:
     return NO_STEP if locus is None else model.step_names[locus]
 
 
+EFFECT_LABELS = {  # the contrastive estimate's columns as the page shows them (eq-car-contrastive)
+    "p_bad_do": "P(bad | do)",
+    "p_lo": "Wilson low",
+    "p_hi": "Wilson high",
+    "p_bad_observed": "P(bad | observed)",
+    "effect": r"\(\Delta_k\)",
+    "effect_lo": "95% low",
+    "effect_hi": "95% high",
+}
+
+
+def _effects_table(contrast: Contrastive, columns: list[str]) -> pd.DataFrame:
+    """``columns`` of a contrastive estimate, one row per step named in words, headed as a reader reads them."""
+    table = contrast.table.set_index("name")[columns].rename(columns=EFFECT_LABELS)
+    return table.rename_axis("step")
+
+
 def contrastive_locus(model: SCM, contrast: Contrastive) -> Section:
     """The pivotal SCM's contrastive effects and point-of-commitment locus (CAR §4-5).
 
@@ -59,7 +76,7 @@ def contrastive_locus(model: SCM, contrast: Contrastive) -> Section:
     locus = contrast.locus
     text = "no step" if locus is None else f"step {locus}, `{model.step_names[locus]}`"
     return Section(
-        table=contrast.table.set_index("name").drop(columns="step"),
+        table=_effects_table(contrast, list(EFFECT_LABELS)),
         numbers=records.pivotal_numbers(contrast),
         facts={"effect": dict(enumerate(contrast.table["effect"])), "locus_text": Markdown(text)},
     )
@@ -75,12 +92,12 @@ def shapley_split(model: SCM, estimate: SCMShapley) -> Section:
     analytic = shapley_exact(closed_form(model), model.n_steps)
     table = pd.DataFrame(
         {
-            "step": model.step_names,
-            "phi (MC)": estimate.values,
-            "CI low": estimate.ci_low,
-            "CI high": estimate.ci_high,
-            "phi (analytic)": analytic,
-        }
+            r"\(\hat\phi_i\)": estimate.values,
+            "95% low": estimate.ci_low,
+            "95% high": estimate.ci_high,
+            r"\(\phi_i\), closed form": analytic,
+        },
+        index=pd.Index(model.step_names, name="step"),
     )
     facts = {
         "phi": dict(enumerate(estimate.values)),
@@ -157,6 +174,17 @@ def coverage(study: pd.DataFrame, setting: str = "chapter", level: float = 0.95)
     return Section(table=table, numbers=records.coverage_numbers(summary, setting), facts=facts)
 
 
+EFFICIENCY_LABELS = {  # rcakit.scm.efficiency_from_v_empty's keys as the page shows them
+    "v_empty": r"\(\hat v(\emptyset)\)",
+    "v_full": r"\(\hat v(N)\)",
+    "efficiency_gap": r"gap: sum against \(1 - \hat v(\emptyset)\)",
+    "efficiency_ci": "Wilson interval of the sum",
+    "walks": "walks",
+    "empty_rollouts": r"rollouts of \(\emptyset\)",
+    "empty_bad": "bad among them",
+}
+
+
 def efficiency_check(model: SCM, estimate: SCMShapley) -> Section:
     r"""The efficiency sum read as one minus :math:`\hat v(\emptyset)` (CAR §5).
 
@@ -178,9 +206,10 @@ def efficiency_check(model: SCM, estimate: SCMShapley) -> Section:
         "eff_hi": check["efficiency_ci"][1],
         **{k: check[k] for k in counts},
     }
-    rows = {"efficiency sum": estimate.efficiency, "analytic v(N) - v(empty set)": analytic_efficiency, **check}
+    rows = {"efficiency sum": estimate.efficiency, r"closed form \(v(N) - v(\emptyset)\)": analytic_efficiency}
+    rows |= {label: check[key] for key, label in EFFICIENCY_LABELS.items()}
     return Section(
-        table=pd.Series(rows, name="value").to_frame(),
+        table=pd.Series(rows, name="value", dtype=object).to_frame(),
         numbers=records.efficiency_numbers(check, analytic_efficiency),
         facts=facts,
         decimals=4,
@@ -199,7 +228,7 @@ def contrastive_over_count(model: SCM, *, k_samples: int, seed: int) -> Section:
         "contrastive_abs_sum": abs_sum,
         "contrastive_abs_sum_analytic": float(sum(map(abs, analytic_effects(model)))),
     }
-    table = contrast.table[["name", "p_bad_do", "effect", "effect_lo", "effect_hi"]]
+    table = _effects_table(contrast, ["p_bad_do", "effect", "effect_lo", "effect_hi"])
     return Section(table=table, numbers=records.over_count_numbers(abs_sum), facts=facts)
 
 
@@ -207,7 +236,7 @@ def or_failure_split(q: float, seed: int) -> Section:
     """The exact Shapley values of the OR failure (:func:`rcakit.scm.or_failure_scm`), for contrast."""
     model = or_failure_scm(q=q, seed=seed)
     phi = shapley_exact(closed_form(model), model.n_steps)
-    return Section(table=pd.DataFrame({"step": model.step_names, "phi (exact)": phi}))
+    return Section(table=pd.DataFrame({r"\(\phi_i\), exact": phi}, index=pd.Index(model.step_names, name="step")))
 
 
 def convergence(table: pd.DataFrame) -> Section:
@@ -332,7 +361,7 @@ def _replay_table(numbers: dict[str, Any]) -> pd.DataFrame:
         "Wilson high": high,
         "replayed steps": numbers["replayed_steps"],
     }
-    return pd.Series(rows, name="value").to_frame()
+    return pd.Series(rows, name="value", dtype=object).to_frame()  # object: the count prints as a whole number
 
 
 def replay_action_match(report: SupportReport) -> Section:

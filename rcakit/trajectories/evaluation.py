@@ -184,7 +184,8 @@ def score_synthetic(locators: Sequence[Locator], bench: Sequence[Trajectory]) ->
 
 def beside_published(published: Mapping[str, Mapping], scored: Mapping[str, ScoredSet]) -> pd.DataFrame:
     """Who&When step accuracy (percent), the published rows, then ours: each offline locator under
-    the strict and the official scorer, the analytic random baseline and both denominators."""
+    the strict and the official scorer, the analytic random baseline and both denominators (the
+    denominators stay integers: the columns hold objects, so a count never prints with decimals)."""
     table = pd.DataFrame(published)[[s for s in published if s in scored]]  # the subsets that were read
     subsets = list(table.columns)
     rows = {}
@@ -192,9 +193,13 @@ def beside_published(published: Mapping[str, Mapping], scored: Mapping[str, Scor
         rows[f"{name} (strict)"] = [100 * scored[s].numbers[name]["exact"] for s in subsets]
         rows[f"{name} (official)"] = [100 * scored[s].numbers[name]["exact_official"] for s in subsets]
     rows["random (analytic, 1/T)"] = [100 * scored[s].numbers["random"]["expected_exact"] for s in subsets]
-    rows["n (strict)"] = [len(scored[s].trajectories) for s in subsets]
-    rows["n (official)"] = [scored[s].numbers["random"]["n_official"] for s in subsets]
-    return pd.concat([table, pd.DataFrame.from_dict(rows, orient="index", columns=subsets)])
+    counts = {
+        "n (strict)": [len(scored[s].trajectories) for s in subsets],
+        "n (official)": [int(scored[s].numbers["random"]["n_official"]) for s in subsets],
+    }
+    ours = pd.DataFrame.from_dict(rows, orient="index", columns=subsets)
+    counted = pd.DataFrame.from_dict(counts, orient="index", columns=subsets)
+    return pd.concat([table.astype(object), ours.astype(object), counted.astype(object)])
 
 
 def first_error_words(trajectories: Sequence[Trajectory], cases: pd.DataFrame) -> pd.Series:

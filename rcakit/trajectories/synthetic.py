@@ -343,7 +343,27 @@ def shape_statistics(trajectories: list[Trajectory]) -> dict:
     }
 
 
+CALIBRATION_ROWS = {  # each statistic of PUBLISHED_SHAPE as a reader's row label; shares shown in percent
+    "length_median": "length \\(T\\), median",
+    "length_p90": "length \\(T\\), 90th percentile",
+    "length_max": "length \\(T\\), longest",
+    "length_mean": "length \\(T\\), mean",
+    "root_step_median": "root step \\(r^*\\), median",
+    "root_step_p90": "root step \\(r^*\\), 90th percentile",
+    "root_to_end_median": "root-to-end \\(d\\), median",
+    "root_to_end_p90": "root-to-end \\(d\\), 90th percentile",
+    "share_root_to_end_gt50": "share with \\(d > 50\\) (%)",
+    "share_root_to_end_gt100": "share with \\(d > 100\\) (%)",
+    "share_root_to_end_gt200": "share with \\(d > 200\\) (%)",
+}
+
+
 def calibration_table(trajectories: list[Trajectory]) -> pd.DataFrame:
-    """Published shape statistics beside those of ``trajectories``."""
+    """Published shape statistics (LongRCA §4.2) beside those of ``trajectories``, rows labelled in words
+    (:data:`CALIBRATION_ROWS`), the shares of root-to-end distances in percent."""
     measured = shape_statistics(trajectories)
-    return pd.DataFrame({"published": PUBLISHED_SHAPE, "synthetic": {k: measured[k] for k in PUBLISHED_SHAPE}})
+    rows = {}
+    for key, label in CALIBRATION_ROWS.items():
+        scale = 100 if key.startswith("share_") else 1
+        rows[label] = {"published": scale * PUBLISHED_SHAPE[key], "synthetic": scale * measured[key]}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("statistic")

@@ -159,12 +159,14 @@ def pilot_beside_paper(numbers: Mapping, paper: Mapping) -> pd.DataFrame:
     """The pilot's numbers beside the paper's (GCJR §Key results, DualSolve-MAS).
 
     The counts shown apart (and FEM over the regular cases) have no paper value.
+    The columns hold objects, so a count prints as an integer beside the rates.
     """
-    rows = {
-        label: {
-            "paper": float("nan") if theirs is None else _dotted(paper, theirs),
-            "workbench": _dotted(numbers, ours),
+    labels = list(PILOT_ROWS)
+    paper_column = [float("nan") if theirs is None else _dotted(paper, theirs) for _, theirs in PILOT_ROWS.values()]
+    ours_column = [_dotted(numbers, ours) for ours, _ in PILOT_ROWS.values()]
+    return pd.DataFrame(
+        {
+            "paper": pd.Series(paper_column, labels, dtype=object),
+            "workbench": pd.Series(ours_column, labels, dtype=object),
         }
-        for label, (ours, theirs) in PILOT_ROWS.items()
-    }
-    return pd.DataFrame.from_dict(rows, orient="index").astype(float)
+    )
