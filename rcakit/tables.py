@@ -86,9 +86,25 @@ def _whole(column: pd.Series) -> bool:
     )
 
 
+# Words of a header that names a rate, share or mean: its column keeps its decimals even when every value
+# is whole (an accuracy of 1 prints 1.00 beside 0.75, not 1).
+RATE_WORDS = frozenset(
+    {"mean", "per", "share", "shares", "rate", "ratio", "average", "accuracy", "recovery", "median", "fraction"}
+    | {"coverage", "std", "rmse", "error", "%", "absorbed", "resisted", "derailed", "jaccard", "phi"}
+)
+
+
+def names_a_rate(label: Any) -> bool:
+    """A header (or any level of a grouped header) with a word of :data:`RATE_WORDS`."""
+    parts = label if isinstance(label, tuple) else (label,)
+    words = {w for part in parts for w in re.findall(r"[a-z%]+", str(part).lower())}
+    return bool(words & RATE_WORDS)
+
+
 def format_column(column: pd.Series, decimals: int = 3) -> pd.Series:
-    """A column as text, one rule for all its cells (whole-number floats print as integers)."""
-    if pd.api.types.is_float_dtype(column.dtype) and _whole(column):
+    """A column as text, one rule for all its cells: whole-number floats print as integers, unless the
+    column's header names a rate (:func:`names_a_rate`)."""
+    if pd.api.types.is_float_dtype(column.dtype) and _whole(column) and not names_a_rate(column.name):
         return column.map(lambda v: format_value(v, 0))
     mixed = column.dtype == object
     return column.map(lambda v: format_value(v, decimals, counts=mixed)).astype(object)

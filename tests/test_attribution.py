@@ -409,8 +409,15 @@ def test_the_sections_record_every_key_once(compared, beds):
     gcjr = numbers["rag_hops"]["single"]["gcjr"]
     assert gcjr["n"] == sum(c.fault_type == "single" for c in beds["rag_hops"])
     assert gcjr["ci"][0] <= gcjr["accuracy"] <= gcjr["ci"][1]
-    assert list(per_bed[1].table.columns) == [*tb.FAULT_TYPES["controlled_dag"], "mean replays"]
-    assert per_bed[1].table.index.tolist() == ["singleton_replay", "gcjr"]  # coverage reads no DAG case
+    assert list(per_bed[1].table.columns) == [
+        "single",
+        "Joint-AND",
+        "Alternative-OR",
+        "Sequential-Joint",
+        "mean replays",
+    ]
+    assert per_bed[1].table.index.tolist() == ["singleton replay", "GCJR"]  # coverage reads no DAG case
+    assert cases.table.index.get_level_values(0).unique().tolist() == ["RAG hops", "Controlled-DAG", "support agent"]
     assert found.facts["memo"] == found.numbers["memo"] and numbers["findings"]["gcjr_equals_singleton_rag"] == 1.0
     assert numbers["memo"]["charged"] == compared.scores["replays"].sum()
     assert numbers["memo"]["computed"] == compared.memo.computed
@@ -420,26 +427,40 @@ def test_the_sections_record_every_key_once(compared, beds):
 
 def test_a_testbed_no_method_applies_to_is_skipped_and_drawn_as_a_note(only_coverage):
     skipped = ex.testbed_section(only_coverage, "controlled_dag")
-    assert skipped.skipped and "controlled_dag" in skipped.skipped and not sections.collect(skipped)
+    assert skipped.skipped and "the Controlled-DAG testbed" in skipped.skipped and not sections.collect(skipped)
     assert "did not run" in skipped.show().data
     assert ex.testbed_section(only_coverage, "rag_hops").skipped is None
     note = figures.testbed_figure(only_coverage, "controlled_dag").axes[0]
-    assert note.texts[0].get_text() == "no chosen method applies to controlled_dag" and not note.collections
+    assert note.texts[0].get_text() == "no chosen method applies to Controlled-DAG" and not note.collections
 
 
 def test_the_testbed_figure_draws_one_marker_per_method_that_applies(compared):
     ax = figures.testbed_figure(compared, "controlled_dag").axes[0]
     assert len([c for c in ax.collections if len(c.get_offsets()) == 1]) == 2  # singleton replay and gcjr
+    named = {n for t in ax.texts for n in t.get_text().split(", ")}
+    assert named == {"singleton replay", "GCJR"}  # methods by a reader's name, not their ids
 
 
 def test_main_and_families_sections_show_every_method(compared):
     main = ex.main_section(compared)
-    assert main.table.index.tolist() == ["coverage", "singleton_replay", "gcjr"] and not main.numbers
-    assert main.table.loc["coverage", ("accuracy", "rag_hops")] == pytest.approx(
+    assert main.table.index.tolist() == ["coverage", "singleton replay", "GCJR"] and not main.numbers
+    assert main.table.loc["coverage", ("accuracy", "RAG hops")] == pytest.approx(
         compared.summary.query("method == 'coverage'")["accuracy"].mean()
     )
     families = ex.families_section(["gcjr", "mine"]).table
-    assert families.loc["gcjr", "expresses"] == "family" and families.loc["mine", "family"] == "user method"
+    assert families.loc["GCJR", "expresses"] == "family" and families.loc["mine", "family"] == "user method"
+
+
+def test_every_built_in_method_and_fault_type_has_a_reader_name_and_no_two_share_one():
+    import pandas as pd
+
+    names = ad.METHOD_NAMES
+    assert set(names) == set(BUILT_IN) and len(set(names.values())) == len(names)
+    kinds = {t for types in tb.FAULT_TYPES.values() for t in types}
+    assert set(tb.FAULT_TYPE_NAMES) == kinds and set(tb.TESTBED_NAMES) == set(tb.TESTBEDS)
+    assert all("_" not in name for name in ex.READER_NAMES.values())
+    frame = pd.DataFrame({"alt_or": [1.0]}, index=pd.Index(["shapley_mc"], name="method"))
+    assert ex.named(frame).loc["Shapley (MC)", "Alternative-OR"] == 1.0  # labels only, never a value
 
 
 def test_build_testbeds_takes_its_parameters_by_keyword():

@@ -754,3 +754,10 @@ def test_format_table_puts_row_labels_and_every_header_level_in_words_but_keeps_
     assert "suf regen" in text and "failed n" in text and "probe kind" in text
     assert "propagation aware" in text and "oracle gold hop (oracle)" in text
     assert "_" not in text.replace(r"\(J(a, D_h)\)", "")  # math keeps its subscript, nothing else does
+
+
+def test_a_rate_column_keeps_its_decimals_when_every_value_is_whole_and_a_count_column_does_not():
+    frame = pd.DataFrame({"accuracy": [1.0, 0.0], ("branch accuracy", "flip"): [1.0, 1.0], "failed n": [3.0, 4.0]})
+    text = tables.format_table(frame, decimals=2).frame
+    assert text.iloc[:, 0].tolist() == ["1.00", "0.00"] and text.iloc[:, 1].tolist() == ["1.00", "1.00"]
+    assert text.iloc[:, 2].tolist() == ["3", "4"]

@@ -111,6 +111,38 @@ def test_an_optional_section_cell_holds_no_heading(chapter_id):
             assert not re.search(r"^#{1,3} ", cell.source, re.M), f"{chapter_id}: a heading in {cell.source[:60]!r}"
 
 
+def glue_directive_problems(cells: list) -> list[str]:
+    """Each ``{glue:md}`` directive must be a markdown cell of its own, collapsed in JupyterLab
+    (``jupyter.source_hidden``) and opened by a ``%`` comment that says what the book fills in: JupyterLab does
+    not know the directive and would show it as an error box (README, the JupyterLab section)."""
+    found = []
+    for cell in cells:
+        if cell.cell_type != "markdown" or ":::{glue:md}" not in cell.source:
+            continue
+        lines = cell.source.strip().splitlines()
+        if not cell.metadata.get("jupyter", {}).get("source_hidden"):
+            found.append(f"not collapsed in JupyterLab: {lines[0][:60]!r}")
+        if not lines[0].startswith("% "):
+            found.append(f"no comment first: {lines[0][:60]!r}")
+        if sum(line.startswith(":::") for line in lines) != 2 or not lines[-1].startswith(":::"):
+            found.append(f"not a cell of its own: {lines[0][:60]!r}")
+    return found
+
+
+@pytest.mark.parametrize("chapter_id", chapters.PAGES)
+def test_a_glued_block_is_a_collapsed_cell_of_its_own_that_says_what_it_holds(chapter_id):
+    assert glue_directive_problems(_cells(chapter_id)) == []
+
+
+def test_the_glued_block_check_finds_an_open_uncommented_or_shared_cell():
+    md = nbformat.v4.new_markdown_cell
+    bare = md(":::{glue:md} verdict\n:format: myst\n:::\n\nMore prose.")
+    assert len(glue_directive_problems([bare])) == 3
+    good = md("% Filled in by the book.\n:::{glue:md} verdict\n:format: myst\n:::")
+    good.metadata["jupyter"] = {"source_hidden": True}
+    assert glue_directive_problems([good]) == []
+
+
 def test_notebook_sources_hold_no_outputs():
     for path in sorted((project_root() / "notebooks").glob("*.md")):
         assert '"outputs": [' not in path.read_text(encoding="utf-8"), path

@@ -4,7 +4,9 @@ drawings show what their captions say."""
 import json
 import re
 import shutil
+from pathlib import Path
 
+import jupytext
 import networkx as nx
 import pytest
 from matplotlib.patches import FancyBboxPatch
@@ -90,10 +92,23 @@ def test_primer_is_first_and_validates_its_parameters():
         chapters.validate("primer", {"q": 1.5})
 
 
+def test_each_concept_is_computed_by_hand_and_the_book_plumbing_is_out_of_sight():
+    """A from-scratch cell per concept (the run, do, the contrasts, Shapley, the repair family, coverage), each
+    asserting against the library call that computes the same thing; glue, collect and record sit in a removed cell."""
+    cells = [c for c in jupytext.read(chapters.get("primer").notebook).cells if c.cell_type == "code"]
+    scratch = [c.source for c in cells if "from-scratch" in c.metadata.get("tags", [])]
+    library = ["run.facts", "interventions.table", "commitment.numbers", "shapley_exact", "repair.exhaustive"]
+    for call in [*library, "rag.diagnosers.coverage"]:
+        assert any(call in source and "assert " in source for source in scratch), call
+    for cell in cells:
+        if any(name in cell.source for name in (".glue()", "sections.collect", "results.record")):
+            assert "remove-cell" in cell.metadata.get("tags", []), cell.source[:60]
+
+
 @pytest.mark.chapters
 def test_a_broken_do_operation_fails_the_primer_run(tmp_path, monkeypatch):
-    """Forcing the action is replaced by resampling it in the package the kernel imports: the asserted identity
-    claim stops the run, and no results are written."""
+    """Forcing the action is replaced by resampling it in the package the kernel imports: the hand-written do
+    stops the run; without the from-scratch cells, the asserted identity claim does. No results are written."""
     source = (project_root() / "rcakit" / "primer.py").read_text()
     forced = 'scm.do_force_action(1, "no_refund")'
     assert source.count(forced) == 1
@@ -105,6 +120,16 @@ def test_a_broken_do_operation_fails_the_primer_run(tmp_path, monkeypatch):
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the kernel imports the broken copy
     monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
+    with pytest.raises(runner.ChapterFailed, match=r"failed in cell \d+: AssertionError") as by_hand:
+        runner.run_chapter("primer", quick=True, output_dir=tmp_path / "book", show_progress=False)
+    failed = json.loads(Path(re.search(r"see (\S+\.ipynb);", str(by_hand.value)).group(1)).read_text())
+    erring = [c for c in failed["cells"] if any(o["output_type"] == "error" for o in c.get("outputs", []))]
+    assert 'replay("no_refund")' in "".join(erring[0]["source"])  # the by-hand do(force) disagrees
+    notebook = tmp_path / "notebooks" / "primer.md"
+    scratch = re.compile(r"^```\{code-cell\} ipython3\n---\ntags: \[from-scratch\]\n---\n.*?^```\n", re.M | re.S)
+    text, removed = scratch.subn("", notebook.read_text())
+    assert removed == 6
+    notebook.write_text(text)
     with pytest.raises(runner.ChapterFailed, match=r"claims not reproduced: P\(bad \| do\(A1 = no_refund\)\) = 0"):
         runner.run_chapter("primer", quick=True, output_dir=tmp_path / "book", show_progress=False)
     assert not (tmp_path / "results" / "primer.json").exists()

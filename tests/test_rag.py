@@ -399,6 +399,8 @@ def test_the_authors_span_rule_ranks_every_documents_spans_and_the_earlier_takes
     assert I.choose_span(lab.agent, case, 1, "first_mention") == ("salient_entity", short)  # top document, first
     bridged = replace(case, hops=(case.hops[0], replace(later, queries=(f"where is {short}",))) + case.hops[2:])
     assert I.choose_span(lab.agent, bridged, 1, "authors") == ("bridge_entity", short)  # a later query recalls it
+    counts = I.candidate_spans(lab.agent, docs)
+    assert I.bridge_spans(counts, bridged, 1) == {short: 1} and I.bridge_spans(counts, case, 1) == {}
     with pytest.raises(RcakitError, match="^span_rule: expected one of authors, first_mention"):
         I.choose_span(lab.agent, case, 1, "last_mention")
 
@@ -1066,3 +1068,49 @@ def test_protocol_table_names_each_departure_and_the_content_arm_leaves_out_the_
     assert other.loc["corpus", "why"].startswith("departs from the authors' (question)")
     assert other.loc["retrievals per hop", "this chapter"] == "reformulate = yes"
     assert "structural interventions" not in other.index and "reader's reaction to a warning" not in other.index
+
+
+def test_the_worked_case_is_the_first_failed_bridge_corruption_and_its_facts_follow_the_rules(lab, tmp_path):
+    from rcakit.rag import experiments as E
+    from rcakit.rag.text import token_recall
+
+    cases = P.sweep(lab, "content", [1, 2, 3], P.case_store("t", {"w": 1}, tmp_path), progress=None)
+    wrong = P.failed(cases)
+    case = E.worked_case(cases)
+    bridge = wrong[wrong["strategy"] == "bridge_entity"]
+    assert case is not None and case["qid"] == (bridge if len(bridge) else wrong).iloc[0]["qid"]
+    worked = E.worked_section(fake_run(cases, lab=lab)).facts["worked"]
+    gold, answer = lab.clean[case["qid"]].gold, case["answer"] or ""
+    assert worked["span"] == case["original"] and worked["outcome"] == case["outcome"]
+    assert worked["recall_gold"] == token_recall(gold, answer) == worked["gold_shared"] / worked["gold_tokens"]
+    assert worked["recall_span"] == token_recall(case["replacement"], answer)
+    assert classify_outcome(answer, gold, case["replacement"]) == worked["outcome"]
+    assert f"“{case['original']}”" in worked["rule"].data
+    skipped = pd.DataFrame([{**content_row("a", 1, "bridge_entity", "derailed"), "skipped": True}])
+    assert E.worked_case(skipped) is None and E.worked_section(fake_run(skipped, lab=lab)).skipped
+    resisted = pd.DataFrame(
+        [content_row("a", 2, "answer_fact", "resisted"), content_row("b", 1, "bridge_entity", "resisted")]
+    )
+    assert E.worked_case(resisted)["qid"] == "a"  # no failed case: the first injected one
+
+
+def test_the_branch_tables_split_counts_from_accuracies_and_the_small_tables_show_counts_as_counts(monkeypatch):
+    from rcakit.rag import experiments as E
+    from rcakit.rag.experiments import setup
+
+    cases = pd.DataFrame([structural_row("a", 2, 2, "flip"), structural_row("b", 2, 1, "fallback")])
+    run = fake_run(cases, arm="structural", depths=(1, 2))
+    counts, accuracies = E.branches_section(run).table, E.branch_accuracy_section(run).table
+    assert counts.columns.get_level_values(0).unique().tolist() == ["failed cases by branch"]
+    assert accuracies.columns.get_level_values(0).unique().tolist() == ["branch accuracy", "probe accuracy"]
+    assert counts.loc[("propagation_aware", 2)].tolist() == [1, 0, 1, 0]
+    assert accuracies.loc[("propagation_aware", 2), ("probe accuracy", "without fallback")] == 0.5
+    by_kind = E.intervention_section(run, ["coverage", "oracle_gold_hop"]).table
+    assert by_kind.columns.tolist() == ["injected", "recovery", "coverage", "oracle_gold_hop (oracle)"]
+    assert by_kind.index.names == ["intervention", "injected hop"] and by_kind["oracle_gold_hop (oracle)"].isna().all()
+    content = fake_run(pd.DataFrame([content_row("a", 1, "bridge_entity", "derailed", contaminated=True)]))
+    table = E.contamination_section(content).table
+    assert table.iloc[0].tolist() == [1, 1, 1.0] and table["contaminated"].dtype.kind == "i"
+    monkeypatch.setattr(setup, "protocol_runs", lambda arm, params: {"authors' protocol": content})
+    compared = E.protocol_comparison("content", {}, ["suf_regen"]).table
+    assert "recovery" not in compared and compared.loc[(1, "authors' protocol"), "resisted"] == 0.0

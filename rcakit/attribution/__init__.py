@@ -17,7 +17,7 @@
 Used in the chapters: `attribution-families`.
 """
 
-from rcakit.attribution.adapters import BUILT_IN, FAMILY_OF, check_methods, load_method, load_methods
+from rcakit.attribution.adapters import BUILT_IN, FAMILY_OF, METHOD_NAMES, check_methods, load_method, load_methods
 from rcakit.attribution.experiments import (
     Comparison,
     accuracy_table,
@@ -47,6 +47,7 @@ __all__ = [
     "FAMILY_OF",
     "FAULT_TYPES",
     "FailedCase",
+    "METHOD_NAMES",
     "Method",
     "NotApplicable",
     "ReplayMemo",

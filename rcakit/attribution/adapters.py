@@ -257,6 +257,21 @@ FAMILY_OF = {
     "gcjr": "repair-family search",
     "exhaustive": "repair-family search",
 }
+METHOD_NAMES = {  # a reader's name for each built-in method, for tables and figures (a user's keeps its id)
+    "coverage": "coverage",
+    "rule_based": "rule-based",
+    "centrality": "centrality",
+    "propagation_aware": "Propagation-Aware",
+    "suf_regen": "Suf-Regen",
+    "singleton_replay": "singleton replay",
+    "contrastive": "contrastive resampling",
+    "shapley_exact": "Shapley (exact)",
+    "shapley_mc": "Shapley (MC)",
+    "shapley_rollouts": "Shapley (rollouts)",
+    "shapley_top2": "Shapley top-2",
+    "gcjr": "GCJR",
+    "exhaustive": "exhaustive search",
+}
 
 
 def load_method(spec: str) -> Method:

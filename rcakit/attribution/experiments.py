@@ -12,6 +12,9 @@ a :class:`rcakit.sections.Section`:
 - :func:`findings_section`: the findings the chapter states, and the memo's figures;
 - :func:`main_section`: methods x testbeds, mean accuracy beside mean replays.
 
+The sections' tables name methods, testbeds and fault types for a reader
+(:func:`named`); the numbers they record keep the ids.
+
 Used in the chapters: `attribution-families`.
 """
 
@@ -26,7 +29,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from rcakit import tables
-from rcakit.attribution.adapters import FAMILY_OF, Method
+from rcakit.attribution.adapters import FAMILY_OF, METHOD_NAMES, Method
 from rcakit.attribution.oracle import ReplayMemo
 from rcakit.attribution.scoring import (
     METHOD_TIMEOUT,
@@ -38,11 +41,12 @@ from rcakit.attribution.scoring import (
     score_methods,
     summary,
 )
-from rcakit.attribution.testbeds import FAULT_TYPES, TestbedCase
+from rcakit.attribution.testbeds import FAULT_TYPE_NAMES, FAULT_TYPES, TESTBED_NAMES, TestbedCase
 from rcakit.sections import Section
 
 __all__ = [
     "METHOD_TIMEOUT",
+    "READER_NAMES",
     "Comparison",
     "accuracy_table",
     "answer_text",
@@ -59,6 +63,7 @@ __all__ = [
     "main_section",
     "main_table",
     "memo_figures",
+    "named",
     "results_tree",
     "run_method",
     "score_methods",
@@ -66,6 +71,17 @@ __all__ = [
     "testbed_points",
     "testbed_section",
 ]
+
+
+READER_NAMES = {**METHOD_NAMES, **TESTBED_NAMES, **FAULT_TYPE_NAMES}  # id -> a reader's name, for tables
+
+
+def named(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the method, testbed and fault-type ids in its index and columns given a reader's names.
+
+    Ids without a name (a user's method) are kept; only labels change, never a value.
+    """
+    return table.rename(index=READER_NAMES, columns=READER_NAMES)
 
 
 @dataclass(frozen=True)
@@ -264,7 +280,7 @@ def main_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def families_section(methods: Iterable[str]) -> Section:
     """What each chosen method can express (point, ranking, family) and what it assumes (:func:`families_table`)."""
-    return Section(table=families_table(methods))
+    return Section(table=named(families_table(methods)))
 
 
 def case_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -277,7 +293,7 @@ def cases_section(comparison: Comparison) -> Section:
     """The cases per testbed and fault type, recorded under ``cases``."""
     cases = comparison.scores.drop_duplicates(["testbed", "case_id"])
     table = cases.groupby(["testbed", "fault_type"], sort=False).size().rename("cases").to_frame()
-    return Section(table=table, numbers={"cases": case_counts(comparison.scores)})
+    return Section(table=named(table), numbers={"cases": case_counts(comparison.scores)})
 
 
 def testbed_section(comparison: Comparison, testbed: str) -> Section:
@@ -288,8 +304,8 @@ def testbed_section(comparison: Comparison, testbed: str) -> Section:
     """
     part = comparison.summary[comparison.summary["testbed"] == testbed]
     if part.empty:
-        return Section.skip(f"no chosen method applies to the {testbed} testbed.")
-    table = accuracy_table(comparison.summary, testbed)
+        return Section.skip(f"no chosen method applies to the {TESTBED_NAMES.get(testbed, testbed)} testbed.")
+    table = named(accuracy_table(comparison.summary, testbed))
     return Section(table=table, numbers={testbed: results_tree(part)[testbed]}, decimals=1)
 
 
@@ -317,4 +333,4 @@ def findings_section(comparison: Comparison) -> Section:
 
 def main_section(comparison: Comparison) -> Section:
     """Methods x testbeds: mean accuracy over the fault types beside mean seed replays per case (:func:`main_table`)."""
-    return Section(table=main_table(comparison.summary), decimals=2)
+    return Section(table=named(main_table(comparison.summary)), decimals=2)

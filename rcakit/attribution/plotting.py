@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
-from rcakit.attribution.experiments import Comparison, cost_frontier, families_table, testbed_points
+from rcakit.attribution.experiments import READER_NAMES, Comparison, cost_frontier, families_table, testbed_points
 from rcakit.plotting import TEXT_WIDTH
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def frontier_figure(points: pd.DataFrame, ax: Axes | None = None) -> Figure | Su
     front = cost_frontier(shown)
     ax.step(front["cost"], front["accuracy"], where="post", color="grey", linestyle="--", zorder=2)
     ax.set_xscale("log")
-    ax.set_xlim(ZERO_AT / 1.6, shown["cost"].max() * 8)  # room for the labels right of the costliest point
+    ax.set_xlim(ZERO_AT / 4, shown["cost"].max() * 8)  # room for labels left of the cheapest, right of the costliest
     ax.set_ylim(-0.06, 1.1)
     ax.set_xlabel(f"mean seed replays per case (log; none drawn at {ZERO_AT})")
     ax.set_ylabel("mean accuracy over fault types")
@@ -124,23 +124,30 @@ def shades(family: pd.Series) -> pd.Series:
 
 
 def _place_labels(ax: Axes, labels: list[tuple[str, float, float, float]], markers: list[tuple[float, float]]) -> None:
-    """Each ``(text, right x, left x, y)`` beside its markers, at the first place (``_NUDGES``) that covers
-    no marker (at ``markers``) and no label placed before; right of the markers when every place is taken."""
+    """Each ``(text, right x, left x, y)`` beside its markers, at the first place (``_NUDGES``) inside the
+    axes (so off the legend beside them) that covers no marker (at ``markers``) and no label placed before;
+    right of the markers when every place is taken."""
     # an Agg canvas (the book's backend) has get_renderer; FigureCanvasBase does not declare it
     renderer = ax.figure.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]
     half = MARKER_SIZE**0.5 / 2 * ax.figure.dpi / 72  # a marker's half width, in pixels
     taken = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in ax.transData.transform(markers)]
+    frame = ax.get_window_extent(renderer)
     for text, right, left, y in sorted(labels, key=lambda item: (-item[3], item[1])):
         for nudge in _NUDGES:
             label = _label(ax, text, right, left, y, *nudge)
             extent = label.get_window_extent(renderer)
-            if not any(extent.overlaps(other) for other in taken):
+            if _within(extent, frame) and not any(extent.overlaps(other) for other in taken):
                 break
             label.remove()
         else:
             label = _label(ax, text, right, left, y, *_NUDGES[0])
             extent = label.get_window_extent(renderer)
         taken.append(extent)
+
+
+def _within(inner: Bbox, outer: Bbox) -> bool:
+    """Whether ``inner`` lies wholly inside ``outer`` (both in display pixels)."""
+    return outer.x0 <= inner.x0 and inner.x1 <= outer.x1 and outer.y0 <= inner.y0 and inner.y1 <= outer.y1
 
 
 def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, dy: float, ha: str) -> Annotation:
@@ -162,13 +169,14 @@ def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, 
 def testbed_figure(comparison: Comparison, testbed: str) -> Figure | SubFigure:
     """One testbed of ``comparison``: each method's mean accuracy over the fault types against its mean replays.
 
-    Methods are coloured by family (:func:`families_table`). When no method
-    applies to the testbed, the axes say so instead.
+    Methods are coloured by family (:func:`families_table`) and named for a
+    reader (``READER_NAMES``). When no method applies to the testbed, the axes
+    say so instead.
     """
     points = testbed_points(comparison.summary, testbed)
     if points.empty:
         fig, ax = plt.subplots(figsize=(6.4, 2.0))
-        ax.text(0.5, 0.5, f"no chosen method applies to {testbed}", ha="center", va="center")
+        ax.text(0.5, 0.5, f"no chosen method applies to {READER_NAMES.get(testbed, testbed)}", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    return frontier_figure(points.join(families_table(points.index)["family"]))
+    return frontier_figure(points.join(families_table(points.index)["family"]).rename(index=READER_NAMES))

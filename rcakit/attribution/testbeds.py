@@ -45,7 +45,7 @@ from rcakit.rag.interventions import CONTENT, STRUCTURAL, corrupt_content, injec
 from rcakit.rag.protocol import Lab, build_lab, eligible
 from rcakit.rag.trace import Trace
 from rcakit.repair.benchmark import controlled_dag_benchmark
-from rcakit.repair.graph import Case
+from rcakit.repair.graph import KIND_LABELS, Case
 from rcakit.repair.oracle import ReplayOracle, replay
 from rcakit.repair.search import minimal_sets
 from rcakit.scm.model import SCM, Do, PolicyStep
@@ -61,6 +61,14 @@ FAULT_TYPES = {
     "rag_hops": ("single", "double_joint", "double_either"),
     "controlled_dag": ("single", "joint_and", "alt_or", "sequential_joint"),
     "support_agent": ("single", "double"),
+}
+TESTBED_NAMES = {"rag_hops": "RAG hops", "controlled_dag": "Controlled-DAG", "support_agent": "support agent"}
+FAULT_TYPE_NAMES = {  # a reader's name for each fault type; the Controlled-DAG types by GCJR's names
+    "single": "single",
+    "double_joint": "jointly necessary",
+    "double_either": "either suffices",
+    **{kind: KIND_LABELS[kind] for kind in FAULT_TYPES["controlled_dag"][1:]},
+    "double": "double",
 }
 CERTIFY_ROLLOUTS = 2000  # rollouts per set when certifying the support agent's family
 SUPPORT_THETA = 2 / 3  # the success share a repair must reach (GCJR's θ)

@@ -338,6 +338,18 @@ def salience(span: str, count: int) -> tuple[int, int, int, str]:
     return len(span.split()), count, len(span), span
 
 
+def bridge_spans(counts: dict[str, int], trace: Trace, hop: int) -> dict[str, int]:
+    """The candidates of ``counts`` (:func:`candidate_spans` of hop ``hop``) that a later query of ``trace``
+    recalls in full and its question does not: the bridge entities of the authors' rule (§4)."""
+    later = _later_queries(trace, hop)
+    question = trace.question.text
+    return {
+        s: c
+        for s, c in counts.items()
+        if any(token_recall(s, query) >= 1.0 for query in later) and token_recall(s, question) < 1.0
+    }
+
+
 def _authors_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | None:
     """The authors' rule: the gold answer if the hop's documents hold it (not a yes/no or a gold of fewer
     than 3 characters); else the most salient candidate fully recalled by a later query but not by the
@@ -349,12 +361,7 @@ def _authors_span(agent: Agent, trace: Trace, hop: int) -> tuple[str, str] | Non
     counts = candidate_spans(agent, target.docs)
     if not counts:
         return None
-    later = _later_queries(trace, hop)
-    bridges = {
-        s: c
-        for s, c in counts.items()
-        if any(token_recall(s, query) >= 1.0 for query in later) and token_recall(s, q.text) < 1.0
-    }
+    bridges = bridge_spans(counts, trace, hop)
     strategy, pool = ("bridge_entity", bridges) if bridges else ("salient_entity", counts)
     return strategy, max(pool, key=lambda s: salience(s, pool[s]))
 

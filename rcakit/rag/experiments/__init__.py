@@ -15,6 +15,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 
 from rcakit.rag.experiments.accuracy import (
     accuracy_section,
+    branch_accuracy_section,
     branches_section,
     cost_section,
     judge_section,
@@ -41,6 +42,8 @@ from rcakit.rag.experiments.content import (
     span_rule_section,
     strategy_section,
     type_section,
+    worked_case,
+    worked_section,
 )
 from rcakit.rag.experiments.setup import (
     describe_world,
@@ -67,6 +70,7 @@ __all__ = [
     "PROTOCOL_DEFAULTS",
     "accuracy_section",
     "authors_runs",
+    "branch_accuracy_section",
     "branch_kinds_section",
     "branches_section",
     "bridge_section",
@@ -97,5 +101,7 @@ __all__ = [
     "type_section",
     "views_section",
     "with_all_interventions",
+    "worked_case",
+    "worked_section",
     "world_record",
 ]

@@ -51,6 +51,7 @@ def accuracy_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
 
 
 CASES, PROBE_ACCURACY = "failed cases by branch", "probe accuracy"  # branch_table's column groups
+BRANCH_ACCURACY = "branch accuracy"
 
 
 def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
@@ -63,14 +64,14 @@ def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
             if d not in result["probe_branch"].get(probe, {}):
                 continue
             row = {(CASES, b): result["probe_branch"][probe][d][b] for b in dg.BRANCHES}
-            row.update({("branch accuracy", b): result["branch_accuracy"][probe][d][b] for b in dg.BRANCHES[:3]})
+            row.update({(BRANCH_ACCURACY, b): result["branch_accuracy"][probe][d][b] for b in dg.BRANCHES[:3]})
             row[(PROBE_ACCURACY, "all")] = result["accuracy"][probe][d]["point"]
             row[(PROBE_ACCURACY, "without fallback")] = result["accuracy_without_fallback"][probe][d]["point"]
             rows[(probe, int(d))] = row
     index = pd.MultiIndex.from_tuples(list(rows), names=["probe", "depth"])  # empty when no case failed
     columns = pd.MultiIndex.from_tuples(
         [(CASES, b) for b in dg.BRANCHES]
-        + [("branch accuracy", b) for b in dg.BRANCHES[:3]]
+        + [(BRANCH_ACCURACY, b) for b in dg.BRANCHES[:3]]
         + [(PROBE_ACCURACY, "all"), (PROBE_ACCURACY, "without fallback")]
     )
     return pd.DataFrame(list(rows.values()), index=index, columns=columns)
@@ -126,8 +127,8 @@ def views_section(run: ArmRun) -> Section:
 
 
 def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
-    """Per probe and injected hop: failed cases per branch, each branch's accuracy alone, and the probe's
-    accuracy with and without its fallback; quotes the counts (``branch_n_...``, 0 at a depth with no failed
+    """Per probe and injected hop: the failed cases each branch decided (their accuracies are
+    :func:`branch_accuracy_section`'s table); quotes the counts (``branch_n_...``, 0 at a depth with no failed
     case), the accuracy without the fallback (``without_fallback_...``, text as in :func:`accuracy_section`)
     and each branch's hit share (``hit_share_...``).
 
@@ -140,13 +141,20 @@ def branches_section(run: ArmRun, *, downstream: bool = False) -> Section:
         "branch_n": {name: _every_depth(result["probe_branch"].get(name, {}), run.depths) for name in PROBES},
         "hit_share": result["branch_hit_share"],
     }
-    table = branch_table(result, run.depths)
+    table = branch_table(result, run.depths)[[CASES]].copy()
     if not downstream:
         return Section(table=table, facts=facts, decimals=2)
     intact = failed_share(run.cases, "downstream_intact", run.depths)
     table[("oracle", "downstream facts intact")] = [intact[str(d)] for _, d in table.index]
     facts["downstream_intact"] = prose.by_depth(intact, run.depths)
     return Section(table=table, numbers={"oracle_downstream_intact": intact}, facts=facts, decimals=2)
+
+
+def branch_accuracy_section(run: ArmRun) -> Section:
+    """Per probe and injected hop: each branch's exact-hop accuracy on the failed cases it decided, and the
+    probe's accuracy with and without its fallback branch (the counts are :func:`branches_section`'s)."""
+    table = branch_table(run.result, run.depths)
+    return Section(table=table[[BRANCH_ACCURACY, PROBE_ACCURACY]], decimals=2)
 
 
 def probe_budget_section(run: ArmRun) -> Section:

@@ -4,8 +4,9 @@ Each function reads an :class:`~rcakit.rag.experiments.arm.ArmRun` of the
 content arm and returns a :class:`rcakit.sections.Section` whose numbers go to
 ``results/content-corruption.json`` and whose facts the prose quotes: the
 outcome shares by depth beside Table 4, which strategy gets absorbed, the
-oracle split by entity type, query contamination, the bridge-entity slice and
-how the authors' span rule and the earlier one compare on the same cases.
+oracle split by entity type, query contamination, the bridge-entity slice,
+how the authors' span rule and the earlier one compare on the same cases, and
+one corruption followed through step by step.
 
 Used in the chapters: `content-corruption`.
 """
@@ -22,7 +23,7 @@ from rcakit import prose
 from rcakit.claims import published
 from rcakit.rag.experiments.accuracy import label_oracle
 from rcakit.rag.experiments.arm import ArmRun
-from rcakit.rag.interventions import SPAN_RULES, choose_span
+from rcakit.rag.interventions import SPAN_RULES, bridge_spans, candidate_spans, choose_span
 from rcakit.rag.metrics import gap, interval_of
 from rcakit.rag.outcomes import (
     absorption,
@@ -34,7 +35,8 @@ from rcakit.rag.outcomes import (
     query_contamination,
     slice_depth_share,
 )
-from rcakit.rag.text import OUTCOMES
+from rcakit.rag.protocol import failed, live
+from rcakit.rag.text import OUTCOMES, token_recall, tokens
 from rcakit.sections import Section
 
 
@@ -82,7 +84,9 @@ def contamination_section(run: ArmRun) -> Section:
     ``contaminated_k``, ``contaminated_n`` and ``contaminated_share``."""
     contamination = query_contamination(run.cases)
     quoted = {k: contamination[k] for k in ("k", "n", "share")}  # the interval is the claim's rule, in its table
-    table = pd.Series(quoted, name="cases with a later query").to_frame()
+    table = pd.DataFrame(
+        {"cases with a later query": [quoted["n"]], "contaminated": [quoted["k"]], "share": [quoted["share"]]}
+    )
     return Section(table=table, numbers={"query_contamination": contamination}, facts={"contaminated": quoted})
 
 
@@ -147,3 +151,85 @@ def span_rule_section(run: ArmRun) -> Section:
         "span_same_span": sum(a is not None and a == b for a, b in picks),
     }
     return Section(table=table, numbers={"span_rules": {**facts, "other_rule": other}}, facts=facts)
+
+
+def worked_case(cases: pd.DataFrame) -> pd.Series | None:
+    """The case the chapter follows by hand: the first failed bridge-entity corruption, else the first failed
+    case, else the first injected one; ``None`` when no corruption certified."""
+    ran, wrong = live(cases), failed(cases)
+    if not len(ran):
+        return None
+    bridge = wrong[wrong["strategy"] == "bridge_entity"]
+    return next(pool.iloc[0] for pool in (bridge, wrong, ran) if len(pool))
+
+
+def _rule_text(strategy: str, span: str, hop: int, n_candidates: int, n_bridges: int, rule: str) -> str:
+    """How the span rule reached ``span`` at ``hop``, as one sentence of prose (§4)."""
+    if rule != "authors":
+        return f"rcakit's alternative rule (span_rule = {rule}) picked “{span}”."
+    if strategy == "answer_fact":
+        return f"Hop {hop}'s documents name the gold answer, so the rule stops at its first step: “{span}” is the span."
+    head = f"Hop {hop}'s documents do not name the gold answer; of the {n_candidates} candidate spans in them"
+    if strategy == "bridge_entity":
+        verb = "is" if n_bridges == 1 else "are"
+        return (
+            f"{head}, {n_bridges} {verb} recalled in full by a later query and not by the question, and the most"
+            f" salient of those, “{span}”, is the span."
+        )
+    return f"{head}, none is recalled by a later query, so the most salient of them all, “{span}”, is the span."
+
+
+def _recall_parts(name: str, reference: str, answer: str) -> dict[str, int]:
+    """The numerator and denominator of :func:`~rcakit.rag.text.token_recall` of ``reference`` in ``answer``:
+    ``<name>_shared`` and ``<name>_tokens``."""
+    ref = set(tokens(reference))
+    return {f"{name}_shared": len(ref & set(tokens(answer))), f"{name}_tokens": len(ref)}
+
+
+WORKED_ROWS = {  # the worked case's table: fact -> row label
+    "question": "question",
+    "gold": r"gold answer \(a\)",
+    "depth": "corrupted hop",
+    "strategy": "strategy",
+    "span": r"span \(s\)",
+    "replacement": r"replacement \(s'\)",
+    "answer": r"answer after resumption \(\hat a\)",
+    "recall_gold": r"\(R(a, \hat a)\)",
+    "recall_span": r"\(R(s', \hat a)\)",
+    "outcome": "outcome",
+}
+
+
+def worked_section(run: ArmRun) -> Section:
+    """One injected case (:func:`worked_case`) followed through: the span the rule picks from the clean trace,
+    its replacement, the clean and the corrupted answer, the two recalls of the outcome rule and the outcome
+    (§4, §7.3). Quotes ``worked_<field>`` (``worked_rule``: Markdown) and records nothing."""
+    case = worked_case(run.cases)
+    if case is None:
+        return Section.skip("no corruption could be certified at these parameters")
+    depth, clean = int(case["depth"]), run.lab.clean[case["qid"]]
+    candidates = candidate_spans(run.lab.agent, clean.hops[depth - 1].docs)
+    bridges = bridge_spans(candidates, clean, depth)
+    answer = case["answer"] if isinstance(case["answer"], str) else ""
+    rule = _rule_text(case["strategy"], case["original"], depth, len(candidates), len(bridges), run.lab.span_rule)
+    facts: dict[str, Any] = {
+        "qid": case["qid"],
+        "depth": depth,
+        "next": depth + 1,
+        "question": clean.question.text,
+        "gold": clean.gold,
+        "clean_answer": clean.answer,
+        "candidates": len(candidates),
+        "bridges": len(bridges),
+        "strategy": str(case["strategy"]).replace("_", " "),
+        "span": case["original"],
+        "replacement": case["replacement"],
+        "answer": f"“{answer}”" if answer else "empty (the agent gave no answer)",
+        "recall_gold": token_recall(clean.gold, answer),
+        "recall_span": token_recall(case["replacement"], answer),
+        **_recall_parts("gold", clean.gold, answer),
+        **_recall_parts("span", case["replacement"], answer),
+        "outcome": case["outcome"],
+    }
+    table = pd.Series({label: facts[key] for key, label in WORKED_ROWS.items()}, name=f"case {case['qid']}")
+    return Section(table=table.to_frame(), decimals=2, facts={"worked": {**facts, "rule": Markdown(rule)}})

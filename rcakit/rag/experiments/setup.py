@@ -311,10 +311,11 @@ def setup_section(run: ArmRun) -> Section:
 def protocol_comparison(arm: str, params: Mapping[str, Any], names: Sequence[str]) -> Section:
     """The arm under the authors' protocol beside rcakit's targeted variant (:func:`protocol_runs`): per
     injected hop, exact-hop accuracy of ``names``, failed n and recovery, and for the content arm the outcome
-    shares first."""
+    shares first, in place of the recovery (which is the resisted share: a resisted answer is a correct one)."""
     runs = protocol_runs(arm, params)
     frame = protocol_cells(runs, names)
     if arm == "content":
+        frame = frame.drop(columns="recovery")
         shares = pd.concat({label: outcome_shares(r.cases)[list(OUTCOMES)] for label, r in runs.items()})
         assert isinstance(shares.index, pd.MultiIndex), "one level per protocol run"
         shares.index = shares.index.swaplevel().set_names(frame.index.names)

@@ -12,6 +12,8 @@ Used in the chapters: `coverage-collapse`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from rcakit import prose
@@ -56,14 +58,14 @@ def reach_section(run: ArmRun) -> Section:
     return Section(table=table, numbers={"trace_reader_reach": reach}, facts={"reach": reach})
 
 
-def intervention_section(run: ArmRun) -> Section:
-    """Injected cases, recovery and each diagnoser's exact-hop accuracy per (intervention, injected hop);
-    quotes recovery as ``recovery_<intervention>_<hop>_recovery``."""
+def intervention_section(run: ArmRun, names: Sequence[str] | None = None) -> Section:
+    """Injected cases, recovery and the exact-hop accuracy of ``names`` (every diagnoser by default) per
+    (intervention, injected hop); quotes recovery as ``recovery_<intervention>_<hop>_recovery``."""
     by_kind = per_intervention(run.cases)
     record = intervention_record(by_kind)
-    return Section(
-        table=label_oracle(by_kind), numbers={"per_intervention": record}, facts={"recovery": record}, decimals=2
-    )
+    shown = by_kind if names is None else by_kind.reindex(columns=["injected", "recovery", *names])
+    table = label_oracle(shown.rename_axis(["intervention", "injected hop"]))
+    return Section(table=table, numbers={"per_intervention": record}, facts={"recovery": record}, decimals=2)
 
 
 def hop_scores_section(run: ArmRun) -> Section:
