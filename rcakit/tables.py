@@ -90,7 +90,7 @@ def _whole(column: pd.Series) -> bool:
 # is whole (an accuracy of 1 prints 1.00 beside 0.75, not 1).
 RATE_WORDS = frozenset(
     {"mean", "per", "share", "shares", "rate", "ratio", "average", "accuracy", "recovery", "median", "fraction"}
-    | {"coverage", "std", "rmse", "error", "%", "absorbed", "resisted", "derailed", "jaccard", "phi"}
+    | {"coverage", "std", "rmse", "error", "%", "p90", "absorbed", "resisted", "derailed", "jaccard", "phi"}
 )
 
 

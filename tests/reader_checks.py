@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlparse
 from PIL import Image
 
 from rcakit.plotting import SMALLEST_TEXT_KEY
+from rcakit.tables import RATE_WORDS, names_a_rate
 
 MIN_TEXT_PX = 9.0
 READER_JS = """() => {
@@ -83,8 +84,6 @@ WHOLE_WITH_DECIMALS = re.compile(r"[-−]?[\d,]+\.0+")
 SETTING = re.compile(r"\b\w+\s*=\s*[\d.,]+")  # "n=386" in a header names a stratum's size, not its values
 COUNT_WORDS = {"n", "count", "counts", "cases", "calls", "replays", "rollouts", "runs", "seeds", "trajectories"}
 COUNT_WORDS |= {"questions", "steps", "pairs", "events", "probes", "eligible", "skipped"}
-RATE_WORDS = {"mean", "per", "share", "shares", "rate", "ratio", "average", "accuracy", "recovery", "median"}
-RATE_WORDS |= {"fraction", "coverage", "std", "rmse", "error", "p90", "%"}
 
 
 def is_count_header(header: str) -> bool:
@@ -113,7 +112,8 @@ def table_problems(tables: list[dict], column: float) -> list[str]:
             numbers = [v for v in values if NUMBER.fullmatch(v)]
             fractional = [v for v in numbers if "." in v]
             whole = numbers and all(WHOLE_WITH_DECIMALS.fullmatch(v) for v in numbers)
-            if fractional and (is_count_header(header) or whole and any(abs(float(_plain(v))) >= 2 for v in numbers)):
+            whole_count = whole and not names_a_rate(header) and any(abs(float(_plain(v))) >= 2 for v in numbers)
+            if fractional and (is_count_header(header) or whole_count):
                 found.append(f"a count with a fractional part in column {header!r}: {fractional[0]!r}")
     return found
 

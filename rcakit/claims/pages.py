@@ -36,7 +36,7 @@ from rcakit.tables import DASH, format_value
 # columns fit the text column.
 COLUMNS = ["claim", "verdict", "paper", "workbench", "rule"]
 _BADGE = "padding:0.1em 0.45em;border-radius:0.3em;white-space:nowrap"
-_CELL_STYLE = {"claim": "min-width:14em", "verdict": "min-width:7em"}
+_CELL_STYLE = {"claim": "min-width:12em", "verdict": "min-width:6em"}
 
 
 def chapter_link(chapter_id: str, title: str | None = None) -> str:
