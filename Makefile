@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book build unit seeds bounds format install-browser test lint test-llm smoke-llm install-llm llama-wheel llama-wheel-file lab install-book install-dev bench clean
+.PHONY: book build unit integration clean-venv seeds bounds format install-browser test lint test-llm smoke-llm install-llm llama-wheel llama-wheel-file lab install-book install-dev bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -25,13 +25,27 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?=
 PIP_TORCH := $(PY) -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 
-install-book: $(PY)
+# Installs run again only when pyproject.toml or this Makefile changed (a stamp in the venv);
+# `make clean-venv` starts from nothing.
+BOOK_STAMP := $(VENV)/.installed-book
+DEV_STAMP := $(VENV)/.installed-dev
+
+$(BOOK_STAMP): pyproject.toml Makefile | $(PY)
 	$(PIP_TORCH)
 	$(PY) -m pip install -q -e ".[book]"
+	touch $@
 
-install-dev: $(PY)
+$(DEV_STAMP): pyproject.toml Makefile | $(PY)
 	$(PIP_TORCH)
 	$(PY) -m pip install -q -e ".[book,dev]"
+	touch $@ $(BOOK_STAMP)
+
+install-book: $(BOOK_STAMP)
+
+install-dev: $(DEV_STAMP)
+
+clean-venv:
+	rm -rf $(VENV)
 
 book: install-book
 	$(VENV)/bin/rcakit book
@@ -45,7 +59,7 @@ build: install-book
 # passes. The first runs the unit tests and every page at quick into a scratch
 # book with an empty data home (a new user's first build) and builds it with
 # -W. The second re-executes those notebooks under strict nbval with another
-# PYTHONHASHSEED, comparing figures byte for byte (tests/nbval_figures.py);
+# PYTHONHASHSEED, comparing figures byte for byte (tests/support/nbval_figures.py);
 # the results it rewrites must then be byte-identical to the first run's.
 lint: install-dev
 	$(PY) scripts/lint.py
@@ -65,21 +79,26 @@ test: install-dev install-browser
 	rm -rf $(TEST_BOOK)
 	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests --durations=15
 	cp -r $(TEST_BOOK)/results $(TEST_BOOK)/results-first
-	$(TEST_ENV) PYTHONHASHSEED=123 PYTHONPATH=tests $(PY) -m pytest --nbval -p nbval_figures \
+	$(TEST_ENV) PYTHONHASHSEED=123 PYTHONPATH=tests $(PY) -m pytest --nbval -p support.nbval_figures \
 	  $(TEST_BOOK)/chapters -p no:cacheprovider
 	diff -r $(TEST_BOOK)/results-first $(TEST_BOOK)/results
 
 # Twenty seeds of every chapter at quick: no valid seed may fail a chapter (slow, not in CI).
 seeds: install-dev
-	$(PY) -m pytest tests/test_seeds.py -m seeds -v -p no:cacheprovider
+	$(PY) -m pytest tests/chapters/test_seeds.py -m seeds -v -p no:cacheprovider
 
 # Every chapter at each end of each parameter's range: no valid value may fail a chapter (slow, not in CI).
 bounds: install-dev
-	$(PY) -m pytest tests/test_bounds.py -m bounds -v -p no:cacheprovider
+	$(PY) -m pytest tests/chapters/test_bounds.py -m bounds -v -p no:cacheprovider
 
-# The unit tests alone: no chapter runs, no book, no process, server or cluster tests (the fast inner loop).
+# The unit tests alone (tests/unit): no chapter runs, no book, no process, server or cluster tests,
+# the fast inner loop; a unit test over one second is listed at the end. `make integration` runs
+# tests/integration (servers, threads, Dask, the CLI in subprocesses, the bad-input table).
 unit: install-dev
-	$(PY) -m pytest tests -m "not chapters and not seeds and not bounds and not slow" -q
+	$(PY) -m pytest tests/unit -m "not slow and not chapters" -q -p no:cacheprovider
+
+integration: install-dev
+	$(PY) -m pytest tests/integration -q -p no:cacheprovider
 
 # The chapters open as notebooks: scripts/lab.py writes the project's settings override (jupytext is the
 # default viewer of .md files; jupyterlab-myst renders admonitions and math) into the environment's JupyterLab
@@ -135,7 +154,7 @@ install-llm: llama-wheel
 # chat, a schema-checked JSON reply, a warm rerun with zero model calls, the
 # call timeout. RCAKIT_REQUIRE_LLAMACPP turns a missing llama_cpp into a failure.
 smoke-llm: install-llm
-	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests/test_llm.py -q -rs -m llamacpp -p no:cacheprovider
+	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests/unit/llm/test_llm.py -q -rs -m llamacpp -p no:cacheprovider
 
 # The smoke tests, then the quick chapters with SmolLM2 (minutes on CPU; in
 # gcjr-ablations SmolLM2 plays the pilot's four agents), each twice: the

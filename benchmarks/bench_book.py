@@ -26,14 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from rcakit import book as html_book
-from rcakit import chapters, runner
+from rcakit.book import build as html_book
+from rcakit.book import registry, runner
 
 
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     """Wall seconds of one ``rcakit`` command, and its stderr; a failure stops the benchmark."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "rcakit.cli", *args], env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "rcakit", *args], env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"rcakit {' '.join(args)} failed: {proc.stderr.strip()}")
@@ -59,7 +59,7 @@ def main() -> None:
         env = scratch_book(Path(tmp))
         os.environ.update(env)
         pages = {}
-        for cid in chapters.PAGES:  # the cold run, page by page, as rcakit book runs them
+        for cid in registry.PAGES:  # the cold run, page by page, as rcakit book runs them
             start = time.perf_counter()
             runner.run_chapter(cid, quick=quick, show_progress=False)
             pages[cid] = time.perf_counter() - start

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rcakit import chapters
+from rcakit.book import registry
 from rcakit.llm.testing import FakeOllamaServer
 from rcakit.rag import build_world, experiments
 from rcakit.rag.relations import RELATIONS
@@ -39,7 +39,7 @@ PHRASES = [(re.compile("^" + re.escape(r.phrase).replace(r"\{\}", "(.+)") + "$")
 
 def chapter_params(n_questions: int | None) -> dict:
     """coverage-collapse's defaults with its quick values, ``agent = llm`` on the fake server."""
-    chapter = chapters.get("coverage-collapse")
+    chapter = registry.get("coverage-collapse")
     params = {**chapter.defaults, **chapter.quick, "agent": "llm", "provider": "ollama:fake", "llm_timeout": 60.0}
     if n_questions:
         params["n_questions"] = n_questions

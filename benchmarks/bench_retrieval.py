@@ -84,7 +84,7 @@ def sweep_counts(retriever: str) -> float:
 
 def chapter_run(retriever: str, quick: bool, folder: Path) -> tuple[float, dict]:
     """Seconds for one coverage-collapse run with ``retriever`` into ``folder``, and its results."""
-    from rcakit import runner
+    from rcakit.book import runner
 
     os.environ.update(RCAKIT_RESULTS_DIR=str(folder), RCAKIT_BOOK_DIR=str(folder / "book"), RCAKIT_PROGRESS="0")
     start = time.perf_counter()

@@ -1,6 +1,6 @@
 """Wall time of a whole chapter run, shared by the benchmark scripts.
 
-The chapter runs through ``rcakit.runner`` into a scratch book and results
+The chapter runs through ``rcakit.book.runner`` into a scratch book and results
 folder, so the user's book and results are untouched.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 def chapter_seconds(chapter_id: str, quick: bool = False) -> float:
     """Seconds for one run of ``chapter_id`` (its defaults, or its quick values), kernel start included."""
-    from rcakit import runner
+    from rcakit.book import runner
 
     with tempfile.TemporaryDirectory() as tmp:
         before = os.environ.get("RCAKIT_RESULTS_DIR")

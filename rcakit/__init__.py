@@ -2,7 +2,7 @@
 
 Each chapter of the rcakit book reproduces one published result; this package
 holds the mechanics the chapters share (simulators, estimators, diagnosers,
-metrics, loaders). See ``rcakit.chapters`` for the list of chapters.
+metrics, loaders). See ``rcakit.book.registry`` for the list of chapters.
 """
 
 __version__ = "0.1.0"

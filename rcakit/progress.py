@@ -6,7 +6,7 @@ terminal when there is one and ``RCAKIT_PROGRESS`` is not ``0``; otherwise it
 returns the iterable untouched.
 
 Warnings that must not land in a notebook either (a corrupt case-store line)
-go through ``warn``: inside a kernel that ``rcakit.runner`` started, they are
+go through ``warn``: inside a kernel that ``rcakit.book.runner`` started, they are
 appended to the file named by ``$RCAKIT_WARNINGS``, which the runner prints on
 its own stderr after the run; elsewhere (a Python session, JupyterLab) they
 go to stderr directly.

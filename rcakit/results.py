@@ -53,7 +53,7 @@ def record(chapter_id: str, numbers: Mapping, params: Mapping) -> None:
     """Write ``numbers`` plus ``params`` and the rcakit version to ``results/<chapter_id>.json``.
 
     Returns nothing, so the cell that calls it shows nothing. Inside a run that
-    ``rcakit.runner`` started, the file is staged in ``$RCAKIT_RESULTS_STAGE``
+    ``rcakit.book.runner`` started, the file is staged in ``$RCAKIT_RESULTS_STAGE``
     and published beside the executed notebook only when the whole notebook
     succeeded: a run that fails later keeps the last good results.
     """

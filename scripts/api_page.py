@@ -52,16 +52,17 @@ PARTS = [  # (page, title, [(module, section title)]): the science first, then t
         "running",
         "Running chapters and building the book",
         [
-            ("rcakit.chapters", "The chapter registry"),
-            ("rcakit.runner", "Running chapters"),
-            ("rcakit.book", "Building the book"),
-            ("rcakit.provenance", "What produced a page"),
-            ("rcakit.kernel", "The kernel a chapter runs in"),
-            ("rcakit.staging", "A run's temporary files"),
-            ("rcakit.inputs", "Inputs checked before a kernel starts"),
+            ("rcakit.book", "The book machinery"),
+            ("rcakit.book.registry", "The chapter registry"),
+            ("rcakit.book.runner", "Running chapters"),
+            ("rcakit.book.build", "Building the book"),
+            ("rcakit.book.provenance", "What produced a page"),
+            ("rcakit.book.kernel", "The kernel a chapter runs in"),
+            ("rcakit.book.staging", "A run's temporary files"),
+            ("rcakit.book.inputs", "Inputs checked before a kernel starts"),
             ("rcakit.deadlines", "Deadlines of every wait"),
             ("rcakit.progress", "Progress and warnings on the terminal"),
-            ("rcakit.cli", "The command line"),
+            ("rcakit.book.cli", "The command line"),
         ],
     ),
     (
@@ -103,7 +104,11 @@ def section(name: str, title: str, level: str = "##") -> str:
     text = f"\n{level} {title}: `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n```\n"
     folder = source_of(name)
     if folder.is_dir() and name != "rcakit":
+        documented = {n for _, _, modules in PARTS for n, _ in modules}  # a section of its own elsewhere
         subs = sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith("_"))
+        subs = [s for s in subs if f"{name}.{s}" not in documented]
+        if not subs:
+            return text
         listed = "\n".join(f".. automodule:: {name}.{s}\n   :no-members:\n" for s in subs)
         text += f"\nThe modules of `{name}`:\n\n```{{eval-rst}}\n{listed}```\n"
     return text

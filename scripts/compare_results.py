@@ -88,8 +88,9 @@ def run_chapters(code: Path, chapters: list[str], out: Path, quick: bool) -> dic
         RCAKIT_PROGRESS="0",
     )
     failures = {}
+    cli = book_module(code, "cli")
     for chapter in chapters:
-        cmd = [sys.executable, "-m", "rcakit.cli", "run", chapter, *(["--quick"] if quick else [])]
+        cmd = [sys.executable, "-m", cli, "run", chapter, *(["--quick"] if quick else [])]
         print(f"  {code.name or code}: rcakit run {chapter}{' --quick' if quick else ''}", file=sys.stderr)
         proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -114,8 +115,17 @@ def git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
 
 
+def book_module(code: Path, name: str) -> str:
+    """The dotted name of the book module ``name`` (``registry``, ``cli``) in the rcakit of ``code``.
+
+    The book machinery moved under ``rcakit/book/`` (issue 32); a base before that keeps it at the top.
+    """
+    old = {"registry": "chapters"}.get(name, name)
+    return f"rcakit.book.{name}" if (rcakit_of(code) / "book" / "__init__.py").exists() else f"rcakit.{old}"
+
+
 def chapter_order(code: Path) -> list[str]:
-    order = _python_in(code, "from rcakit import chapters; print(*chapters.ORDER)")
+    order = _python_in(code, f"import {book_module(code, 'registry')} as r; print(*r.ORDER)")
     return [c for c in order.split() if c not in SKIPPED]
 
 

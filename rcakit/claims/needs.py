@@ -1,7 +1,7 @@
 """What a claim's chapter section needs, and why a claim is not measured.
 
 A chapter's optional inputs are its data-set parameters and its language-model
-(provider) parameters (``rcakit.chapters``). The runner keeps or drops cells by
+(provider) parameters (``rcakit.book.registry``). The runner keeps or drops cells by
 their tags before a kernel starts: a ``needs-<param>`` cell runs only when that
 input is present, a ``missing-<param>`` cell stands in for it when absent (see
 CONTRIBUTING.md). A claim whose section holds such cells computes its number
@@ -20,13 +20,13 @@ from typing import Any
 
 def input_parameters(chapter_id: str) -> dict[str, str]:
     """The chapter's optional inputs: parameter name -> ``"data"`` (a data set) or ``"model"`` (a provider)."""
-    from rcakit import chapters
+    from rcakit.book import registry
 
-    if chapter_id not in chapters.PAGES:
+    if chapter_id not in registry.PAGES:
         return {}
-    chapter = chapters.get(chapter_id)
+    chapter = registry.get(chapter_id)
     found = {name: "data" for name, kind in chapter.paths.items() if kind == "data"}
-    found.update({name: "model" for name in chapters.provider_parameters(chapter.parameters)})
+    found.update({name: "model" for name in registry.provider_parameters(chapter.parameters)})
     return found
 
 
@@ -36,9 +36,9 @@ def section_inputs(chapter_id: str) -> dict[str, list[str]]:
     The tags are the runner's (``needs-<param>``, ``missing-<param>``): a
     section with such cells computes something only when that input is there.
     """
-    from rcakit import chapters
+    from rcakit.book import registry
 
-    path = chapters.notebook_path(chapter_id)
+    path = registry.notebook_path(chapter_id)
     return _section_inputs(path, path.stat().st_mtime) if path.exists() else {}
 
 
@@ -99,7 +99,7 @@ def _missing_words(needs: Mapping[str, Any], inputs: Mapping[str, str], measured
 
 def why_missing(chapter_id: str, claim: Mapping, inputs: Mapping[str, str], measured: Mapping) -> str:
     """Why the claim's number was not recorded: the input its section needs, or that the chapter has not run."""
-    from rcakit import chapters
+    from rcakit.book import registry
 
-    defaults = chapters.get(chapter_id).defaults if chapter_id in chapters.PAGES else {}
+    defaults = registry.get(chapter_id).defaults if chapter_id in registry.PAGES else {}
     return _missing_words(_needs(claim, inputs, section_inputs(chapter_id), defaults), inputs, measured)

@@ -165,11 +165,11 @@ def parameter_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
     A run at the defaults has no rows; the caller says so. Columns: chapter,
     parameter, value, default.
     """
-    from rcakit import chapters
+    from rcakit.book import registry
 
     rows = []
     for chapter_id in in_book_order(recorded):
-        defaults = chapters.get(chapter_id).defaults if chapter_id in chapters.PAGES else {}
+        defaults = registry.get(chapter_id).defaults if chapter_id in registry.PAGES else {}
         for name, value in (recorded[chapter_id].get("params") or {}).items():
             if name in defaults and value == defaults[name]:
                 continue

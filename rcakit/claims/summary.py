@@ -45,7 +45,7 @@ def section_link(chapter_id: str, section: str | None) -> str:
 
 def in_book_order(chapter_ids: Iterable[str]) -> list[str]:
     """``chapter_ids`` sorted as the book orders them (``chapters.ORDER``); unknown ids last, as given."""
-    from rcakit.chapters import ORDER
+    from rcakit.book.registry import ORDER
 
     rank = {cid: i for i, cid in enumerate(ORDER)}
     return sorted(chapter_ids, key=lambda cid: rank.get(cid, len(rank)))

@@ -4,7 +4,7 @@
 network. :func:`probe_scheduler` makes Dask's handshake with the scheduler and
 asks its identity, on a thread of its own, so a peer that accepts and never
 answers, or that answers bytes that are not Dask's, fails within the timeout.
-Preflight (``rcakit.inputs``) calls it before a kernel starts, and a run on a
+Preflight (``rcakit.book.inputs``) calls it before a kernel starts, and a run on a
 cluster calls it before its client connects.
 """
 

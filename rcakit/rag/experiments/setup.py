@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from rcakit import chapters
+from rcakit.book import registry
 from rcakit.rag.experiments.arm import (
     AUTHORS_RETRIEVER,
     CHAPTERS,
@@ -298,7 +298,7 @@ def setup_section(run: ArmRun) -> Section:
     numbers: dict[str, Any] = {"protocol": protocol, "clean_accuracy": lab.clean_accuracy, "world": world_record(lab)}
     facts: dict[str, Any] = {"protocol": protocol, "clean_accuracy": lab.clean_accuracy}
     facts["world_description"] = describe_world(lab)
-    facts["quick"] = chapters.get(CHAPTERS[run.arm]).quick  # the values the page's setting note names
+    facts["quick"] = registry.get(CHAPTERS[run.arm]).quick  # the values the page's setting note names
     if run.arm == "structural":
         numbers["eligible_questions"] = lab.eligible_questions(run.depths)
         numbers["short_traces_skipped"] = lab.short_traces(run.depths)
