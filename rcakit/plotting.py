@@ -4,7 +4,7 @@ Used in the chapters: every chapter calls :func:`set_theme` and colours
 verdicts and outcomes from :data:`VERDICT_COLOURS` and :data:`OUTCOME_COLOURS`
 (captions name them with :func:`colour_name`); ``car-shapley`` draws
 :func:`contrastive_figure` (on :func:`ci_errorbar`), :func:`lineplot_panels`
-and :func:`support_report_figure`; the landing page :func:`headline_figure`.
+and :func:`support_report_figure`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 from numpy.typing import ArrayLike
 
 # One palette for verdicts and outcomes, on every page (Okabe & Ito's colour-blind safe set). Captions name a
@@ -327,65 +326,3 @@ def _outcome_panel(ax: Axes, table: pd.DataFrame) -> None:
     ax.set_ylabel("share of rollouts (95% Wilson CI)")
     _labels_below(ax)
     ax.set_title("(c) resampling from each step")
-
-
-def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (TEXT_WIDTH, 3.2)) -> Figure:
-    """The book's findings at a glance: per row (a paper), mechanism claims by verdict, identity checks apart.
-
-    ``counts`` is :func:`rcakit.claims.headline_counts`: columns ``agrees``,
-    ``differs``, ``not measured``, ``other parameters``, ``identities hold``,
-    ``identities fail``. The left panel counts the claims that test a paper;
-    the right panel the correctness checks, which reproduce nothing.
-    """
-    fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharey=True, width_ratios=[3, 1.3])
-    rows = list(counts.index)[::-1]
-    y = np.arange(len(rows))
-    _stacked(
-        left,
-        y,
-        counts.loc[rows],
-        ["agrees", "differs", "not measured", "other parameters"],
-        ["agrees", "differs", "not measured", "other parameters"],
-    )
-    left.set_title("mechanism claims (the reproductions)")
-    _stacked(right, y, counts.loc[rows], ["identities hold", "identities fail"], ["agrees", "differs"])
-    right.set_title("identity checks")
-    left.set_yticks(y, rows)
-    for ax in (left, right):
-        ax.set_xlabel("claims")
-        ax.grid(axis="y", visible=False)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    handles = [Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in HEADLINE_VERDICTS]
-    fig.legend(
-        handles,
-        HEADLINE_VERDICTS,
-        loc="lower center",
-        ncol=len(HEADLINE_VERDICTS),
-        frameon=False,
-        bbox_to_anchor=(0.5, -0.02),
-    )
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return fig
-
-
-HEADLINE_VERDICTS = ["agrees", "differs", "not measured", "other parameters"]
-
-
-def _stacked(ax: Axes, y: np.ndarray, counts: pd.DataFrame, columns: Sequence[str], verdicts: Sequence[str]) -> None:
-    """Horizontal stacked bars, each segment labelled with its count when there is room."""
-    left = np.zeros(len(y))
-    for column, verdict in zip(columns, verdicts, strict=True):
-        values = counts[column].to_numpy(dtype=float)
-        ax.barh(y, values, left=left, color=VERDICT_COLOURS[verdict], height=0.6)
-        for yi, start, width in zip(y, left, values, strict=True):
-            if width:
-                ax.text(
-                    start + width / 2,
-                    yi,
-                    str(int(width)),
-                    ha="center",
-                    va="center",
-                    fontsize=9,
-                    color="white" if verdict in ("agrees", "differs") else "black",
-                )
-        left += values

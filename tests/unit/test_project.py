@@ -4,7 +4,6 @@ import ast
 import json
 from pathlib import Path
 
-import networkx as nx
 import pytest
 import yaml
 
@@ -150,45 +149,6 @@ def test_the_table_of_contents_lists_the_api_pages_in_order():
     toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text(encoding="utf-8"))
     entry = next(c for c in toc["chapters"] if c["file"] == "api/index")
     assert [s["file"] for s in entry["sections"]] == [f"api/{slug}" for slug, _, _ in api.PARTS]
-
-
-def import_graph(package: Path) -> nx.DiGraph:
-    """Module -> rcakit module it imports (anywhere in the file, functions included), read from the source.
-
-    An import of a subpackage's ``__init__`` by one of its own modules is left out: it is how a module reaches
-    its siblings' re-exports, never a dependency of the package on itself.
-    """
-
-    def name(path: Path) -> str:
-        parts = path.relative_to(package.parent).with_suffix("").parts
-        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-    modules = {name(p): p for p in package.rglob("*.py")}
-    graph = nx.DiGraph()
-    for module, path in modules.items():
-        graph.add_node(module)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets = []
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules:
-                targets = [
-                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
-                    for a in node.names
-                ]
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names if a.name in modules]
-            graph.add_edges_from((module, t) for t in targets if not module.startswith(t + "."))
-    return graph
-
-
-def test_the_package_has_no_import_circle(tmp_path):
-    """Layers run one way: no module reaches, through any chain of imports, back to itself."""
-    assert list(nx.simple_cycles(import_graph(project_root() / "rcakit"))) == []
-    planted = tmp_path / "pkg"
-    planted.mkdir()
-    (planted / "__init__.py").write_text("")
-    (planted / "a.py").write_text("from pkg.b import f\n")
-    (planted / "b.py").write_text("def f():\n    from pkg import a\n")
-    assert [sorted(c) for c in nx.simple_cycles(import_graph(planted))] == [["pkg.a", "pkg.b"]]
 
 
 @pytest.mark.slow

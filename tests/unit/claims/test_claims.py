@@ -9,6 +9,7 @@ import yaml
 
 from rcakit import RcakitError, claims, tables
 from rcakit.book import registry, runner
+from rcakit.chapters import intro
 
 PAPER_CHAPTERS = [cid for cid in registry.ORDER if cid != "claims"]
 
@@ -672,7 +673,7 @@ def test_headline_figure_shows_mechanism_verdicts_and_identities_apart():
     from rcakit import plotting
 
     counts = claims.headline_counts(toy_table(), by="paper_name")
-    fig = plotting.headline_figure(counts)
+    fig = intro.headline_figure(counts)
     left, right = fig.axes
     assert [t.get_text() for t in left.get_yticklabels()] == ["B", "A"]  # first source on top
     widths = {(to_hex(p.get_facecolor()).upper(), p.get_width()) for p in left.patches if p.get_width()}
