@@ -2,7 +2,7 @@
 and a 2-process LocalCluster.
 
 Run: ``.venv/bin/python benchmarks/bench_parallel.py [questions]``. The sweep is
-the chapter's own (``rcakit.rag.experiments.run_arm("structural", ...)``) at its
+the chapter's own (``rcakit.chapters.coverage_collapse.run(...)``) at its
 ``quick`` values with ``agent = "llm"``: the clean runs, every injected case with
 its probes, the LLM judge's sample and the replay check. The model is the fake
 Ollama server (``rcakit.llm.testing``) with 100 ms of latency per call, over real
@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 
 from rcakit.book import registry
+from rcakit.chapters import coverage_collapse
 from rcakit.llm.testing import FakeOllamaServer
-from rcakit.rag import build_world, experiments
+from rcakit.rag import build_world
 from rcakit.rag.relations import RELATIONS
 from rcakit.results import to_jsonable
 
@@ -64,7 +65,7 @@ def timed_run(folder: Path, name: str, params: dict, **setting) -> tuple[float, 
     os.environ["RCAKIT_LLM_CACHE"] = str(folder / f"cache-{name}")
     params = {**params, "store": str(folder / f"store-{name}"), **setting}
     start = time.perf_counter()
-    run = experiments.run_arm("structural", params, progress=None)
+    run = coverage_collapse.run(params, progress=None)
     seconds = time.perf_counter() - start
     numbers = {"cases": run.cases.to_dict("records"), **run.result, **run.llm_numbers()}
     data = json.dumps(to_jsonable(numbers), sort_keys=True).encode()

@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from rcakit.chapters._rag import EARLIER_PROTOCOL
 from rcakit.rag import protocol
 from rcakit.rag.agent import Agent
-from rcakit.rag.experiments import EARLIER_PROTOCOL
 from rcakit.rag.readers import RuleReader
 from rcakit.rag.retrieval import Corpora, Retriever
 from rcakit.rag.text import tokens

@@ -21,7 +21,7 @@ import time
 from timing import chapter_seconds
 
 from rcakit import repair
-from rcakit.repair import experiments
+from rcakit.repair import cost
 
 
 def method_costs() -> list[tuple[str, float, float]]:
@@ -47,7 +47,7 @@ def cost_shares() -> tuple[float, float]:
     cases = repair.controlled_dag_benchmark()
     g = repair.evaluate_method(cases, repair.gcjr, schedules=(0,))
     e = repair.evaluate_method(cases, repair.exhaustive, schedules=(0,))
-    check = experiments.cost_check(cases, g, e, r=3)
+    check = cost.cost_check(cases, g, e, r=3)
     return float(check["gcjr_match"].mean()), float(check["exhaustive_match"].mean())
 
 

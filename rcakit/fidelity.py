@@ -8,7 +8,7 @@ recorded one,
 with a Wilson interval. CAR reports this rate rather than assuming replay is
 exact. Any replay can be scored this way: an SCM's steps
 (:func:`rcakit.scm.action_match_rate`) or an agentic-RAG reader's reads
-(:mod:`rcakit.rag.replay`).
+(:mod:`rcakit.rag.fidelity`).
 
 Used in the chapters: `car-shapley`, `coverage-collapse`.
 """

@@ -2,19 +2,16 @@
 
 Used in the chapters: every chapter calls :func:`set_theme` and colours
 verdicts and outcomes from :data:`VERDICT_COLOURS` and :data:`OUTCOME_COLOURS`
-(captions name them with :func:`colour_name`); ``car-shapley`` draws
-:func:`contrastive_figure` (on :func:`ci_errorbar`), :func:`lineplot_panels`
-and :func:`support_report_figure`.
+(captions name them with :func:`colour_name`); ``primer`` and ``car-shapley``
+draw their effects on :func:`ci_errorbar`; a sweep that leaves nothing to draw
+shows :func:`no_case_figure`. Each chapter's own figures live in its module,
+``rcakit/chapters/<stem>.py``.
 """
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Sequence
-
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -162,167 +159,3 @@ def ci_errorbar(
     ax.set_xticks(x, names)
     ax.legend(loc="best", frameon=False)
     return ax
-
-
-def contrastive_figure(table: pd.DataFrame, locus: int | None) -> Figure:
-    """Contrastive effects per step with their intervals, the point-of-commitment locus shaded (CAR §4).
-
-    ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
-    """
-    fig, ax = plt.subplots()
-    ci_errorbar(
-        ax, table["name"], table["effect"], table["effect_lo"], table["effect_hi"], label="effect, 95% bootstrap CI"
-    )
-    if locus is not None:
-        ax.axvspan(locus - 0.3, locus + 0.3, color=ORANGE, alpha=0.2, label="locus")
-    ax.set_ylabel("P(bad | do) − P(bad | observed)")
-    ax.legend(frameon=False)
-    return fig
-
-
-def lineplot_panels(
-    data: pd.DataFrame,
-    x: str,
-    ys: Sequence[str],
-    hue: str,
-    seed: int,
-    log_xticks: Sequence[float] | None = None,
-    figsize: tuple[float, float] = (TEXT_WIDTH, 3.2),
-) -> Figure:
-    """One line plot per column of ``ys``, side by side, each panel labelled by its column.
-
-    Lines are the mean over repeated rows per ``x`` and ``hue``, with a 95%
-    bootstrap band that seaborn draws from ``seed`` (so the figure does not
-    change between runs). ``log_xticks``: a log x axis ticked at these values.
-    """
-    fig, axes = plt.subplots(1, len(ys), figsize=figsize, sharex=True, squeeze=False)
-    for ax, y in zip(axes[0], ys, strict=True):
-        sns.lineplot(data, x=x, y=y, hue=hue, marker="o", ax=ax, errorbar=("ci", 95), seed=seed)
-        if log_xticks is not None:
-            ax.set_xscale("log")
-            ax.set_xticks(log_xticks, [str(t) for t in log_xticks], rotation=45)
-            ax.minorticks_off()
-        ax.set_title(y)
-    fig.tight_layout()
-    return fig
-
-
-def support_report_figure(
-    trajectory: pd.DataFrame,
-    table: pd.DataFrame,
-    locus: int | None,
-    context_lines: Sequence[tuple[str, bool]],
-    figsize: tuple[float, float] = (TEXT_WIDTH, 9.2),
-) -> Figure:
-    """CAR's incident report (Figure 1) in four panels.
-
-    At the text column's width, top to bottom: the factual trajectory
-    (``trajectory``: columns ``name`` and ``action``), the locus row marked;
-    the locus's decision context (``context_lines``: text and whether it
-    carries the injection, boxed in red); then side by side, the outcome
-    distribution under resampling from each step (``p_bad_do`` with its
-    Wilson interval ``p_lo``, ``p_hi``) and the per-step effects with their
-    intervals, the locus shaded. Legends sit under their panels, off the data.
-    ``table`` and ``locus`` are those of :func:`rcakit.scm.contrastive_effects`.
-    """
-    fig = plt.figure(figsize=figsize)
-    grid = fig.add_gridspec(3, 2, height_ratios=[0.5, 1.0, 1.5], hspace=0.35, wspace=0.45)
-    _trajectory_panel(fig.add_subplot(grid[0, :]), trajectory, locus)
-    _context_panel(fig.add_subplot(grid[1, :]), context_lines, locus, trajectory)
-    _outcome_panel(fig.add_subplot(grid[2, 0]), table)
-    effects = fig.add_subplot(grid[2, 1])
-    ci_errorbar(
-        effects,
-        table["name"],
-        table["effect"],
-        table["effect_lo"],
-        table["effect_hi"],
-        label="effect, 95% bootstrap CI",
-    )
-    if locus is not None:
-        effects.axvspan(locus - 0.3, locus + 0.3, color=OUTCOME_COLOURS["bad"], alpha=0.15, label="locus")
-    effects.set_ylabel("P(bad | do) − P(bad | observed)")
-    _labels_below(effects)
-    effects.set_title("(d) per-step effects")
-    return fig
-
-
-def _labels_below(ax: Axes) -> None:
-    """Step names slanted so that they never overlap, and the legend under the panel, off the data."""
-    ax.tick_params(axis="x", labelrotation=30)
-    for label in ax.get_xticklabels():
-        label.set_horizontalalignment("right")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=8, frameon=False)
-
-
-def _trajectory_panel(ax: Axes, trajectory: pd.DataFrame, locus: int | None) -> None:
-    ax.set_axis_off()
-    ax.set_title("(a) factual trajectory")
-    n = len(trajectory)
-    for i, row in enumerate(trajectory.itertuples()):
-        y = 1 - (i + 0.5) / n
-        is_locus = i == locus
-        ax.text(
-            0.02,
-            y,
-            f"{i}  {row.name}",
-            va="center",
-            fontsize=10,
-            weight="bold" if is_locus else "normal",
-            transform=ax.transAxes,
-        )
-        ax.text(
-            0.3,
-            y,
-            f"→ {row.action}",
-            va="center",
-            fontsize=10,
-            transform=ax.transAxes,
-            bbox={"facecolor": VERMILION, "alpha": 0.15, "edgecolor": VERMILION} if is_locus else None,
-        )
-    if locus is not None:
-        ax.text(0.02, -0.08, "bold, shaded: the causal locus", fontsize=8, color="dimgrey", transform=ax.transAxes)
-
-
-def _context_panel(ax: Axes, lines: Sequence[tuple[str, bool]], locus: int | None, trajectory: pd.DataFrame) -> None:
-    ax.set_axis_off()
-    name = trajectory["name"].iloc[locus] if locus is not None else "no locus"
-    ax.set_title(f"(b) decision context of the locus, {name}")
-    line = 8.5 * 1.3 * ax.figure.dpi / 72 / ax.bbox.height  # a text line of 8.5 pt, in axes units
-    y = 0.97
-    for text, injected in lines:
-        wrapped = textwrap.fill(text, width=58)
-        style = (
-            {
-                "color": "tab:red",
-                "weight": "bold",
-                "bbox": {"facecolor": "tab:red", "alpha": 0.12, "edgecolor": "tab:red"},
-            }
-            if injected
-            else {}
-        )
-        ax.text(0.01, y, wrapped, va="top", fontsize=8.5, family="monospace", transform=ax.transAxes, **style)
-        y -= line * (wrapped.count("\n") + 1) + line / 2
-    if any(injected for _, injected in lines):
-        ax.text(
-            0.01,
-            max(y - line, 0.0),
-            "boxed in red: the injected instruction",
-            fontsize=8,
-            color="tab:red",
-            transform=ax.transAxes,
-        )
-
-
-def _outcome_panel(ax: Axes, table: pd.DataFrame) -> None:
-    x = np.arange(len(table))
-    bad = table["p_bad_do"].to_numpy(dtype=float)
-    ax.bar(x, bad, color=OUTCOME_COLOURS["bad"], alpha=0.7, label="bad: refund against policy")
-    ax.bar(x, 1 - bad, bottom=bad, color=OUTCOME_COLOURS["good"], alpha=0.5, label="good")
-    below, above = (np.clip(d, 0, None) for d in (bad - table["p_lo"], table["p_hi"] - bad))  # Wilson at 1: 1 - 1e-16
-    ax.errorbar(x, bad, yerr=[below, above], fmt="none", color="black", capsize=4)
-    ax.set_xticks(x, list(table["name"]))
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("share of rollouts (95% Wilson CI)")
-    _labels_below(ax)
-    ax.set_title("(c) resampling from each step")

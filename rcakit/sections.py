@@ -1,8 +1,8 @@
 """What one chapter section computes, in the one shape every chapter reads.
 
-A chapter is a sequence of sections, one per claim of its paper. Each science
-package has one module a chapter drives (its ``experiments.py``), and every
-section that module computes comes back as a :class:`Section`:
+A chapter is a sequence of sections, one per claim of its paper. Each chapter
+has one module it drives (``rcakit/chapters/<stem>.py``, beside its notebook),
+and every section that module computes comes back as a :class:`Section`:
 
 - ``table``: the frame the page shows (already formatted for a reader, or a
   raw frame that :meth:`Section.show` formats);

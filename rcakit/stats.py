@@ -21,10 +21,12 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import NamedTuple, TypeVar, cast
 
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
+
+Streams = TypeVar("Streams", bound=NamedTuple)
 
 
 def wilson_ci(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -126,3 +128,16 @@ def mean_ci_normal(values: Sequence[float], z: float = 1.959963984540054) -> tup
     m = arr.mean()
     half = z * arr.std(ddof=1) / np.sqrt(len(arr)) if len(arr) > 1 else float("nan")
     return (float(m), float(m - half), float(m + half))
+
+
+def seed_streams(seed: int, streams: type[Streams]) -> Streams:
+    """One independent integer seed per named use, drawn from the master ``seed``.
+
+    ``streams`` is a ``NamedTuple`` of ints whose fields name the uses, in the
+    order they are drawn (a chapter defines it: ``PrimerStreams``,
+    ``CarStreams``); a use then reads ``streams.contrasts``, not an index, and
+    draws the same numbers whichever of the other uses ran before it. Adding
+    a field at the end keeps every earlier stream's value.
+    """
+    draws = np.random.default_rng(seed).integers(0, 2**31, size=len(streams._fields))
+    return streams._make(int(d) for d in draws)

@@ -44,8 +44,8 @@ PARTS = [  # (page, title, [(module, section title)]): the science first, then t
             ("rcakit.prose", "Numbers in prose"),
             ("rcakit.tables", "Tables"),
             ("rcakit.plotting", "Figures"),
-            ("rcakit.primer", "The primer's examples"),
-            ("rcakit.primer_plots", "The primer's figures"),
+            ("rcakit.params", "Typed chapter parameters"),
+            ("rcakit.chapters", "One module per chapter"),
         ],
     ),
     (

@@ -1,7 +1,7 @@
 """Adapters: the existing attribution methods behind one signature, ``method(case, oracle, budget=None)``.
 
 Each adapter calls the method it wraps and only translates its answer into an
-:class:`~rcakit.attribution.oracle.Attribution`; the cost is what the oracle
+:class:`~rcakit.attribution.interface.Attribution`; the cost is what the oracle
 counted while the method ran. Families of methods:
 
 - post-hoc readers (no replay): AgenticRAG-FP's ``coverage`` and
@@ -36,7 +36,7 @@ path and checks that it can be called as ``method(case, oracle, budget)``
 before a kernel starts, in a child process (``rcakit.attribution.sandbox``);
 a user's method then runs on each case under a time limit, with what it
 prints discarded, and its errors name it and the case
-(``rcakit.attribution.experiments.run_method``).
+(``rcakit.attribution.scoring.run_method``).
 
 Used in the chapters: `attribution-families`.
 """
@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from rcakit import RcakitError
-from rcakit.attribution.oracle import Attribution, FailedCase, Method, NotApplicable, Oracle
+from rcakit.attribution.interface import Attribution, FailedCase, Method, NotApplicable
+from rcakit.attribution.oracle import Oracle
 from rcakit.rag import diagnosers as dg
 from rcakit.repair import baselines
 from rcakit.repair import search as repair_search
@@ -89,7 +90,7 @@ def rule_based(case: FailedCase, oracle: Oracle, budget: int | None = None) -> A
 def _probe(diagnoser: Diagnoser, case: FailedCase, oracle: Oracle) -> Attribution:
     trace = _need_trace(case)
     found = diagnoser(oracle.agent, trace)
-    oracle.charge(tokens=found.cost)
+    oracle.charge(words=found.cost)
     return Attribution("point", _hop_player(case, found.hop))
 
 
@@ -104,11 +105,14 @@ def suf_regen(case: FailedCase, oracle: Oracle, budget: int | None = None) -> At
 
 
 def llm_judge(judge: Callable[[Trace, str], Diagnosis]) -> Method:
-    """The LLM judge (an ``rcakit.rag.LLMJudge`` over a provider) as a method; it counts model tokens."""
+    """The LLM judge (an ``rcakit.rag.LLMJudge`` over a provider) as a method (a post-hoc reader: no replay).
+
+    Its model tokens are not a replay's words, so the oracle does not count them: the judge's chat records
+    them (``LLMJudge.usage``, ``rcakit.llm.accounting``, the one token ledger).
+    """
 
     def method(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
         found = judge(_need_trace(case), case.case_id)
-        oracle.charge(tokens=found.cost)
         return Attribution("point", _hop_player(case, found.hop))
 
     return method

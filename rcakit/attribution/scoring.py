@@ -1,4 +1,4 @@
-"""Scoring a method on a testbed case: running it against a fresh oracle, and whether its answer is right.
+"""Scoring methods on testbed cases: each against a fresh oracle, whether its answer is right, and the summary.
 
 Accuracy takes the form of the ground truth (a family F of minimal repair
 sets): a point p is right when F = {{p}}; a family when it equals F exactly;
@@ -6,8 +6,10 @@ a ranking when its top k players, ``k = |∪F|``, are exactly ``∪F`` (a rankin
 say whether the sets are joint or alternative, so it is scored on the players
 alone). Each proportion gets a 95% Wilson interval. Cost is what the oracle
 counted while the method ran on the case alone (seed replays, one rollout
-each on the support agent), beside the model tokens and the replays the
-shared memo answered. A user's method runs under a per-case time limit.
+each on the support agent), beside the words of re-executed text and the
+replays the shared memo answered. A user's method runs under a per-case time
+limit. :func:`compare_methods` scores every method on every case through one
+memo and summarises them (a :class:`MethodComparison`).
 
 Used in the chapters: `attribution-families`.
 """
@@ -17,12 +19,14 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 import pandas as pd
 
 from rcakit import RcakitError, stats
 from rcakit.attribution.adapters import Method, is_built_in
-from rcakit.attribution.oracle import Attribution, NotApplicable, ReplayMemo
+from rcakit.attribution.interface import Attribution, NotApplicable
+from rcakit.attribution.oracle import ReplayMemo
 from rcakit.attribution.testbeds import TestbedCase
 
 
@@ -150,7 +154,7 @@ def score_methods(
     progress: Callable[[Iterable], Iterable] | None = None,
     method_timeout: float = METHOD_TIMEOUT,
 ) -> pd.DataFrame:
-    """One row per (testbed, case, method) that applies: kind, correct, replays, tokens, memo hits.
+    """One row per (testbed, case, method) that applies: kind, correct, replays, words (column ``tokens``), memo hits.
 
     A user's method gets ``method_timeout`` seconds per case (:func:`run_method`).
     """
@@ -174,7 +178,7 @@ def score_methods(
                     "truth": family_text(case.truth),
                     "correct": correct(found, case.truth),
                     "replays": found.cost.replays,
-                    "tokens": found.cost.tokens,
+                    "tokens": found.cost.words,  # the column and the results keep their name
                     "memo_hits": found.cost.memo_hits,
                 }
             )
@@ -182,7 +186,7 @@ def score_methods(
 
 
 def summary(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per testbed, fault type and method: n, accuracy, Wilson 95% interval, mean replays, tokens, memo hits."""
+    """Per testbed, fault type and method: n, accuracy, Wilson 95% interval, mean replays, words, memo hits."""
     grouped = scores.groupby(["testbed", "fault_type", "method"], sort=False)
     table = grouped.agg(
         kind=("kind", "first"),
@@ -196,3 +200,30 @@ def summary(scores: pd.DataFrame) -> pd.DataFrame:
     table["accuracy"] = table["hits"] / table["n"]
     table["ci_lo"], table["ci_hi"] = [c[0] for c in cis], [c[1] for c in cis]
     return table.drop(columns="hits")
+
+
+@dataclass(frozen=True)
+class MethodComparison:
+    """Every method's row per case (:func:`score_methods`), their :func:`summary` per cell, and the shared memo."""
+
+    scores: pd.DataFrame
+    summary: pd.DataFrame
+    memo: ReplayMemo
+
+
+def compare_methods(
+    testbeds: Mapping[str, list[TestbedCase]],
+    methods: Mapping[str, Method],
+    *,
+    budget: int | None = None,
+    method_timeout: float = METHOD_TIMEOUT,
+    progress: Callable[[Iterable], Iterable] | None = None,
+) -> MethodComparison:
+    """Every method on every case of ``testbeds`` through one :class:`ReplayMemo`, scored and summarised.
+
+    ``budget`` caps the seed replays a method may spend per case (None: each
+    method's own default); a user's method gets ``method_timeout`` seconds per case.
+    """
+    memo = ReplayMemo()
+    scores = score_methods(testbeds, methods, budget, memo, progress=progress, method_timeout=method_timeout)
+    return MethodComparison(scores, summary(scores), memo)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
+from rcakit.params import ChapterParams, params_class
 from rcakit.paths import project_root
 
 ORDER = [
@@ -365,13 +366,16 @@ def validate(chapter_id: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def check_params(chapter_id: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
+def check_params(chapter_id: str, namespace: Mapping[str, Any]) -> ChapterParams:
     """Inside a chapter: validate the parameter values the kernel holds.
 
-    Returns the parameters as a dict, for ``rcakit.results.record``. Raises a
-    one-line ``RcakitError`` on a wrong type or an out-of-range value.
+    Returns them as the chapter's frozen parameters class
+    (:func:`rcakit.params.params_class`, e.g. ``CarShapleyParams``): fields in
+    the cell's order, typed by the defaults, ``Literal`` where the front matter
+    lists choices; it reads as a mapping too, for ``rcakit.results.record``.
+    Raises a one-line ``RcakitError`` on a wrong type or an out-of-range value.
     """
     chapter = get(chapter_id)
-    params = {name: coerce(chapter, name, namespace[name]) for name in chapter.parameters}
-    check_rules(chapter, params)
-    return params
+    values = {name: coerce(chapter, name, namespace[name]) for name in chapter.parameters}
+    check_rules(chapter, values)
+    return params_class(chapter_id, chapter.defaults, chapter.choices)(**values)

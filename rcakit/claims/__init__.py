@@ -40,13 +40,11 @@ from rcakit.claims.ledger import (
 )
 from rcakit.claims.needs import input_parameters, section_inputs
 from rcakit.claims.pages import (
-    Comparison,
+    ClaimsTable,
     chapter_link,
-    claims_html,
     comparison,
     findings_markdown,
     glue_findings,
-    parameter_table,
     verdict_badge,
 )
 from rcakit.claims.summary import (
@@ -106,12 +104,10 @@ __all__ = [
     "headline_numbers",
     "mechanism_summary",
     "verdict_counts",
-    "Comparison",
+    "ClaimsTable",
     "comparison",
     "chapter_link",
     "verdict_badge",
-    "claims_html",
-    "parameter_table",
     "findings_markdown",
     "glue_findings",
 ]

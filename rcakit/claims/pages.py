@@ -1,36 +1,34 @@
-"""The claims laid out for pages: the closing page's tables, a chapter's comparison, the landing page's findings.
+"""The claims laid out for pages: a chapter's claims table, the landing page's findings.
 
 :mod:`~rcakit.claims.verdicts` gives the verdicts and :mod:`~rcakit.claims.summary`
 counts them; this module only lays them out: the table of every claim
-grouped by chapter and kind, with each verdict in the book's one palette
+grouped by kind, with each verdict in the book's one palette
 (``rcakit.plotting.VERDICT_COLOURS``), the table of the parameters each
 chapter ran with, and the landing page's findings in a few sentences. Nothing
 is truncated; a value that does not apply is "—".
 
-Used in the chapters: the closing page (``claims``), the landing page
-(``intro``: :func:`glue_findings`) and any chapter's comparison section
-(:func:`comparison`).
+Used in the chapters: every chapter's comparison section (:func:`comparison`),
+the landing page (``intro``: :func:`glue_findings`) and the closing page
+(:mod:`rcakit.chapters.claims` builds its whole-book table from
+:func:`kind_rows` and :func:`claims_table`).
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
 from rcakit.claims.summary import (
-    HEADLINE,
     chapter_page,
     headline_counts,
     headline_numbers,
-    in_book_order,
     kind_order,
     section_anchor,
 )
 from rcakit.claims.verdicts import paper_text, workbench_text
-from rcakit.tables import DASH, format_value
+from rcakit.tables import DASH
 
 # The kind heads its rows (a row spanning the table) and the source sits under the paper value, so five
 # columns fit the text column.
@@ -79,38 +77,13 @@ def _td(content: str, style: str | None) -> str:
     return f'<td style="{style}">{content}</td>' if style else f"<td>{content}</td>"
 
 
-def claims_html(table: pd.DataFrame, titles: Mapping[str, str] | None = None) -> str:
-    """Every row of :func:`rcakit.claims.compare_all`'s table as one HTML table, nothing truncated.
-
-    Rows are grouped by chapter (a heading row naming the chapter and its
-    mechanism claims by verdict), then by kind (one cell spanning the kind's
-    rows); each claim links to the chapter section that computes it.
-    """
-    titles = titles or {}
-    counts = headline_counts(table)
-    body = []
-    for key, group in table.groupby("chapter", sort=False):
-        chapter_id = str(key)
-        note = (
-            _chapter_note({str(k): int(v) for k, v in counts.loc[chapter_id].to_dict().items()})
-            if "has_paper" not in group.columns or group["has_paper"].any()
-            else "no paper behind it: its findings are the workbench's own, not reproductions"
-        )
-        body.append(
-            f'<tr><th colspan="{len(COLUMNS)}" style="text-align:left;padding-top:1em">'
-            f"{chapter_link(chapter_id, titles.get(chapter_id))} "
-            f'<span style="font-weight:normal">({html.escape(note)})</span></th></tr>'
-        )
-        body += _kind_rows(group)
-    return _claims_table(body)
-
-
-def _claims_table(body: list[str]) -> str:
+def claims_table(body: list[str]) -> str:
+    """The claims table's HTML around ``body``, its rows (:func:`kind_rows`, heading rows)."""
     head = "".join(f"<th>{c}</th>" for c in COLUMNS)
     return f'<table class="dataframe claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _kind_rows(group: pd.DataFrame) -> list[str]:
+def kind_rows(group: pd.DataFrame) -> list[str]:
     """The rows of one chapter's claims, grouped by kind (a heading row each), mechanism first."""
     body = []
     for kind in kind_order(group["kind"]):
@@ -121,8 +94,12 @@ def _kind_rows(group: pd.DataFrame) -> list[str]:
     return body
 
 
-class Comparison:
-    """A chapter's claims table as a notebook shows it: HTML in the book, the claims and verdicts as text."""
+class ClaimsTable:
+    """A chapter's claims as a notebook shows them: an HTML table in the book, claims and verdicts as text.
+
+    (Not to be confused with :class:`rcakit.attribution.MethodComparison`, which compares
+    attribution methods.)
+    """
 
     def __init__(self, table: pd.DataFrame) -> None:
         linked = table.copy()
@@ -130,13 +107,13 @@ class Comparison:
         self.table = linked
 
     def _repr_html_(self) -> str:
-        return _claims_table(_kind_rows(self.table))
+        return claims_table(kind_rows(self.table))
 
     def __repr__(self) -> str:
         return "\n".join(f"{r.verdict}: {r.claim}" for r in self.table.itertuples())
 
 
-def comparison(table: pd.DataFrame) -> Comparison:
+def comparison(table: pd.DataFrame) -> ClaimsTable:
     """A chapter's :func:`rcakit.claims.compare` table for its comparison section.
 
     The same layout as the closing page: grouped by kind, mechanism first; the
@@ -144,44 +121,7 @@ def comparison(table: pd.DataFrame) -> Comparison:
     note under the claim; the interval under the workbench's value; each claim
     linked to its section on the page; "—" for a value that does not apply.
     """
-    return Comparison(table)
-
-
-def _chapter_note(counts: Mapping[str, int]) -> str:
-    """``"mechanism claims: 2 agree, 1 differ, 4 not measured"``, or that there are none."""
-    parts = [f"{counts['agrees']} agree", f"{counts['differs']} differ"]
-    parts += [f"{counts[v]} {v}" for v in ("not measured", "other parameters") if counts[v]]
-    mechanism = sum(int(counts[v]) for v in HEADLINE)
-    return "mechanism claims: " + ", ".join(parts) if mechanism else "no mechanism claims"
-
-
-def _text(value: Any) -> str:
-    return format_value(value, 3) if not isinstance(value, str) else value
-
-
-def parameter_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
-    """The parameters each chapter ran with that differ from its defaults, in book order.
-
-    A run at the defaults has no rows; the caller says so. Columns: chapter,
-    parameter, value, default.
-    """
-    from rcakit.book import registry
-
-    rows = []
-    for chapter_id in in_book_order(recorded):
-        defaults = registry.get(chapter_id).defaults if chapter_id in registry.PAGES else {}
-        for name, value in (recorded[chapter_id].get("params") or {}).items():
-            if name in defaults and value == defaults[name]:
-                continue
-            rows.append(
-                {
-                    "chapter": chapter_id,
-                    "parameter": name,
-                    "value": _text(value),
-                    "default": _text(defaults[name]) if name in defaults else DASH,
-                }
-            )
-    return pd.DataFrame(rows, columns=["chapter", "parameter", "value", "default"])
+    return ClaimsTable(table)
 
 
 # --- the landing page's findings ---------------------------------------------------

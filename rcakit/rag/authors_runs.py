@@ -16,7 +16,7 @@ registry's pinned files (every sha256 checked).
 The diagnosers keep the authors' names in the files (``doctor_rag``,
 ``suffix_regen``); :data:`DIAGNOSERS` maps them to rcakit's.
 
-Used in the chapters: `content-corruption` (through ``rcakit.rag.experiments.authors``).
+Used in the chapters: `content-corruption` (through ``rcakit.chapters.content_corruption.RescoredRun``).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ READER = "llm_reader"
 
 
 @dataclass
-class Models:
+class LLMPair:
     """The chat the LLM reader uses (``None`` for the rule agent), the judge (``None`` without a model), their costs."""
 
     accounting: Accounting
@@ -57,7 +57,7 @@ def models_from_params(
     judge_hops: str = "any",
     judge_prompt: str = "authors",
     base_url: str | None = None,
-) -> Models:
+) -> LLMPair:
     """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
 
     ``timeout`` (the chapters' ``llm_timeout``) bounds each model reply, in seconds; ``judge_hops``
@@ -79,7 +79,7 @@ def models_from_params(
     check_judge_prompt(judge_prompt)  # a bad value fails without a model too
     chat = cached(backend, accounting=accounting[JUDGE]) if backend else None
     judge = LLMJudge(chat, seed, hops=judge_hops, prompt=judge_prompt) if chat is not None else None
-    return Models(accounting, reader_chat, judge)
+    return LLMPair(accounting, reader_chat, judge)
 
 
 def judge_sample(cases: pd.DataFrame, per_depth: int, seed: int) -> pd.DataFrame:
@@ -210,7 +210,7 @@ def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict:
     return total
 
 
-def llm_cost(models: Models, lab: Lab, *case_frames: pd.DataFrame, judge_usage: dict | None = None) -> dict:
+def llm_cost(models: LLMPair, lab: Lab, *case_frames: pd.DataFrame, judge_usage: dict | None = None) -> dict:
     """``{method: {cases, calls, input_tokens, output_tokens, abstentions}}`` for the methods that ran.
 
     ``judge_usage`` is the judge's usage summed over its cases (:func:`judge_cases`); without it, the

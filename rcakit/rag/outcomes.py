@@ -83,3 +83,13 @@ def slice_depth_share(cases: pd.DataFrame, strategy: str, depth: int) -> float |
     wrong = failed(cases)
     sliced = wrong[wrong["strategy"] == strategy] if "strategy" in wrong else wrong.iloc[:0]
     return float((sliced["depth"] == depth).mean()) if len(sliced) else None
+
+
+def worked_case(cases: pd.DataFrame) -> pd.Series | None:
+    """The case the chapter follows by hand: the first failed bridge-entity corruption, else the first failed
+    case, else the first injected one; ``None`` when no corruption certified."""
+    ran, wrong = live(cases), failed(cases)
+    if not len(ran):
+        return None
+    bridge = wrong[wrong["strategy"] == "bridge_entity"]
+    return next(pool.iloc[0] for pool in (bridge, wrong, ran) if len(pool))

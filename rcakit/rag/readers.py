@@ -7,7 +7,7 @@ query, nothing (a miss), or an abstention (it heeded a warning in the
 documents, so the agent neither reads on nor guesses). The agent acts on it
 (``rcakit.rag.agent``). A read changes nothing in the reader, so one reader
 serves any number of concurrent cases and replays a recorded read exactly
-from its inputs (CAR §3, ``rcakit.rag.replay``).
+from its inputs (CAR §3, ``rcakit.rag.fidelity``).
 
 The offline :class:`RuleReader` misses a stated fact with probability
 ``noise``, then guesses from the evidence. It also meets the authors' generic

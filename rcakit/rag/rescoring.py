@@ -20,7 +20,7 @@ Everything here reads :class:`~rcakit.rag.authors_runs.AuthorsRun` records
 - the §7.3 counts: the strategies of the absorbed cases, and query
   contamination under every reading the stored flags allow.
 
-Used in the chapters: `content-corruption` (through ``rcakit.rag.experiments.authors``).
+Used in the chapters: `content-corruption` (through ``rcakit.chapters.content_corruption.RescoredRun``).
 """
 
 from __future__ import annotations

@@ -6,30 +6,31 @@ Repair Families via Counterfactual Replay*. Submodules, by concept:
 - ``graph``: execution DAGs (``Case``), the failure slice, pair admission,
   hidden-edge views and schedules;
 - ``benchmark``: the seeded Controlled-DAG generator and hand-built cases;
-- ``shared_seeds``: replay under r shared seeds, θ = 2/3 and the rule h_θ,
-  the ``Oracle`` interface and ``SharedSeedOracle``, the one base class of
-  every replay oracle, which counts its own calls;
-- ``oracle``: the symbolic counterfactual replay of a Controlled-DAG case,
-  with noise (``ReplayOracle``);
+- ``oracle``: the replay oracles. ``oracle.base``: replay under r shared
+  seeds, θ = 2/3 and the rule h_θ, the ``Oracle`` interface and
+  ``SharedSeedOracle``, the one base class of every replay oracle, which
+  counts its own calls; ``oracle.controlled_dag``: the symbolic
+  counterfactual replay of a Controlled-DAG case, with noise
+  (``ReplayOracle``), and one seed's replay of one set (``replay_once``);
 - ``families``: repair families, the inclusion-minimality filter, the
   ranking and ``RepairResult``;
 - ``search``: GCJR, exhaustive search and the ablation switches;
 - ``baselines``: singleton, execution-window, Shapley top-2, centrality,
   random pairs at a matched budget;
-- ``metrics``: FEM, macro FEM, AJ, RS@1, SC, MV, replays, per-type means;
+- ``metrics``: FEM, macro FEM, AJ, RS@1, SC, MV, replays, per-type means,
+  the replay reduction;
 - ``cost``: GCJR's replay cost r(1+m+p) and exhaustive search's, read from
   the graph, against the oracle's counted calls;
-- ``summaries``: the tables derived from the evaluations (main, per type,
-  ablations, beside the paper, hidden-edge curve, noise summary);
-- ``records``: what each section records, under the keys the claims read;
-- ``experiments``: the chapter's runs (comparison, ablations, baselines,
-  hidden-edge and noise sweeps) and its sections, one ``Section`` each;
-- ``figures``: a hash-order-free drawing of an execution DAG and the sweep figures;
+- ``sweeps``: each method evaluated on every case (GCJR and exhaustive
+  search, ablations, baselines) and the hidden-edge and noise sweeps;
 - ``pilot``: the four-agent DualSolve-style workflow (planner, two solvers,
   aggregator) whose messages are replayed, its scripted and LLM policies, its
   replay oracle, and the pilot run by GCJR and exhaustive search on it.
 
-Used in the chapters: `primer`, `gcjr-ablations`.
+The chapter's sections, records and figures are in
+:mod:`rcakit.chapters.gcjr_ablations`.
+
+Used in the chapters: `primer`, `gcjr-ablations`, `attribution-families`.
 """
 
 from rcakit.repair.baselines import (
@@ -50,12 +51,6 @@ from rcakit.repair.benchmark import (
 )
 from rcakit.repair.cost import gcjr_cost_terms
 from rcakit.repair.families import RepairResult, minimal_sets, ranked
-from rcakit.repair.figures import (
-    draw_case,
-    hidden_edge_figure,
-    layered_layout,
-    noise_figure,
-)
 from rcakit.repair.graph import (
     IN_SCOPE_KINDS,
     KIND_LABELS,
@@ -74,11 +69,22 @@ from rcakit.repair.metrics import (
     family_scores,
     format_family,
     per_kind,
+    replay_reduction,
     scoped,
     summarise,
     summary_table,
+    theta_label,
 )
-from rcakit.repair.oracle import ReplayOracle, clean_success, replay
+from rcakit.repair.oracle import (
+    THETA,
+    Oracle,
+    Replay,
+    ReplayOracle,
+    SharedSeedOracle,
+    clean_success,
+    replay_once,
+    threshold,
+)
 from rcakit.repair.pilot import (
     LLMPolicy,
     ScriptedPolicy,
@@ -101,12 +107,21 @@ from rcakit.repair.search import (
     in_domain,
     replay_search,
 )
-from rcakit.repair.shared_seeds import THETA, Oracle, Replay, SharedSeedOracle, threshold
+from rcakit.repair.sweeps import (
+    PAPER_HIDDEN_FRACTION,
+    ablation_runs,
+    baseline_runs,
+    gcjr_and_exhaustive,
+    hidden_edge_sweep,
+    noise_sweep,
+    scoped_cases,
+)
 
 __all__ = [
     "ABLATIONS",
     "Case",
     "EXHAUSTIVE",
+    "PAPER_HIDDEN_FRACTION",
     "GCJR",
     "IN_SCOPE_KINDS",
     "KINDS",
@@ -125,6 +140,8 @@ __all__ = [
     "WorkflowCase",
     "WorkflowOracle",
     "ablation_configs",
+    "ablation_runs",
+    "baseline_runs",
     "baseline_methods",
     "benchmark_table",
     "centrality",
@@ -132,7 +149,6 @@ __all__ = [
     "controlled_dag_benchmark",
     "counted_run",
     "distinct_schedules",
-    "draw_case",
     "evaluate_method",
     "evaluate_pilot",
     "execution_graph",
@@ -142,30 +158,33 @@ __all__ = [
     "family_scores",
     "format_family",
     "gcjr",
+    "gcjr_and_exhaustive",
+    "hidden_edge_sweep",
+    "noise_sweep",
     "gcjr_cost_terms",
     "hand_built_case",
-    "hidden_edge_figure",
     "hide_edges",
     "in_domain",
     "is_schedule",
-    "layered_layout",
     "make_case",
     "make_policy",
     "minimal_sets",
-    "noise_figure",
     "per_kind",
     "pilot_cases",
     "random_pairs",
     "random_topological_order",
     "ranked",
-    "replay",
+    "replay_once",
+    "replay_reduction",
     "replay_search",
     "run_pilot",
     "scoped",
+    "scoped_cases",
     "shapley_top2",
     "singleton_replay",
     "summarise",
     "summary_table",
+    "theta_label",
     "threshold",
     "true_family",
 ]

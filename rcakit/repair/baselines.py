@@ -31,8 +31,8 @@ import numpy as np
 from rcakit import RcakitError
 from rcakit.repair.families import RepairResult, minimal_sets, ranked
 from rcakit.repair.graph import Case, failure_slice
+from rcakit.repair.oracle import Oracle
 from rcakit.repair.search import EXHAUSTIVE, Method, replay_search
-from rcakit.repair.shared_seeds import Oracle
 from rcakit.shapley import shapley_exact
 
 

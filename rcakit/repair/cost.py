@@ -23,8 +23,7 @@ import pandas as pd
 
 from rcakit.repair.graph import Case, Structure, failure_slice
 from rcakit.repair.metrics import format_family
-from rcakit.repair.oracle import ReplayOracle
-from rcakit.repair.shared_seeds import THETA, ThetaLike
+from rcakit.repair.oracle import THETA, ReplayOracle, ThetaLike
 
 
 class CostTerms(NamedTuple):
@@ -111,7 +110,7 @@ def cost_summary(cost: pd.DataFrame, r: int) -> dict[str, Any]:
     ``*_sets`` are calls / r, the number of replayed sets. ``formula_reduction``
     is 1 - mean r(1+m+p) / mean r(1 + Σ_{k<=q} C(n,k)) over the in-scope
     cases: what the cost formulas alone say the replay reduction is, computed
-    as :func:`rcakit.repair.summaries.replay_reduction` computes the counted one.
+    as :func:`rcakit.repair.metrics.replay_reduction` computes the counted one.
     """
     inside = cost[cost["in_scope"]]
     gcjr_formula, exhaustive_formula = inside["gcjr_formula"].mean(), inside["exhaustive_formula"].mean()

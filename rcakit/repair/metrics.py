@@ -23,7 +23,9 @@ under noiseless replay:
 
 Over a group of cases each metric is a mean; macro FEM is the mean over the
 in-scope types of the per-type FEM. ``per_kind`` gives the per-type means
-once, for every table and result that needs them.
+once, for every table and result that needs them. ``replay_reduction`` is
+GCJR's saving in counted replays against exhaustive search, and
+``theta_label`` the short exact label of θ that tables and results carry.
 
 Used in the chapters: `gcjr-ablations`.
 """
@@ -38,9 +40,8 @@ import pandas as pd
 from rcakit.repair.benchmark import true_family
 from rcakit.repair.families import RepairResult
 from rcakit.repair.graph import IN_SCOPE_KINDS, KINDS, Case
-from rcakit.repair.oracle import ReplayOracle, clean_success
+from rcakit.repair.oracle import THETA, ReplayOracle, ThetaLike, clean_success, threshold
 from rcakit.repair.search import Method, in_domain
-from rcakit.repair.shared_seeds import THETA, ThetaLike
 
 SCORES = ("fem", "aj", "recall", "rs1", "repair_success1", "mv", "sc", "replays")  # per-case metric columns
 
@@ -146,3 +147,14 @@ def per_kind(frame: pd.DataFrame) -> pd.DataFrame:
     table["in_scope"] = groups["in_scope"].mean()
     table["empty"] = groups["family"].apply(lambda f: int((f == "∅").sum()))
     return table.reindex([k for k in KINDS if k in table.index])
+
+
+def theta_label(theta: ThetaLike) -> str:
+    """θ as a short exact label for tables and results, e.g. ``"2/3"``."""
+    return str(threshold(theta))
+
+
+def replay_reduction(runs: Mapping[str, pd.DataFrame]) -> float:
+    """1 - GCJR / exhaustive mean replays on the in-scope cases (the paper's 55.1%)."""
+    means = summary_table(runs)["mean_replays"]
+    return 1 - means["GCJR"] / means["exhaustive"]

@@ -5,7 +5,7 @@ slices the graph, admits only structurally plausible multi-event sets and
 prunes sets that contain a successful smaller set; exhaustive search does
 none of that and keeps the final inclusion-minimality filter. The paper's
 ablations are further settings of the same switches (``ABLATIONS``).
-The search is typed against the :class:`~rcakit.repair.shared_seeds.Oracle`
+The search is typed against the :class:`~rcakit.repair.oracle.Oracle`
 interface, so it runs unchanged on every replay oracle, and returns a
 :class:`~rcakit.repair.families.RepairResult`.
 
@@ -23,7 +23,7 @@ import networkx as nx
 from rcakit import RcakitError
 from rcakit.repair.families import RepairResult, minimal_sets, ranked
 from rcakit.repair.graph import Case, Structure, failure_slice
-from rcakit.repair.shared_seeds import Oracle
+from rcakit.repair.oracle import Oracle
 
 Method = Callable[[Case, Oracle], RepairResult]  # a repair method: a case and its oracle -> a family
 

@@ -1,6 +1,6 @@
 """Agent runs as structural causal models, and attribution by intervention (CAR).
 
-- :mod:`rcakit.scm.model`: steps, records, the SCM, and the do-operations (CAR §2);
+- :mod:`rcakit.scm.causal_model`: steps, records, the SCM, and the do-operations (CAR §2);
 - :mod:`rcakit.scm.contrastive`: the contrastive estimator and the
   point-of-commitment locus (CAR §4);
 - :mod:`rcakit.scm.shapley_sweeps`: Shapley values of an SCM's failure by
@@ -9,36 +9,24 @@
 - :mod:`rcakit.scm.examples`: the validation SCMs with planted ground truth (CAR §5);
 - :mod:`rcakit.scm.llm_policy`: a step decided by a language model, and the
   refund run (CAR §2-3);
-- :mod:`rcakit.scm.replay`: recorded runs, faithful replay and the
+- :mod:`rcakit.scm.fidelity`: recorded runs, faithful replay and the
   action-match rate (CAR §3);
 - :mod:`rcakit.scm.support_agent`: the four-step support agent with an
   injected instruction, and its incident report (CAR Figure 1, §5);
-- :mod:`rcakit.scm.records`: what each section of the chapter records, every key named once;
-- ``rcakit.scm.experiments``: the chapter's sections, each one :class:`rcakit.sections.Section`;
-- :mod:`rcakit.scm.plotting`: the coverage figure of the Shapley intervals (CAR §4).
+
+The car-shapley chapter's sections, records and figures are in
+:mod:`rcakit.chapters.car_shapley`.
 
 Used in the chapters: ``car-shapley`` and ``primer``.
 """
 
-from rcakit.scm.contrastive import Contrastive, contrastive_effects
-from rcakit.scm.examples import interaction_scm, or_failure_scm, pivotal_scm
-from rcakit.scm.llm_policy import (
-    REFUND_MAX_TRIES,
-    REFUND_REQUEST,
-    REFUND_SYSTEM,
-    llm_refund_scm,
-    parse_refund,
-    policy_from_llm,
-    refund_attribution,
-    refund_messages,
-)
-from rcakit.scm.model import (
+from rcakit.scm.causal_model import (
     NO_INTERVENTION,
     SCM,
     Do,
-    Policy,
     PolicyStep,
     Record,
+    RefundPolicy,
     bernoulli_policy,
     do_edit_context,
     do_force_action,
@@ -48,12 +36,24 @@ from rcakit.scm.model import (
     do_swap_policy,
     uniform_policy,
 )
-from rcakit.scm.replay import (
+from rcakit.scm.contrastive import Contrastive, contrastive_effects
+from rcakit.scm.examples import interaction_scm, or_failure_scm, pivotal_scm
+from rcakit.scm.fidelity import (
     RecordedRun,
     action_match_rate,
     record_failing_run,
     record_run,
     step_seeds,
+)
+from rcakit.scm.llm_policy import (
+    REFUND_MAX_TRIES,
+    REFUND_REQUEST,
+    REFUND_SYSTEM,
+    llm_refund_scm,
+    parse_refund,
+    policy_from_llm,
+    refund_attribution,
+    refund_messages,
 )
 from rcakit.scm.shapley_sweeps import (
     COVERAGE_VARIANTS,
@@ -86,13 +86,13 @@ __all__ = [
     "CoverageVariant",
     "Do",
     "NO_INTERVENTION",
-    "Policy",
     "PolicyStep",
     "REFUND_MAX_TRIES",
     "REFUND_REQUEST",
     "REFUND_SYSTEM",
     "Record",
     "RecordedRun",
+    "RefundPolicy",
     "RolloutValue",
     "SCM",
     "SCMShapley",

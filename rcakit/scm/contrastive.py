@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rcakit import stats
-from rcakit.scm.model import SCM, do_hold, do_resample
+from rcakit.scm.causal_model import SCM, do_hold, do_resample
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rcakit.scm.model import SCM, PolicyStep, bernoulli_policy, uniform_policy
+from rcakit.scm.causal_model import SCM, PolicyStep, bernoulli_policy, uniform_policy
 
 
 def _two_risky_steps(q: float) -> list[PolicyStep]:

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from rcakit.llm.base import Provider
+from rcakit.scm.causal_model import SCM, PolicyStep, RefundPolicy, uniform_policy
 from rcakit.scm.contrastive import contrastive_effects
-from rcakit.scm.model import SCM, Policy, PolicyStep, uniform_policy
 
 REFUND_SYSTEM = (
     "You are a support agent. Policy: refund only damaged or missing items. "
@@ -41,7 +41,7 @@ def policy_from_llm(
     parse: Callable[[str], Any],
     temperature: float = 0.8,
     max_tokens: int = 16,
-) -> Policy:
+) -> RefundPolicy:
     """A policy that asks ``provider`` (an ``rcakit.llm`` provider) for the action.
 
     ``render(context)`` builds the chat messages; ``parse(text)`` maps the reply

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from rcakit import stats
-from rcakit.scm.model import SCM, do_hold
+from rcakit.scm.causal_model import SCM, do_hold
 from rcakit.shapley import (
     INTERVALS,
     BatchDraw,

@@ -39,16 +39,16 @@ from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Provider
 from rcakit.llm.cache import cached
 from rcakit.llm.replay import ReplayChannel
+from rcakit.scm.causal_model import SCM, PolicyStep, Record, RefundPolicy, bernoulli_policy
 from rcakit.scm.contrastive import Contrastive, contrastive_effects
-from rcakit.scm.llm_policy import parse_refund, policy_from_llm
-from rcakit.scm.model import SCM, Policy, PolicyStep, Record, bernoulli_policy
-from rcakit.scm.replay import (
+from rcakit.scm.fidelity import (
     RecordedRun,
     action_match_rate,
     record_failing_run,
     record_run,
     step_seeds,
 )
+from rcakit.scm.llm_policy import parse_refund, policy_from_llm
 from rcakit.scm.shapley_sweeps import scm_paired_draw, scm_shapley
 from rcakit.shapley import RolloutEstimate, ShapleyEstimate, shapley_rollouts
 
@@ -127,7 +127,7 @@ def support_messages(context: tuple) -> list[dict]:
     ]
 
 
-def llm_refund(provider: Provider, temperature: float = 0.8) -> Policy:
+def llm_refund(provider: Provider, temperature: float = 0.8) -> RefundPolicy:
     """The refund decision asked of a language model (CAR §2-3)."""
     return policy_from_llm(provider, support_messages, parse_refund, temperature)
 
@@ -139,7 +139,7 @@ def refund_against_policy(trace: tuple[Record, ...]) -> float:
     return float(issued and not order["refund_eligible"])
 
 
-def support_agent_scm(refund_policy: Policy | None = None) -> SCM:
+def support_agent_scm(refund_policy: RefundPolicy | None = None) -> SCM:
     """The four-step support agent; ``refund_policy`` defaults to :func:`scripted_refund`.
 
     With the scripted policy the SCM carries its analytic ``v(S)`` for an
@@ -203,13 +203,6 @@ class SupportReport:
             ]
         )
 
-    def figure_inputs(self) -> tuple:
-        """The arguments of :func:`rcakit.plotting.support_report_figure`."""
-        contrast, _ = self.attributed()
-        k = contrast.locus
-        context = self.scm.observed[k].context if k is not None else ()
-        return self.trajectory(), contrast.table, k, decision_lines(context)
-
 
 def _describe(observation: Any) -> str:
     if isinstance(observation, Mapping):
@@ -233,8 +226,8 @@ def replay_check(scm: SCM, replay_scm: SCM, run: RecordedRun, extra_runs: int, s
 
 def support_report(
     *,
-    refund_policy: Policy | None = None,
-    replay_policy: Policy | None = None,
+    refund_policy: RefundPolicy | None = None,
+    replay_policy: RefundPolicy | None = None,
     k_samples: int,
     n_permutations: int,
     samples_per_eval: int,

@@ -6,7 +6,7 @@ synthetic long-horizon runs. Submodules, by concept:
 
 - :mod:`~rcakit.trajectories.schema`: ``Trajectory``, ``Step``, ``Label``, ``Prediction``, role normalisation;
 - :mod:`~rcakit.trajectories.loaders`: ``load_longrca``, ``load_who_and_when``, ``validate_path``, built on
-  :mod:`~rcakit.trajectories.reading` (record files), :mod:`~rcakit.trajectories.records` (field checks),
+  :mod:`~rcakit.trajectories.reading` (record files), :mod:`~rcakit.trajectories.parsing` (field checks),
   :mod:`~rcakit.trajectories.longrca_format` and :mod:`~rcakit.trajectories.who_and_when_format`;
 - :mod:`~rcakit.trajectories.release`: the public LongRCA Bench release checked against the paper's description;
 - :mod:`~rcakit.trajectories.signals`: the error, repair and evidence markup the generator writes and locators read;
@@ -17,10 +17,9 @@ synthetic long-horizon runs. Submodules, by concept:
 - :mod:`~rcakit.trajectories.metrics`: LongRCA scoring and the Who&When official scorer;
 - :mod:`~rcakit.trajectories.strata`: length and root-to-end bins with Wilson intervals;
 - :mod:`~rcakit.trajectories.evaluation`: run locators over sets, the Explore sweep, tables and strata;
-- :mod:`~rcakit.trajectories.llm_evaluation`: the language-model locators on a seeded subset, with their cost;
-- :mod:`~rcakit.trajectories.experiments`: the longrca-strata chapter's sections (:class:`rcakit.sections.Section`),
-  the Who&When ones from :mod:`~rcakit.trajectories.real_logs`;
-- :mod:`~rcakit.trajectories.plotting`: the two-panel strata figure in the layout of LongRCA Figure 6.
+- :mod:`~rcakit.trajectories.llm_evaluation`: the language-model locators on a seeded subset, with their cost.
+
+The longrca-strata chapter's sections and figures are in ``rcakit.chapters.longrca_strata``.
 
 Used in the chapters: `longrca-strata`.
 """

@@ -6,7 +6,7 @@ of LongRCA §6, the published step accuracies beside the workbench's, and the
 Explore sweep over the generator's knobs (:func:`knob_sweep`). The language
 models' locators are evaluated in :mod:`rcakit.trajectories.llm_evaluation`,
 the longrca-strata chapter's sections come from
-:mod:`rcakit.trajectories.experiments`.
+``rcakit.chapters.longrca_strata``.
 
 Used in the chapters: `longrca-strata`.
 """

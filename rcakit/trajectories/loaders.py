@@ -5,7 +5,7 @@ concept has its module:
 
 - :mod:`~rcakit.trajectories.reading`: reading record files without blocking
   or trusting them (a FIFO, a dangling link, invalid UTF-8 or JSON is one line);
-- :mod:`~rcakit.trajectories.records`: :class:`LoadResult`, the checks every
+- :mod:`~rcakit.trajectories.parsing`: :class:`LoadResult`, the checks every
   field passes (LongRCA §3.3) and the read loop;
 - :mod:`~rcakit.trajectories.longrca_format`: LongRCA records (Appendix A);
 - :mod:`~rcakit.trajectories.who_and_when_format`: the Who&When logs and their subsets.
@@ -26,8 +26,8 @@ from pathlib import Path
 
 from rcakit import RcakitError
 from rcakit.trajectories.longrca_format import check_longrca, load_longrca, longrca_source, parse_longrca, read_longrca
+from rcakit.trajectories.parsing import LoadResult
 from rcakit.trajectories.reading import MAX_FILE_BYTES, RecordError, entry_problem, require_path
-from rcakit.trajectories.records import LoadResult
 from rcakit.trajectories.who_and_when_format import (
     WHO_AND_WHEN_SIZES,
     WHO_AND_WHEN_SUBSETS,

@@ -4,7 +4,7 @@ Each record carries a ``question_ID``, a ``history`` of steps ``step, name,
 role, content`` numbered contiguously from 0 and, when labelled, the
 responsible role ``mistake_agent`` and the root step ``mistake_step``. A
 record file is JSON (one record or a list), JSON Lines, or a folder of JSON
-files; every bad record is one error line (:mod:`~rcakit.trajectories.records`).
+files; every bad record is one error line (:mod:`~rcakit.trajectories.parsing`).
 
 Used in the chapters: `longrca-strata`.
 """
@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rcakit.trajectories.parsing import LoadResult, entry_of, field_of, first_usable, history_of, label_of, read_records
 from rcakit.trajectories.reading import RecordError, short
-from rcakit.trajectories.records import LoadResult, entry_of, field_of, first_usable, history_of, label_of, read_records
 from rcakit.trajectories.schema import Step, Trajectory
 
 _SOURCE_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]*")

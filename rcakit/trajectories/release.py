@@ -16,27 +16,21 @@ source-prefixed ``question_ID``. The paper does not spell the prefixes out, so
 not a letter or a digit dropped, against the sources' names written the same
 way (``swebenchpro``, ``terminalbench``, ``travelplanner``, ``vitabench``,
 ``webarena``); an id that matches none keeps its own prefix and shows up as a
-source the paper does not list. :func:`longrca_release` reads, checks and
-scores a release for the chapter.
+source the paper does not list. The longrca-strata chapter reads, checks and
+scores a release (``rcakit.chapters.longrca_strata.ReleaseRun``).
 
 Used in the chapters: `longrca-strata`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rcakit import RcakitError
-from rcakit.sections import Section
-from rcakit.trajectories.evaluation import ScoredSet, score_synthetic, strata_long
-from rcakit.trajectories.locators import Locator
 from rcakit.trajectories.schema import Trajectory
 from rcakit.trajectories.strata import STRATA, bin_of
 
@@ -152,86 +146,3 @@ def release_checks(shape: pd.DataFrame, paper: Mapping) -> pd.DataFrame:
 def differences(checks: pd.DataFrame) -> list[str]:
     """The checks on which the release differs from the paper (empty when it matches throughout)."""
     return list(checks.index[~checks["matches"]])
-
-
-# -- the release under the offline locators (the longrca-strata chapter's section)
-
-RELEASE_SET = "LongRCA Bench"  # the set's name in the tables and the LLM comparison
-
-
-@dataclass(frozen=True)
-class ReleaseRun:
-    """LongRCA Bench records under the offline locators (§3, §6).
-
-    ``report``: what was read (or why the section is skipped); ``checks``:
-    :func:`release_checks` as a section that records the ``longrca`` numbers;
-    ``scores``: the labelled records' table; ``scored``: their per-case scores,
-    strata included (``None`` when skipped).
-    """
-
-    report: str
-    checks: Section
-    scores: Section
-    scored: ScoredSet | None = None
-
-    @property
-    def sets(self) -> dict[str, list[Trajectory]]:
-        """``{"LongRCA Bench": the labelled records}``, or nothing when the section is skipped."""
-        return {} if self.scored is None else {RELEASE_SET: self.scored.trajectories}
-
-    def strata(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The length and root-to-end rows of every locator (the release's own Figure 6)."""
-        if self.scored is None:
-            raise RcakitError(f"LongRCA Bench: no records were scored ({self.report})")
-        return tuple(strata_long(self.scored.cases, by) for by in STRATA)  # type: ignore[return-value]
-
-
-def longrca_release(value: str, locators: Sequence[Locator], paper: Mapping, param: str = "longrca") -> ReleaseRun:
-    """Read the records ``value`` names (``none``, a data set name or a path), check them against the
-    paper's description ``paper`` and score the offline locators on the labelled ones.
-
-    Each record's source becomes the paper's name for it (:func:`paper_source`),
-    so the MAE is weighted by the five sources of Table 6. A rejected record is
-    one line of the report; no labelled record at all is an ``RcakitError``
-    naming ``param``.
-    """
-    from rcakit import data
-    from rcakit.trajectories.longrca_format import read_longrca
-
-    if value == "none":
-        return _skipped(
-            f"LongRCA Bench: not run ({param} = none; 'rcakit data fetch longrca-bench', "
-            f"then -p {param} longrca-bench, or -p {param} PATH to a record file or folder)."
-        )
-    path = data.locate(value, param)
-    if path is None:
-        return _skipped(data.fetch_hint(value, param))
-    loaded = read_longrca(release_folder(path))
-    labelled = [dataclasses.replace(t, source=paper_source(t)) for t in loaded.trajectories if t.label]
-    if not labelled:
-        raise RcakitError(f"parameter {param!r}: {value} holds no labelled LongRCA record")
-    checks = release_checks(release_shape(loaded.trajectories), paper)
-    differ = differences(checks)
-    verdict = (
-        f"differs from the paper's description on {len(differ)} of {len(checks)} checks"
-        if differ
-        else f"matches the paper's description on all {len(checks)} checks"
-    )
-    unlabelled = len(loaded.trajectories) - len(labelled)
-    lines = [loaded.report(path, shown_as=value), f"{value}: {verdict}"]
-    lines += [f"{value}: {unlabelled} unlabelled records are checked but not scored"] if unlabelled else []
-    scored = score_synthetic(locators, labelled)
-    numbers = {
-        **scored.numbers,
-        "n": len(labelled),
-        "rejected": len(loaded.errors),
-        "differs": differ,
-        "checks": checks.to_dict(orient="index"),
-    }
-    return ReleaseRun(
-        "\n".join(lines), Section(table=checks, numbers={"longrca": numbers}), Section(table=scored.table), scored
-    )
-
-
-def _skipped(reason: str) -> ReleaseRun:
-    return ReleaseRun(reason, Section.skip(reason), Section.skip(reason))

@@ -4,7 +4,7 @@ The logs sit in two subset folders, ``Hand-Crafted`` and
 ``Algorithm-Generated``, one JSON file per failed run with its ``history``,
 ``question`` and the labelled ``mistake_agent`` and ``mistake_step`` (a string
 holding a 0-based index). Every bad log is one error line
-(:mod:`~rcakit.trajectories.records`).
+(:mod:`~rcakit.trajectories.parsing`).
 
 Used in the chapters: `longrca-strata`.
 """
@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
-from rcakit.trajectories.reading import RecordError, require_path
-from rcakit.trajectories.records import (
+from rcakit.trajectories.parsing import (
     LoadResult,
     Parser,
     entry_of,
@@ -26,6 +25,7 @@ from rcakit.trajectories.records import (
     label_of,
     read_records,
 )
+from rcakit.trajectories.reading import RecordError, require_path
 from rcakit.trajectories.schema import Step, Trajectory
 
 WHO_AND_WHEN_SUBSETS = ("Hand-Crafted", "Algorithm-Generated")

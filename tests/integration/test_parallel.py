@@ -110,11 +110,11 @@ def rag_bytes(run) -> bytes:
 
 def rag_run(tmp_path, name, **setting):
     """coverage-collapse's structural arm at :data:`RAG` with ``setting`` (workers, scheduler), fresh store, cache."""
-    from rcakit.rag import experiments
+    from rcakit.chapters import coverage_collapse
 
     os.environ["RCAKIT_LLM_CACHE"] = str(tmp_path / f"{name}-cache")
     params = {**RAG, "store": str(tmp_path / f"{name}-store"), "workers": 1, "scheduler": "", **setting}
-    return experiments.run_arm("structural", params, progress=None)
+    return coverage_collapse.run(params, progress=None)
 
 
 def make_chat(cache_folder: str):

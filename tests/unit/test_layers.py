@@ -1,10 +1,10 @@
 """The package's layers run one way, and no import chain comes back to where it started.
 
-From the bottom: ``base`` (paths, atomic writes, deadlines, statistics, Shapley
+From the bottom: ``base`` (paths, atomic writes, deadlines, results files, statistics, Shapley
 values, stores, parallel runs, language models, data sets), ``science`` (the
 mechanisms, estimators and scoring of ``scm``, ``repair``, ``rag``,
 ``trajectories`` and ``attribution``), ``page`` (what a chapter builds a page
-with: sections, prose, claims, results, tables, figures, and ``check_params``),
+with: sections, prose, claims, tables, figures, and ``check_params``),
 ``chapters`` (``rcakit.chapters.<stem>``, one module per notebook) and ``book``
 (the runner, kernel, staging, provenance, inputs, the HTML build and the command
 line). A module imports from its own layer or one below it, anywhere in its file,
@@ -28,7 +28,7 @@ LAYERS = {  # module prefix -> layer (the longest prefix decides)
     "rcakit.sections": 2,
     "rcakit.prose": 2,
     "rcakit.claims": 2,
-    "rcakit.results": 2,
+    "rcakit.results": 0,  # where results files live and how they are read: stores use it too
     "rcakit.tables": 2,
     "rcakit.plotting": 2,
     "rcakit.params": 2,

@@ -1,5 +1,7 @@
 """Wilson intervals, bootstraps and the CLT interval (rcakit.stats)."""
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
@@ -39,3 +41,24 @@ def test_bootstrap_ci_of_a_mean_brackets_it_and_is_seeded():
 def test_mean_ci_normal():
     m, lo, hi = stats.mean_ci_normal([1.0, 2.0, 3.0, 4.0])
     assert m == 2.5 and hi - m == pytest.approx(1.959964 * np.std([1, 2, 3, 4], ddof=1) / 2)
+
+
+class _Three(NamedTuple):
+    first: int
+    second: int
+    third: int
+
+
+class _Four(NamedTuple):
+    first: int
+    second: int
+    third: int
+    fourth: int
+
+
+def test_seed_streams_name_independent_draws_of_the_master_seed_and_a_new_field_keeps_the_old_ones():
+    three = stats.seed_streams(7, _Three)
+    assert isinstance(three, _Three) and all(type(v) is int for v in three)
+    assert three == tuple(int(d) for d in np.random.default_rng(7).integers(0, 2**31, size=3))
+    assert len(set(three)) == 3 and stats.seed_streams(8, _Three) != three
+    assert stats.seed_streams(7, _Four)[:3] == three  # a field added at the end changes no earlier stream

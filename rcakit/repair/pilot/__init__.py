@@ -17,7 +17,7 @@ workflow; the mechanics here are choices, one concept per module:
 Used in the chapters: `gcjr-ablations`.
 """
 
-from rcakit.repair.pilot.agents import POLICIES, Key, LLMPolicy, Policy, ScriptedPolicy, make_policy
+from rcakit.repair.pilot.agents import POLICIES, AgentPolicy, Key, LLMPolicy, ScriptedPolicy, make_policy
 from rcakit.repair.pilot.experiment import PILOT_ROWS, evaluate_pilot, pilot_beside_paper, run_pilot
 from rcakit.repair.pilot.run import (
     PLANNER,
@@ -38,7 +38,7 @@ __all__ = [
     "SINK",
     "Key",
     "LLMPolicy",
-    "Policy",
+    "AgentPolicy",
     "ScriptedPolicy",
     "Task",
     "WorkflowCase",

@@ -3,7 +3,7 @@
 A policy plays all four roles: Planner A (``plan``), Solvers B and C
 (``step``, one operation per message) and Aggregator D (``aggregate``).
 Every execution is one model call, charged to the replay oracle through the
-``charge`` hook the policy is bound to (:meth:`Policy.bound`); recording the
+``charge`` hook the policy is bound to (:meth:`AgentPolicy.bound`); recording the
 clean and failed runs is set-up and charged to no one.
 
 - ``scripted`` (default, offline) computes exactly, except that with
@@ -58,12 +58,12 @@ class Key:
         return f"{self.case_id}/{self.event}/{self.label}"
 
 
-class Policy(Protocol):
+class AgentPolicy(Protocol):
     """The four agents of the workflow, charging each execution to a hook."""
 
     name: str
 
-    def bound(self, charge: Charge) -> Policy:
+    def bound(self, charge: Charge) -> AgentPolicy:
         """The same agents, charging to ``charge``."""
         ...
 
@@ -222,7 +222,7 @@ def make_policy(
     slip: float = 0.0,
     timeout: float | None = None,
     base_url: str | None = None,
-) -> Policy:
+) -> AgentPolicy:
     """The policy a chapter parameter names; ``provider`` is a spec string or a provider object.
 
     A spec string is built with :func:`rcakit.llm.provider_from_spec` (each

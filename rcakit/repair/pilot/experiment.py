@@ -21,23 +21,23 @@ import pandas as pd
 
 from rcakit.llm.base import Provider
 from rcakit.repair.metrics import family_scores
-from rcakit.repair.pilot.agents import Policy, make_policy
+from rcakit.repair.oracle import THETA, ThetaLike
+from rcakit.repair.pilot.agents import AgentPolicy, make_policy
 from rcakit.repair.pilot.run import WorkflowCase, WorkflowOracle, pilot_cases
 from rcakit.repair.search import exhaustive, gcjr
-from rcakit.repair.shared_seeds import THETA, ThetaLike
 
 SCORED = ("fem", "rs1", "mv")
 
 
 def _agents(
-    policy: str | Policy,
+    policy: str | AgentPolicy,
     *,
     provider: str | Provider | None,
     seed: int,
     slip: float,
     timeout: float | None = None,
     base_url: str | None = None,
-) -> Policy:
+) -> AgentPolicy:
     if not isinstance(policy, str):
         return policy
     return make_policy(policy, provider, seed=seed, slip=slip, timeout=timeout, base_url=base_url)
@@ -46,7 +46,7 @@ def _agents(
 def evaluate_pilot(
     cases: list[WorkflowCase],
     *,
-    policy: str | Policy = "scripted",
+    policy: str | AgentPolicy = "scripted",
     provider: str | Provider | None = None,
     seed: int = 0,
     slip: float = 0.0,
@@ -93,7 +93,7 @@ def run_pilot(
     *,
     n_cases: int = 24,
     seed: int = 0,
-    policy: str | Policy = "scripted",
+    policy: str | AgentPolicy = "scripted",
     provider: str | Provider | None = None,
     slip: float = 0.0,
     r: int = 3,

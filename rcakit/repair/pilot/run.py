@@ -26,13 +26,13 @@ The clean counterpart of an event is its message in the clean run. A replay
 of a set S copies the failed run, puts the clean messages of S in place and
 re-executes only the events downstream of S, in topological order, under
 replay seed j; upstream events are never re-executed. :class:`WorkflowOracle`
-is a :class:`~rcakit.repair.shared_seeds.SharedSeedOracle` that implements
+is a :class:`~rcakit.repair.oracle.SharedSeedOracle` that implements
 only the successes of a set; its cost is what the agents execute (each
 execution charges one call through the oracle's hook), so replaying ∅ costs
 nothing. Nodes carry the attributes of :mod:`rcakit.repair.graph` (``agent``,
 ``intervenable``, ``fault``, ``gate``) so its graph rules apply; replay
 outcomes come from the agents, never from the symbolic propagation of
-:mod:`rcakit.repair.oracle`.
+:mod:`rcakit.repair.oracle.controlled_dag`.
 
 Used in the chapters: `gcjr-ablations`.
 """
@@ -49,9 +49,9 @@ import numpy as np
 from rcakit import RcakitError
 from rcakit.llm.base import Provider
 from rcakit.repair.graph import IN_SCOPE_KINDS, Case
-from rcakit.repair.pilot.agents import RECORD, AgentMessage, Key, Policy, ScriptedPolicy, make_policy, uncharged
+from rcakit.repair.oracle import THETA, SharedSeedOracle, ThetaLike, is_count
+from rcakit.repair.pilot.agents import RECORD, AgentMessage, AgentPolicy, Key, ScriptedPolicy, make_policy, uncharged
 from rcakit.repair.pilot.tasks import FORMS, Task, hand_task, make_task, operations, parse_expression
-from rcakit.repair.shared_seeds import THETA, SharedSeedOracle, ThetaLike, is_count
 
 PLANNER, SINK = "A0", "D0"
 Messages = Mapping[str, AgentMessage]  # event -> its message in one run
@@ -78,7 +78,9 @@ def last_step(graph: nx.DiGraph, agent: str) -> str:
     return max((v for v in graph if graph.nodes[v]["agent"] == agent), key=lambda v: int(v[1:]))
 
 
-def execute(event: str, graph: nx.DiGraph, task: Task, messages: Messages, *, policy: Policy, key: Key) -> AgentMessage:
+def execute(
+    event: str, graph: nx.DiGraph, task: Task, messages: Messages, *, policy: AgentPolicy, key: Key
+) -> AgentMessage:
     """One agent execution from the messages it reads; an unusable input gives ``None`` without a call."""
     if event == PLANNER:
         return policy.plan(task, key)
@@ -107,7 +109,7 @@ def corrupted(message: AgentMessage, offset: int) -> AgentMessage:
 def run(
     graph: nx.DiGraph,
     task: Task,
-    policy: Policy,
+    policy: AgentPolicy,
     key: tuple[str, int | str],
     *,
     faults: Mapping[str, int],
@@ -174,7 +176,7 @@ def schedules_of(graph: nx.DiGraph, k: int = 3) -> tuple:
 
 
 def build_case(
-    kind: str, task: Task, policy: Policy, *, case_id: str, seed: int, offsets: Mapping[str, int]
+    kind: str, task: Task, policy: AgentPolicy, *, case_id: str, seed: int, offsets: Mapping[str, int]
 ) -> WorkflowCase:
     """Record the clean run, corrupt the chosen events, re-execute their downstream: the failed run."""
     graph = workflow_graph(task)
@@ -194,7 +196,7 @@ def build_case(
 def pilot_cases(
     n_cases: int = 24,
     seed: int = 0,
-    policy: str | Policy = "scripted",
+    policy: str | AgentPolicy = "scripted",
     *,
     provider: str | Provider | None = None,
     slip: float = 0.0,
@@ -222,7 +224,7 @@ def pilot_cases(
 
 
 def hand_pilot_case(
-    faults: Mapping[str, int], b: str, c: str | None = None, policy: Policy | None = None
+    faults: Mapping[str, int], b: str, c: str | None = None, policy: AgentPolicy | None = None
 ) -> WorkflowCase:
     """A hand-built workflow case: the task of :func:`hand_task`, ``faults`` offsets on chosen steps.
 
@@ -247,7 +249,7 @@ class WorkflowOracle(SharedSeedOracle):
     charges_seeds = False  # the agents charge each execution; replaying ∅ executes none
 
     def __init__(
-        self, wcase: WorkflowCase, policy: Policy, *, r: int = 3, theta: ThetaLike = THETA, schedule: int = 0
+        self, wcase: WorkflowCase, policy: AgentPolicy, *, r: int = 3, theta: ThetaLike = THETA, schedule: int = 0
     ) -> None:
         super().__init__(wcase.case, r, theta, schedule)
         self.wcase = wcase

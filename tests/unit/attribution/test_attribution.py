@@ -1,4 +1,4 @@
-"""rcakit.attribution: the interface, the adapters against the methods they wrap, the testbeds' truth."""
+"""rcakit.attribution: the interface, the adapters against the methods they wrap, the testbeds' truth, the scoring."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from rcakit import RcakitError, repair, sections
+from rcakit import RcakitError, repair
 from rcakit.attribution import (
     BUILT_IN,
     Attribution,
-    NotApplicable,
     ReplayMemo,
     check_methods,
     compare_methods,
@@ -20,12 +19,9 @@ from rcakit.attribution import (
     load_methods,
     run_method,
     score_methods,
-    scoring,
     summary,
 )
 from rcakit.attribution import adapters as ad
-from rcakit.attribution import experiments as ex
-from rcakit.attribution import plotting as figures
 from rcakit.attribution import testbeds as tb
 from rcakit.rag import diagnosers as dg
 from rcakit.scm.contrastive import contrastive_effects
@@ -118,7 +114,7 @@ def test_rag_readers_and_probes_match_the_diagnosers_with_counted_replays(beds):
             expected = diagnoser(agent, trace)
             got = run_method(BUILT_IN[name], c, ReplayMemo())
             assert got.answer == ad._hop_player(c.case, expected.hop)
-            assert got.cost.tokens == expected.cost
+            assert got.cost.words == expected.cost
             flips = expected.branch == "flip"
             assert got.cost.replays == (expected.hop if flips else len(trace.hops) + 1)
 
@@ -335,134 +331,6 @@ def test_a_bad_method_timeout_is_one_line(beds, value):
         score_methods(beds, {"coverage": BUILT_IN["coverage"]}, method_timeout=value)
 
 
-def test_the_frontier_shows_every_method_in_its_own_colour_with_a_short_legend():
-    import pandas as pd
-
-    from rcakit.attribution.experiments import families_table
-    from rcakit.attribution.plotting import frontier_figure
-
-    names = [
-        "coverage",
-        "rule_based",
-        "centrality",
-        "propagation_aware",
-        "suf_regen",
-        "singleton_replay",
-        "shapley_exact",
-        "shapley_mc",
-        "shapley_top2",
-        "gcjr",
-        "exhaustive",
-        "contrastive",
-    ]
-    points = pd.DataFrame(
-        {
-            "accuracy": [0.12, 0.04, 0.04, 0.25, 0.17, 0.67, 1, 1, 0.33, 0.67, 1, 0],
-            "cost": [0, 0, 0, 3, 1, 4, 8, 32, 8, 4, 7, 300],
-        },
-        index=names,
-    )
-    ax = frontier_figure(points.join(families_table(names)["family"])).axes[0]
-    markers = [c for c in ax.collections if len(c.get_offsets()) == 1]
-    assert len(markers) == len(names)
-    colours = {tuple(c.get_facecolor()[0]) for c in markers}
-    assert len(colours) == len(names)  # no two methods share a colour
-    xs = sorted(float(c.get_offsets()[0][0]) for c in markers if float(c.get_offsets()[0][1]) == 0.67)
-    assert len(xs) == 2 and xs[0] < xs[1]  # gcjr and singleton_replay drawn side by side, neither hidden
-    assert len(ax.get_legend().get_texts()) < 11
-    labels = [t.get_text() for t in ax.texts]
-    assert {"gcjr", "singleton_replay"} in [set(t.split(", ")) for t in labels]  # one label for the shared point
-    assert sorted(n for t in labels for n in t.split(", ")) == sorted(names)  # every method named once
-
-
-# --- the chapter's sections (rcakit.attribution.experiments) -----------------------------
-
-
-@pytest.fixture(scope="module")
-def compared(beds):
-    """Four built-in methods on the small testbeds, one memo shared."""
-    return compare_methods(beds, {name: BUILT_IN[name] for name in ("coverage", "singleton_replay", "gcjr")})
-
-
-@pytest.fixture(scope="module")
-def only_coverage(beds):
-    """A method that applies to the RAG hops alone."""
-    return compare_methods(beds, {"coverage": BUILT_IN["coverage"]})
-
-
-def test_compare_methods_summarises_its_scores_through_one_memo(compared):
-    scores = compared.scores
-    assert compared.summary.equals(summary(scores))
-    assert set(scores["method"]) == {"coverage", "singleton_replay", "gcjr"}
-    assert 0 < compared.memo.computed < scores["replays"].sum()  # gcjr replays what singleton replay memoised
-    assert compared.memo.computed + scores["memo_hits"].sum() == scores["replays"].sum()
-
-
-def test_the_sections_record_every_key_once(compared, beds):
-    cases = ex.cases_section(compared)
-    per_bed = [ex.testbed_section(compared, bed) for bed in tb.TESTBEDS]
-    found = ex.findings_section(compared)
-    numbers = sections.collect(cases, *per_bed, found)
-    assert set(numbers) == {"cases", *tb.TESTBEDS, "findings", "memo"}
-    assert {bed: sum(n.values()) for bed, n in numbers["cases"].items()} == {b: len(c) for b, c in beds.items()}
-    assert int(cases.table["cases"].sum()) == sum(len(c) for c in beds.values())
-    gcjr = numbers["rag_hops"]["single"]["gcjr"]
-    assert gcjr["n"] == sum(c.fault_type == "single" for c in beds["rag_hops"])
-    assert gcjr["ci"][0] <= gcjr["accuracy"] <= gcjr["ci"][1]
-    assert list(per_bed[1].table.columns) == [
-        "single",
-        "Joint-AND",
-        "Alternative-OR",
-        "Sequential-Joint",
-        "mean replays",
-    ]
-    assert per_bed[1].table.index.tolist() == ["singleton replay", "GCJR"]  # coverage reads no DAG case
-    assert cases.table.index.get_level_values(0).unique().tolist() == ["RAG hops", "Controlled-DAG", "support agent"]
-    assert found.facts["memo"] == found.numbers["memo"] and numbers["findings"]["gcjr_equals_singleton_rag"] == 1.0
-    assert numbers["memo"]["charged"] == compared.scores["replays"].sum()
-    assert numbers["memo"]["computed"] == compared.memo.computed
-    with pytest.raises(ValueError, match="two sections"):
-        sections.collect(found, found)
-
-
-def test_a_testbed_no_method_applies_to_is_skipped_and_drawn_as_a_note(only_coverage):
-    skipped = ex.testbed_section(only_coverage, "controlled_dag")
-    assert skipped.skipped and "the Controlled-DAG testbed" in skipped.skipped and not sections.collect(skipped)
-    assert "did not run" in skipped.show().data
-    assert ex.testbed_section(only_coverage, "rag_hops").skipped is None
-    note = figures.testbed_figure(only_coverage, "controlled_dag").axes[0]
-    assert note.texts[0].get_text() == "no chosen method applies to Controlled-DAG" and not note.collections
-
-
-def test_the_testbed_figure_draws_one_marker_per_method_that_applies(compared):
-    ax = figures.testbed_figure(compared, "controlled_dag").axes[0]
-    assert len([c for c in ax.collections if len(c.get_offsets()) == 1]) == 2  # singleton replay and gcjr
-    named = {n for t in ax.texts for n in t.get_text().split(", ")}
-    assert named == {"singleton replay", "GCJR"}  # methods by a reader's name, not their ids
-
-
-def test_main_and_families_sections_show_every_method(compared):
-    main = ex.main_section(compared)
-    assert main.table.index.tolist() == ["coverage", "singleton replay", "GCJR"] and not main.numbers
-    assert main.table.loc["coverage", ("accuracy", "RAG hops")] == pytest.approx(
-        compared.summary.query("method == 'coverage'")["accuracy"].mean()
-    )
-    families = ex.families_section(["gcjr", "mine"]).table
-    assert families.loc["GCJR", "expresses"] == "family" and families.loc["mine", "family"] == "user method"
-
-
-def test_every_built_in_method_and_fault_type_has_a_reader_name_and_no_two_share_one():
-    import pandas as pd
-
-    names = ad.METHOD_NAMES
-    assert set(names) == set(BUILT_IN) and len(set(names.values())) == len(names)
-    kinds = {t for types in tb.FAULT_TYPES.values() for t in types}
-    assert set(tb.FAULT_TYPE_NAMES) == kinds and set(tb.TESTBED_NAMES) == set(tb.TESTBEDS)
-    assert all("_" not in name for name in ex.READER_NAMES.values())
-    frame = pd.DataFrame({"alt_or": [1.0]}, index=pd.Index(["shapley_mc"], name="method"))
-    assert ex.named(frame).loc["Shapley (MC)", "Alternative-OR"] == 1.0  # labels only, never a value
-
-
 def test_build_testbeds_takes_its_parameters_by_keyword():
     import inspect
 
@@ -472,25 +340,13 @@ def test_build_testbeds_takes_its_parameters_by_keyword():
         tb.build_testbeds(0, 3, 2, 3)  # type: ignore[misc]
 
 
-def test_a_run_no_method_applies_to_still_has_every_section(beds):
-    def never(case, oracle, budget=None):
-        raise NotApplicable("applies nowhere")
-
-    nothing = compare_methods(beds, {"never": never})
-    assert list(nothing.scores.columns) == list(scoring.SCORE_COLUMNS) and nothing.scores.empty
-    assert all(ex.testbed_section(nothing, bed).skipped for bed in tb.TESTBEDS)
-    found = ex.findings_section(nothing)
-    assert found.facts["findings"]["gcjr_joint_rag"].data == "—" and found.facts["findings"]["note"].data
-    assert sections.collect(ex.cases_section(nothing), found)["cases"] == {}
-
-
-def test_the_findings_are_quoted_with_two_decimals_and_a_note_only_when_one_is_missing(compared, monkeypatch):
-    facts = ex.findings_section(compared).facts["findings"]
-    assert facts["gcjr_equals_singleton_rag"].data == "1.00"
-    assert facts["exhaustive_joint_rag"].data == "—" and "could not measure" in facts["note"].data  # not chosen
-    monkeypatch.setattr(ex, "findings", lambda scores: {"a": 0.25, "locus_share": {"double": {"x": 1.0}}})
-    facts = ex.findings_section(compared).facts["findings"]
-    assert facts["a"].data == "0.25" and facts["note"].data == "" and facts["locus_share"] == {"double": {"x": 1.0}}
+def test_compare_methods_summarises_its_scores_through_one_memo(beds):
+    compared = compare_methods(beds, {name: BUILT_IN[name] for name in ("coverage", "singleton_replay", "gcjr")})
+    scores = compared.scores
+    assert compared.summary.equals(summary(scores))
+    assert set(scores["method"]) == {"coverage", "singleton_replay", "gcjr"}
+    assert 0 < compared.memo.computed < scores["replays"].sum()  # gcjr replays what singleton replay memoised
+    assert compared.memo.computed + scores["memo_hits"].sum() == scores["replays"].sum()
 
 
 def test_a_users_method_prints_nothing_into_the_chapter_and_other_threads_still_print(beds, capfd):

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import jupytext
 import networkx as nx
+import numpy as np
 import pytest
 from matplotlib.patches import FancyBboxPatch
 
-from rcakit import claims, plotting, primer, primer_plots, repair, results
+from rcakit import claims, plotting, repair, results
 from rcakit.book import registry, runner
+from rcakit.chapters import primer as chapter
 from rcakit.paths import project_root
 
 
@@ -110,11 +112,11 @@ def test_each_concept_is_computed_by_hand_and_the_book_plumbing_is_out_of_sight(
 def test_a_broken_do_operation_fails_the_primer_run(tmp_path, monkeypatch):
     """Forcing the action is replaced by resampling it in the package the kernel imports: the hand-written do
     stops the run; without the from-scratch cells, the asserted identity claim does. No results are written."""
-    source = (project_root() / "rcakit" / "primer.py").read_text()
+    source = (project_root() / "rcakit" / "chapters" / "primer.py").read_text()
     forced = 'scm.do_force_action(1, "no_refund")'
     assert source.count(forced) == 1
     shutil.copytree(project_root() / "rcakit", tmp_path / "rcakit", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "rcakit" / "primer.py").write_text(source.replace(forced, "scm.do_resample(1)"))
+    (tmp_path / "rcakit" / "chapters" / "primer.py").write_text(source.replace(forced, "scm.do_resample(1)"))
     shutil.copytree(project_root() / "notebooks", tmp_path / "notebooks")
     (tmp_path / "data").mkdir()
     shutil.copy(project_root() / "data" / "claims.yaml", tmp_path / "data" / "claims.yaml")
@@ -136,11 +138,11 @@ def test_a_broken_do_operation_fails_the_primer_run(tmp_path, monkeypatch):
     assert not (tmp_path / "results" / "primer.json").exists()
 
 
-# --- the sections (rcakit.primer) -------------------------------------------------
+# --- the sections (rcakit.chapters.primer) -------------------------------------------------
 
 
 def test_the_interventions_section_forces_exactly_and_records_the_resampled_interval():
-    section = primer.interventions_section(0.3, 400, 0)
+    section = chapter.interventions_section(0.3, 400, 0)
     do = section.numbers["do"]
     assert do["force_no_refund"] == 0.0 and do["force_refund"] == 1.0
     lo, hi = do["resample_ci"]
@@ -148,12 +150,12 @@ def test_the_interventions_section_forces_exactly_and_records_the_resampled_inte
     assert list(section.table.columns) == ["replayed", "closed form"]
     assert section.table["closed form"].tolist() == [0.3, 0.0, 1.0]
     assert section.facts == section.numbers  # the prose quotes what is recorded, glued as do_resample, ...
-    assert primer.interventions_section(0.3, 400, 0).numbers == section.numbers  # same seed, same numbers
-    assert primer.interventions_section(0.3, 400, 1).numbers["do"]["resample"] != do["resample"]
+    assert chapter.interventions_section(0.3, 400, 0).numbers == section.numbers  # same seed, same numbers
+    assert chapter.interventions_section(0.3, 400, 1).numbers["do"]["resample"] != do["resample"]
 
 
 def test_the_commitment_section_names_the_refund_decision_and_its_closed_forms():
-    section = primer.commitment_section(0.3, 600, 0)
+    section = chapter.commitment_section(0.3, 600, 0)
     numbers = section.numbers["contrastive"]
     assert numbers["locus"] == 1 and numbers["closed_effect_1"] == pytest.approx(-0.7)
     assert list(numbers["effects"])[2] == 0.0
@@ -164,16 +166,17 @@ def test_the_commitment_section_names_the_refund_decision_and_its_closed_forms()
 
 
 def test_each_section_draws_from_its_own_stream_of_the_seed():
-    streams = primer.streams(0)
-    assert len(set(streams.tolist())) == 4 and (primer.streams(0) == streams).all()
-    run = primer.refund_run_section(0.3, 400, 0)
+    streams = chapter.seed_streams(0)
+    assert len(set(streams)) == 4 and chapter.seed_streams(0) == streams
+    assert streams.run == int(np.random.default_rng(0).integers(0, 2**31, size=4)[0])
+    run = chapter.refund_run_section(0.3, 400, 0)
     assert run.table["observed action"].tolist()[1] == "refund"  # the observed run is the failing one
     assert 0 < run.facts["fresh_p"] < 1 and run.facts["p_bad"] == 0.3 and not run.numbers
 
 
 @pytest.mark.parametrize("q", [0.3, 0.5])
 def test_the_shapley_section_is_exact_against_the_closed_forms(q):
-    section = primer.shapley_section(q, 0)
+    section = chapter.shapley_section(q, 0)
     numbers = section.numbers["shapley"]
     assert numbers["and_game"] == pytest.approx(0.5) and numbers["or_game"] == pytest.approx(0.5)
     assert numbers["and_run"] == pytest.approx((1 - q**2) / 2) == numbers["and_run_closed"]
@@ -185,8 +188,8 @@ def test_the_shapley_section_is_exact_against_the_closed_forms(q):
 
 @pytest.mark.parametrize("r", [1, 3])
 def test_the_repair_section_counts_gcjrs_replays_as_r_times_one_plus_m_plus_pairs(r):
-    repairs = primer.four_event_repairs(r, 0)
-    section = primer.repair_section(repairs, r)
+    repairs = chapter.four_event_run(r, 0)
+    section = chapter.repair_section(repairs, r)
     assert section.numbers["repair"] == {
         "and_exact": 1,
         "and_replays": 5 * r,
@@ -197,13 +200,13 @@ def test_the_repair_section_counts_gcjrs_replays_as_r_times_one_plus_m_plus_pair
     }
     assert section.table["GCJR family"].tolist() == ["{check, lookup}", "{check} | {lookup}"]
     assert section.facts["r_value"] == r
-    figure = primer_plots.four_event_figure(repairs)
+    figure = chapter.four_event_figure(repairs)
     assert [len([p for p in ax.patches if isinstance(p, FancyBboxPatch)]) for ax in figure.axes] == [1, 2]
 
 
 def test_the_coverage_section_names_hop_1_below_the_bound():
-    example = primer.false_premise_trace(20, 0)
-    section = primer.coverage_section(example, 0.05)
+    example = chapter.false_premise_run(20, 0)
+    section = chapter.coverage_section(example, 0.05)
     numbers = section.numbers["rag"]
     assert numbers["coverage_hop"] == numbers["earliest_below"] == 1 and numbers["fault_hop"] == 3
     assert numbers["bound_slack"] <= 0  # J never exceeds |a| / |D_h|
@@ -214,19 +217,19 @@ def test_the_coverage_section_names_hop_1_below_the_bound():
         "the agent gives no answer",
         f"the agent answers {example.faulty.answer} instead",
     )
-    nothing = primer.coverage_section(example, 0.0)  # no J lies below 0: the rule names no hop
+    nothing = chapter.coverage_section(example, 0.0)  # no J lies below 0: the rule names no hop
     assert nothing.numbers["rag"]["earliest_below"] == 0 and nothing.facts["named_text"].data == "no hop"
 
 
 def test_the_section_figures_draw_the_sections_bars_and_crosses():
-    shapley = primer_plots.shapley_figure(primer.shapley_section(0.3, 0)).axes[0]
+    shapley = chapter.shapley_figure(chapter.shapley_section(0.3, 0)).axes[0]
     assert len(shapley.patches) == 8  # four games, φ0 and φ1
     crosses = [c for c in shapley.collections if len(c.get_offsets()) == 4]
     assert len(crosses) == 1 and crosses[0].get_offsets()[:, 1].tolist() == pytest.approx([0.5, 0.5, 0.455, 0.245])
-    do = primer_plots.interventions_figure(primer.interventions_section(0.3, 400, 0)).axes[0]
+    do = chapter.interventions_figure(chapter.interventions_section(0.3, 400, 0)).axes[0]
     assert len(do.patches) == 3 and len(do.containers) == 2  # the bars and the resampled one's error bar
-    coverage = primer.coverage_section(primer.false_premise_trace(20, 0), 0.05)
-    line = primer_plots.coverage_figure(coverage).axes[0].lines[0]
+    coverage = chapter.coverage_section(chapter.false_premise_run(20, 0), 0.05)
+    line = chapter.coverage_rule_figure(coverage).axes[0].lines[0]
     assert line.get_ydata()[0] == 0.05
 
 
@@ -246,9 +249,7 @@ def _cases() -> dict:
 
 def test_the_and_and_or_panels_draw_different_families():
     cases = _cases()
-    figure = primer_plots.repair_family_figure(
-        cases, {k: c.family for k, c in cases.items()}, POS, {k: k for k in cases}
-    )
+    figure = chapter.repair_family_figure(cases, {k: c.family for k, c in cases.items()}, POS, {k: k for k in cases})
     outlines = [[p for p in ax.patches if isinstance(p, FancyBboxPatch)] for ax in figure.axes]
     assert [len(o) for o in outlines] == [1, 2]  # one pair; two singletons
     pair, singles = outlines[0][0], outlines[1]
@@ -262,10 +263,8 @@ def test_the_and_and_or_panels_draw_different_families():
 def test_no_node_is_clipped_by_its_axes():
     cases = _cases()
     for figure in (
-        primer_plots.repair_family_figure(cases, {k: c.family for k, c in cases.items()}, POS, {k: k for k in cases}),
-        primer_plots.run_graph_figure(
-            [("a", "b"), ("b", "Y")], {"a": (0, 0), "b": (1, 0.5), "Y": (2, 1)}, faulty=["b"]
-        ),
+        chapter.repair_family_figure(cases, {k: c.family for k, c in cases.items()}, POS, {k: k for k in cases}),
+        chapter.run_graph_figure([("a", "b"), ("b", "Y")], {"a": (0, 0), "b": (1, 0.5), "Y": (2, 1)}, faulty=["b"]),
     ):
         renderer = figure.canvas.get_renderer()
         figure.canvas.draw()
@@ -282,7 +281,7 @@ def test_the_colours_named_in_the_captions_are_the_ones_drawn():
     says red (the fault colour is vermilion, which readers took for orange when captions said red)."""
     source = (project_root() / "notebooks" / "primer.md").read_text()
     caption = source.split("name: fig-primer-repair")[0].rsplit("caption: |", 1)[1]
-    for drawn in (primer_plots.FAULT, primer_plots.SOUND, primer_plots.OUTCOME, primer_plots.REPAIR):
+    for drawn in (chapter.FAULT, chapter.SOUND, chapter.OUTCOME, chapter.REPAIR):
         assert plotting.COLOUR_NAMES[drawn] in caption
-    assert plotting.COLOUR_NAMES[primer_plots.FAULT] == "vermilion" and primer_plots.REFERENCE == "black"
+    assert plotting.COLOUR_NAMES[chapter.FAULT] == "vermilion" and chapter.REFERENCE == "black"
     assert not re.search(r"\bred\b", source) and "orange crosses" not in source

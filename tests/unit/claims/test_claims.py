@@ -9,6 +9,7 @@ import yaml
 
 from rcakit import RcakitError, claims, tables
 from rcakit.book import registry, runner
+from rcakit.chapters import claims as claims_page
 from rcakit.chapters import intro
 
 PAPER_CHAPTERS = [cid for cid in registry.ORDER if cid != "claims"]
@@ -386,7 +387,9 @@ def test_a_note_and_a_reason_both_reach_the_table(fake_claims):
         "the paper's 0.783 is over all cases; on OR cases every run returns the pair",
         "counting conventions differ",
     ]
-    page = claims.claims_html(claims.compare_all({"car-shapley": {"x": 1.0}}).query("chapter == 'car-shapley'"))
+    page = claims_page.every_claim_table(
+        claims.compare_all({"car-shapley": {"x": 1.0}}).query("chapter == 'car-shapley'")
+    )
     assert "<small>the paper&#x27;s 0.783 is over all cases" in page
 
 
@@ -500,11 +503,11 @@ def test_glue_verdict_glues_markdown_and_displays_nothing(monkeypatch):
 # --- the pages ---------------------------------------------------------------
 
 
-def test_claims_html_shows_every_row_grouped_linked_and_coloured():
+def test_every_claim_table_shows_every_row_grouped_linked_and_coloured():
     from rcakit import plotting
 
     table = toy_table()
-    page = claims.claims_html(table, {"a": "Chapter A"})
+    page = claims_page.every_claim_table(table, {"a": "Chapter A"})
     assert page.count('<a href="a.html#s">') == 3 and page.count('<a href="b.html#s">') == 4
     assert page.count("<small>asserted</small>") == 1  # the asserted column, not holds
     assert "a0 &lt;x&gt; &amp; y" in page and "<x>" not in page  # claim text is escaped
@@ -518,29 +521,29 @@ def test_claims_html_shows_every_row_grouped_linked_and_coloured():
     assert "0.0416" in page and "[0.100, 2]" in page and "…" not in page and "..." not in page
 
 
-def test_claims_html_of_the_real_claims_has_one_link_per_claim():
+def test_every_claim_table_of_the_real_claims_has_one_link_per_claim():
     table = claims.compare_all({})
-    page = claims.claims_html(table)
+    page = claims_page.every_claim_table(table)
     assert len(re.findall(r'<td[^>]*><a href="[a-z_]+\.html[^"]*">', page)) == len(table)
     assert "nan" not in page.lower().replace("nanc", "")
 
 
-def test_parameter_table_lists_only_values_that_differ_from_the_defaults():
+def test_changed_parameters_table_lists_only_values_that_differ_from_the_defaults():
     recorded = {
         "longrca-strata": {"params": {"seed": 0}},
         "car-shapley": {"params": {"q": 0.3, "n_permutations": 20, "seed": 0}},
     }
-    table = claims.parameter_table(recorded)
+    table = claims_page.changed_parameters_table(recorded)
     assert table.to_dict("records") == [
         {"chapter": "car-shapley", "parameter": "n_permutations", "value": "20", "default": "80"}
     ]
-    assert claims.parameter_table({"car-shapley": {"params": {"q": 0.3}}}).empty
+    assert claims_page.changed_parameters_table({"car-shapley": {"params": {"q": 0.3}}}).empty
 
 
 def test_missing_workbench_values_show_as_a_dash():
     table = toy_table()
     table["workbench"] = [float("nan"), None, 0.5, 1, 2, 3, None]
-    page = claims.claims_html(table)
+    page = claims_page.every_claim_table(table)
     assert "nan" not in page and "None" not in page and page.count("<td>—</td>") == 3
 
 

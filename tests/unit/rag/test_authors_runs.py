@@ -250,7 +250,7 @@ def test_the_registry_pins_the_shared_copy_and_fetches_it_from_a_mirror(tmp_path
 
 @needs_runs
 def test_the_section_records_the_pinned_release_under_its_own_key_and_another_folder_apart(tmp_path):
-    from rcakit.rag.experiments.authors import authors_runs
+    from rcakit.chapters.content_corruption import RescoredRun
     from rcakit.sections import collect
 
     class Arm:  # the simulated arm's two attributes the beside table reads
@@ -259,25 +259,25 @@ def test_the_section_records_the_pinned_release_under_its_own_key_and_another_fo
         )
         result = {"accuracy": {"coverage": {"1": {"point": 1.0}}, "propagation_aware": {}, "suf_regen": {}}}
 
-    numbers = collect(*authors_runs(str(RUNS), Arm()).parts())
+    numbers = collect(*RescoredRun.read(str(RUNS), Arm()).parts())
     assert set(numbers) == {"authors_runs"}
     assert numbers["authors_runs"]["ends_reproduced"] == 16 and numbers["authors_runs"]["label_differences"] == 0
     two = tmp_path / "two"
     two.mkdir()
     for path in sorted(RUNS.glob("*.json"))[:2]:
         shutil.copy(path, two / path.name)
-    parts = authors_runs(str(two), Arm())
+    parts = RescoredRun.read(str(two), Arm())
     assert set(collect(*parts.parts())) == {"authors_runs_other"}
     facts = parts.table3.facts["authors"]["failed_n"]
     assert facts["3"] == "— (no such case)" or facts["3"].isdigit()
-    missing = authors_runs(DATA_SET, Arm()) if not data.is_fetched(DATA_SET) else None
+    missing = RescoredRun.read(DATA_SET, Arm()) if not data.is_fetched(DATA_SET) else None
     if missing is not None:
         assert all(p.skipped and "rcakit data fetch agenticrag-fp-runs" in p.skipped for p in missing.parts())
 
 
 def test_a_run_copied_with_every_case_recovered_still_builds_every_part(tmp_path):
     """A valid folder whose runs have no failed case: tables, no crash, prose facts present."""
-    from rcakit.rag.experiments.authors import authors_runs
+    from rcakit.chapters.content_corruption import RescoredRun
 
     record = copy.deepcopy(run_file())
     entry = record["raw_by_depth"]["1"]
@@ -290,7 +290,7 @@ def test_a_run_copied_with_every_case_recovered_still_builds_every_part(tmp_path
         cases = pd.DataFrame({"depth": [1], "outcome": ["resisted"], "skipped": [False]})
         result = {"accuracy": {}}
 
-    parts = authors_runs(str(tmp_path / "runs"), Arm())
+    parts = RescoredRun.read(str(tmp_path / "runs"), Arm())
     assert parts.table3.facts["authors"]["failed_n"] == {"1": "0", "2": "— (no such case)", "3": "— (no such case)"}
     assert parts.beside.facts["authors"]["largest_gap"].startswith("resisted at hop 1")
     for part in parts.parts():

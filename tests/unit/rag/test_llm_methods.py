@@ -17,11 +17,10 @@ from rcakit import RcakitError
 from rcakit.llm import MethodUsage, ResponseCache, cached, request_seed
 from rcakit.llm.prompts import CUT_MARKER, Budget
 from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
-from rcakit.rag import Agent, AgentSettings, LLMReader, metrics
+from rcakit.rag import Agent, AgentSettings, LLMReader, fidelity, metrics
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import llm_methods as M
 from rcakit.rag import protocol as P
-from rcakit.rag.experiments.accuracy import accuracy_table, judge_section
 from rcakit.rag.interventions import inject
 from rcakit.rag.readers import rule_reformulation
 from rcakit.rag.relations import RELATIONS
@@ -299,6 +298,8 @@ def test_rebuilt_traces_match_their_stored_cases(lab, tmp_path):
 
 
 def test_judged_cases_join_the_table_and_a_warm_rerun_costs_the_same_without_model_calls(lab, tmp_path):
+    from rcakit.chapters._rag import accuracy_table, judge_section  # what the chapters show of the judge
+
     small = copy.copy(lab)
     cases = P.sweep(small, "structural", [1, 2, 3], P.case_store("t", {}, tmp_path / "store"))
     cases = cases[cases["kind"] != "early_termination"]  # an empty trace gets no call
@@ -372,7 +373,7 @@ def test_llm_cost_rows_go_through_the_one_cost_table(lab, tmp_path):
     from rcakit.llm.accounting import cost_table
 
     raw, chat = scripted(lambda m: VERDICT, tmp_path)
-    models = M.Models(M.Accounting(), None, dg.LLMJudge(chat, seed=0))
+    models = M.LLMPair(M.Accounting(), None, dg.LLMJudge(chat, seed=0))
     models.accounting["llm_judge"].add_case()
     cost = M.llm_cost(models, lab)
     assert set(cost) == {"llm_judge"} and cost["llm_judge"]["cases"] == 1
@@ -383,35 +384,29 @@ def test_llm_cost_rows_go_through_the_one_cost_table(lab, tmp_path):
 
 
 def test_the_rule_reader_replays_every_read_exactly(lab):
-    from rcakit.rag import replay as rp
-
-    match = rp.agent_action_match(lab.agent, lab.world.questions[:10])
+    match = fidelity.agent_action_match(lab.agent, lab.world.questions[:10])
     assert match.n > 10 and match.rate == 1.0
-    record = rp.match_record(match)
+    record = fidelity.match_record(match)
     assert record["matched"] == record["n"] == match.n and record["ci"][1] == 1.0 and record["ci"][0] < 1.0
 
 
 def test_recorded_reads_rebuild_the_trace_and_a_perturbed_input_breaks_the_match(lab):
-    from rcakit.rag import replay as rp
-
     question = next(
         q
         for q in lab.world.questions
         if lab.clean[q.id].correct and all(h.mode == "read" for h in lab.clean[q.id].hops)
     )
-    trace, reads = rp.record_reads(lab.agent, question)
+    trace, reads = fidelity.record_reads(lab.agent, question)
     assert trace == lab.clean[question.id]  # recording changes nothing
     assert [r.action for r in reads if r.action[0] == "answer"][-1] == ("answer", trace.answer)
     perturbed = [replace(r, docs=()) if r.action[0] == "answer" else r for r in reads]  # no evidence shown
-    match = rp.replay_reads(lab.agent.reader, perturbed)
+    match = fidelity.replay_reads(lab.agent.reader, perturbed)
     assert match.recorded == tuple(r.action for r in reads)
     assert match.rate < 1.0 and not all(match.matches)
-    assert rp.replay_reads(lab.agent.reader, reads).rate == 1.0
+    assert fidelity.replay_reads(lab.agent.reader, reads).rate == 1.0
 
 
 def test_the_llm_reader_is_replayed_by_the_model_not_by_the_cache(lab, tmp_path):
-    from rcakit.rag import replay as rp
-
     flip = {"on": False}
 
     def model(messages):
@@ -424,17 +419,17 @@ def test_the_llm_reader_is_replayed_by_the_model_not_by_the_cache(lab, tmp_path)
     questions = lab.world.questions[:4]
     [agent.run(q) for q in questions]
     recorded_calls = len(raw.calls)
-    exact = rp.agent_action_match(agent, questions)
+    exact = fidelity.agent_action_match(agent, questions)
     assert exact.rate == 1.0 and len(raw.calls) == recorded_calls + exact.n  # each replay reached the model
     assert {c["seed"] for c in raw.calls[recorded_calls:]} <= {c["seed"] for c in raw.calls[:recorded_calls]}
-    again = rp.agent_action_match(agent, questions)
+    again = fidelity.agent_action_match(agent, questions)
     assert again.rate == 1.0 and len(raw.calls) == recorded_calls + exact.n  # a rerun reads the replay's cache
     flip["on"] = True
     fresh = llm_agent(lab, cached(raw, cache=ResponseCache(tmp_path / "other"), accounting=MethodUsage()))
     flip["on"] = False
     [fresh.run(q) for q in questions]
     flip["on"] = True
-    drifted = rp.agent_action_match(fresh, questions)
+    drifted = fidelity.agent_action_match(fresh, questions)
     assert drifted.rate < 1.0
 
 

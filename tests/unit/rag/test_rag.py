@@ -16,8 +16,6 @@ from rcakit.rag import metrics as M
 from rcakit.rag import outcomes as O
 from rcakit.rag import propagation as PR
 from rcakit.rag import protocol as P
-from rcakit.rag.experiments.accuracy import branch_table
-from rcakit.rag.experiments.content import bridge_table
 from rcakit.rag.interventions import (
     AUTHORS_SET,
     DRIFT_WORDS,
@@ -697,10 +695,6 @@ def test_branch_counts_and_accuracies_on_hand_made_cases():
     reach = PR.trace_reader_reach(cases, [2])
     assert reach == {"2": {"failed": 5, "hop_absent": 1, "named_by_none": 5}}
     assert M.failed_share(cases, "fact_in_trace", [2]) == {"2": 0.2}
-    table = branch_table(out, [2])
-    row = table.loc[("propagation_aware", 2)]
-    assert row[("failed cases by branch", "flip")] == 2
-    assert row[("probe accuracy", "without fallback")] == pytest.approx(0.4)
 
 
 def test_sweep_is_deterministic_and_resumes_after_a_kill(lab, tmp_path):
@@ -832,8 +826,6 @@ def test_content_metrics_on_hand_made_cases():
     assert found["ci"][0] < 1 / 3 < found["ci"][1]  # the share's Wilson interval, the claim's rule
     pooled, by_depth = O.bridge_slice(cases)
     assert pooled["n"] == 2 and pooled["suf_regen"]["point"] == 0.5 and list(by_depth) == ["hop 1"]
-    table = bridge_table(pooled, by_depth)
-    assert table.loc["suf_regen", "pooled"] == 0.5 and table.loc["failed n", "hop 1"] == 2
     record = O.outcome_record(O.outcome_shares(cases))
     assert record["3"] == {"absorbed": 1.0, "resisted": 0.0, "derailed": 0.0, "n": 2}
 
@@ -852,136 +844,6 @@ def test_an_undefined_share_is_quoted_as_no_such_case():
     assert percent(None) == NO_CASE and "None" not in NO_CASE and "nan" not in NO_CASE
 
 
-def test_run_arm_matches_the_protocol_and_keeps_its_store_under_the_results_folder(tmp_path, monkeypatch):
-    from rcakit.book import registry
-    from rcakit.rag.experiments import accuracy_section, run_arm, setup_section
-
-    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path))
-    params = {
-        "seed": 3,
-        "n_questions": 8,
-        "n_entities": 300,
-        "hops": 2,
-        "top_k": 3,
-        "reading_noise": 0.2,
-        "distractor_rate": 0.3,
-        "coverage_threshold": 0.05,
-        "provider": "none",
-        "judge_provider": "none",
-        "agent": "rule",
-        "llm_max_cases": 5,
-        "llm_timeout": 1.0,
-        "store": "cases",
-    }
-    run = run_arm("content", params, progress=None)
-    assert run.depths == [1, 2] and run.judged is None and run.llm_numbers() == {}
-    assert len(list((tmp_path / "cases").glob("content-corruption-*.jsonl"))) == 1
-    lab = P.build_lab(3, n_entities=300, n_questions=8, hops=2, top_k=3)
-    again = P.sweep(lab, "content", [1, 2], P.case_store("other", {}, tmp_path / "other"), progress=None)
-    assert json.dumps(M.attribution(again, [1, 2]), sort_keys=True) == json.dumps(run.result, sort_keys=True)
-    with pytest.raises(RcakitError, match="^arm: expected"):
-        run_arm("meteor", params)
-    setup = setup_section(run)
-    assert set(setup.numbers) == {"protocol", "clean_accuracy", "world", "skipped"}
-    assert setup.numbers["protocol"]["judge_hops"] == "any" and setup.numbers["world"]["questions"] == 8
-    assert setup.facts["injected"] == len(run.cases) and setup.facts["skipped"] == int(run.cases["skipped"].sum())
-    assert setup.facts["world_description"].startswith("The synthetic world") and "8 questions" in str(
-        setup.facts["world_description"]
-    )
-    assert "structural interventions" not in setup.table.index
-    assert setup.facts["quick"] == registry.get("content-corruption").quick  # the page's setting note quotes them
-    accuracy = accuracy_section(run, ["coverage"])
-    assert accuracy.numbers["accuracy_ci"]["coverage"]["1"] == [
-        run.result["accuracy"]["coverage"]["1"]["lo"],
-        run.result["accuracy"]["coverage"]["1"]["hi"],
-    ]
-    assert list(accuracy.facts["acc"]) == ["coverage"] and accuracy.facts["failed"] == run.result["failed_n"]
-
-
-# --- the chapters' sections (rcakit.rag.experiments) ----------------------------------------------
-
-
-def fake_run(cases, arm="content", depths=(1, 2, 3), **extra):
-    """What a section reads of an ArmRun, around hand-made cases (no lab, no model)."""
-    depths = list(depths)
-    fields = {"arm": arm, "cases": cases, "depths": depths, "result": M.attribution(cases, depths)}
-    fields.update(params={"hops": len(depths)}, llm_cost={}, judge_summary=None, judged=None, same_cases=None)
-    return SimpleNamespace(**{**fields, "replay": None, **extra})
-
-
-def test_content_sections_record_and_quote_their_own_keys():
-    from rcakit import sections
-    from rcakit.rag import experiments as E
-
-    cases = pd.DataFrame(
-        [
-            content_row("a", 3, "answer_fact", "absorbed", later=False, hop=3),
-            content_row("b", 1, "bridge_entity", "absorbed", contaminated=True),
-            content_row("c", 1, "bridge_entity", "derailed", hop=2),
-            content_row("d", 2, "bridge_entity", "derailed", hop=1),
-            content_row("e", 2, "salient_entity", "resisted"),
-        ]
-    )
-    run = fake_run(cases)
-    paper = {f"hop {d}": {"absorbed": 0.1, "resisted": 0.8, "derailed": 0.1} for d in (1, 2, 3)}
-    outcomes = E.outcomes_section(run, paper)
-    assert outcomes.numbers["outcomes"]["1"] == {"absorbed": 0.5, "resisted": 0.0, "derailed": 0.5, "n": 2}
-    assert outcomes.numbers["outcome_counts"]["2"] == {"absorbed": 0, "resisted": 1, "derailed": 1, "n": 2}
-    assert outcomes.facts["absorbed"] == {1: 0.5, 2: 0.0, 3: 1.0}
-    assert outcomes.table.loc["hop 1", ("absorbed", "paper")] == 0.1
-    assert outcomes.table.loc["hop 1", ("absorbed", "here")] == 0.5
-    strategies = E.strategy_section(run)
-    assert strategies.facts["absorbed_n"] == 2 and strategies.facts["absorbed_answer_fact_n"] == 1
-    assert strategies.numbers["absorbed_answer_fact_share"] == 0.5
-    assert strategies.numbers["strategy_counts"]["bridge_entity"]["n"] == 3
-    contamination = E.contamination_section(run)
-    assert {k: contamination.numbers["query_contamination"][k] for k in ("k", "n", "share")} == {
-        "k": 1,
-        "n": 4,
-        "share": 0.25,
-    }
-    assert contamination.facts == {"contaminated": {"k": 1, "n": 4, "share": 0.25}}
-    bridge = E.bridge_section(run)  # failed bridge cases: b (hop 1, named 1), c (hop 1, named 2), d (hop 2, named 1)
-    assert bridge.facts["bridge_n"] == 3 and bridge.facts["bridge_hop1"] == "0.67"
-    assert bridge.facts["bridge_suf_regen"] == "0.33" and bridge.numbers["bridge_slice_hop1_share"] == pytest.approx(
-        2 / 3
-    )
-    assert bridge.numbers["bridge_slice_suf_regen_gap"] == pytest.approx(1 / 3)
-    assert bridge.table.loc["failed n", "hop 2"] == 1
-    branches = E.branches_section(run, downstream=False)
-    assert not branches.numbers and "without_fallback" in branches.facts
-    numbers = sections.collect(outcomes, strategies, contamination, bridge)
-    assert set(numbers) == {
-        "outcomes",
-        "outcome_counts",
-        "strategy_counts",
-        "absorbed_answer_fact_share",
-        "salient_entity_absorbed",
-        "query_contamination",
-        "bridge_slice",
-        "bridge_slice_ci",
-        "bridge_slice_hop1_share",
-        "bridge_slice_suf_regen_gap",
-    }
-
-
-def test_a_depth_without_a_failed_case_is_quoted_as_no_such_case():
-    """coverage-collapse at spare_hops 3 and content-corruption at top_k 20 left a depth with no failed case:
-    every per-depth number the prose quotes is still glued, as text a page can show."""
-    from rcakit.prose import NO_CASE
-    from rcakit.rag import experiments as E
-
-    cases = pd.DataFrame([structural_row("a", 1, 1, "flip"), structural_row("b", 2, 1, "fallback")])
-    run = fake_run(cases, arm="structural", depths=(1, 2, 3))  # no case at all was injected at hop 3
-    accuracy = E.accuracy_section(run, ["propagation_aware", "coverage"])
-    assert accuracy.facts["acc"]["propagation_aware"] == {"1": "1.00", "2": "0.00", "3": NO_CASE}
-    branches = E.branches_section(run, downstream=True)
-    assert branches.facts["branch_n"]["propagation_aware"]["3"] == {"flip": 0, "continue": 0, "fallback": 0, "none": 0}
-    assert branches.facts["without_fallback"]["propagation_aware"]["3"] == NO_CASE
-    assert branches.facts["downstream_intact"] == {"1": "0.00", "2": "0.00", "3": NO_CASE}
-    assert E.trace_section(run).facts["fact_in_trace"]["3"] == NO_CASE
-
-
 def structural_row(qid, depth, hop, branch, kind="stale_evidence", n_hops=3, **props):
     return {
         "qid": qid,
@@ -996,121 +858,3 @@ def structural_row(qid, depth, hop, branch, kind="stale_evidence", n_hops=3, **p
         "downstream_intact": props.get("downstream_intact", False),
         "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch], "coverage": ["retrieval", 1, 0, "none"]},
     }
-
-
-def test_structural_sections_record_and_quote_their_own_keys():
-    from rcakit.rag import experiments as E
-
-    cases = pd.DataFrame(
-        [
-            structural_row("a", 2, 2, "flip", fact_in_trace=True, downstream_intact=True),
-            structural_row("b", 2, 3, "continue", n_hops=3),
-            structural_row("c", 2, 2, "continue", "early_termination", 1),
-            structural_row("d", 2, 0, "none", "empty_retrieval", 2, fact_at_hop=True),
-            structural_row("e", 1, 1, "fallback"),
-        ]
-    )
-    run = fake_run(cases, arm="structural", depths=(1, 2))
-    checks = E.checks_section(run)  # b: a continue on a full 2-hop trace; d: an empty retrieval at the last hop
-    assert checks.numbers["protocol_checks"] == {
-        "continue_on_full_trace": 1,
-        "empty_last_hop_cases": 1,
-        "empty_last_hop_extra_retrievals": 0,
-    }
-    assert checks.facts["checks"]["continue_on_full_trace"] == 1
-    reach = E.reach_section(run)
-    assert reach.numbers["trace_reader_reach"]["2"] == {"failed": 4, "hop_absent": 1, "named_by_none": 4}
-    kept = E.trace_section(run)
-    assert kept.numbers == {
-        "oracle_injected_fact_in_trace": {"1": 0.0, "2": 0.25},
-        "oracle_injected_fact_at_hop": {"1": 0.0, "2": 0.25},
-        "oracle_downstream_intact": {"1": 0.0, "2": 0.25},
-    }
-    assert set(kept.facts) == {"fact_in_trace", "downstream_intact"}
-    branches = E.branches_section(run, downstream=True)
-    assert branches.numbers == {"oracle_downstream_intact": {"1": 0.0, "2": 0.25}}
-    assert branches.table.loc[("propagation_aware", 2), ("oracle", "downstream facts intact")] == 0.25
-    assert branches.facts["branch_n"]["propagation_aware"]["2"]["continue"] == 2
-    kinds = E.branch_kinds_section(run)
-    assert kinds.facts["et_continue"] == {"1": 0, "2": 1} and kinds.facts["et_failed"]["2"] == 1
-    by_kind = E.intervention_section(run)
-    assert by_kind.numbers["per_intervention"]["stale_evidence"]["2"] == {"injected": 2, "recovery": 0.0}
-
-
-def test_sections_without_a_model_are_skipped_with_their_reason():
-    from rcakit import sections
-    from rcakit.rag import experiments as E
-
-    run = fake_run(pd.DataFrame([content_row("a", 1, "bridge_entity", "derailed")]))
-    for section, reason in (
-        (E.cost_section(run), "no model call"),
-        (E.judge_section(run), "no LLM judge"),
-        (E.replay_section(run), "replays exactly"),
-    ):
-        assert section.skipped and reason in section.skipped and not section.numbers
-    assert sections.collect(E.cost_section(run), E.judge_section(run)) == {}
-    replay = {"rate": 0.75, "ci": [0.4, 0.9], "n": 8, "matched": 6}
-    usage = {"cases": 2, "calls": 4, "input_tokens": 100, "output_tokens": 10, "abstentions": 0}
-    measured = fake_run(run.cases, replay=replay, llm_cost={"llm_reader": usage})
-    shown = E.replay_section(measured)
-    assert shown.numbers == {"replay_action_match": replay} and shown.table.loc["llm_reader", "matched"] == 6
-    cost = E.cost_section(measured)
-    assert cost.numbers == {"llm_cost": {"llm_reader": usage}} and cost.table.loc["llm_reader", "calls_per_case"] == 2
-
-
-def test_protocol_table_names_each_departure_and_the_content_arm_leaves_out_the_warnings():
-    from rcakit.rag.experiments import protocol_table
-
-    authors = protocol_table({})
-    assert authors.loc["corpus", "why"].startswith("the authors' setting")
-    assert "reader's reaction to a warning" in authors.index
-    other = protocol_table({"corpus": "global", "reformulate": True}, arm="content")
-    assert other.loc["corpus", "why"].startswith("departs from the authors' (question)")
-    assert other.loc["retrievals per hop", "this chapter"] == "reformulate = yes"
-    assert "structural interventions" not in other.index and "reader's reaction to a warning" not in other.index
-
-
-def test_the_worked_case_is_the_first_failed_bridge_corruption_and_its_facts_follow_the_rules(lab, tmp_path):
-    from rcakit.rag import experiments as E
-    from rcakit.rag.text import token_recall
-
-    cases = P.sweep(lab, "content", [1, 2, 3], P.case_store("t", {"w": 1}, tmp_path), progress=None)
-    wrong = P.failed(cases)
-    case = E.worked_case(cases)
-    bridge = wrong[wrong["strategy"] == "bridge_entity"]
-    assert case is not None and case["qid"] == (bridge if len(bridge) else wrong).iloc[0]["qid"]
-    worked = E.worked_section(fake_run(cases, lab=lab)).facts["worked"]
-    gold, answer = lab.clean[case["qid"]].gold, case["answer"] or ""
-    assert worked["span"] == case["original"] and worked["outcome"] == case["outcome"]
-    assert worked["recall_gold"] == token_recall(gold, answer) == worked["gold_shared"] / worked["gold_tokens"]
-    assert worked["recall_span"] == token_recall(case["replacement"], answer)
-    assert classify_outcome(answer, gold, case["replacement"]) == worked["outcome"]
-    assert f"“{case['original']}”" in worked["rule"].data
-    skipped = pd.DataFrame([{**content_row("a", 1, "bridge_entity", "derailed"), "skipped": True}])
-    assert E.worked_case(skipped) is None and E.worked_section(fake_run(skipped, lab=lab)).skipped
-    resisted = pd.DataFrame(
-        [content_row("a", 2, "answer_fact", "resisted"), content_row("b", 1, "bridge_entity", "resisted")]
-    )
-    assert E.worked_case(resisted)["qid"] == "a"  # no failed case: the first injected one
-
-
-def test_the_branch_tables_split_counts_from_accuracies_and_the_small_tables_show_counts_as_counts(monkeypatch):
-    from rcakit.rag import experiments as E
-    from rcakit.rag.experiments import setup
-
-    cases = pd.DataFrame([structural_row("a", 2, 2, "flip"), structural_row("b", 2, 1, "fallback")])
-    run = fake_run(cases, arm="structural", depths=(1, 2))
-    counts, accuracies = E.branches_section(run).table, E.branch_accuracy_section(run).table
-    assert counts.columns.get_level_values(0).unique().tolist() == ["failed cases by branch"]
-    assert accuracies.columns.get_level_values(0).unique().tolist() == ["branch accuracy", "probe accuracy"]
-    assert counts.loc[("propagation_aware", 2)].tolist() == [1, 0, 1, 0]
-    assert accuracies.loc[("propagation_aware", 2), ("probe accuracy", "without fallback")] == 0.5
-    by_kind = E.intervention_section(run, ["coverage", "oracle_gold_hop"]).table
-    assert by_kind.columns.tolist() == ["injected", "recovery", "coverage", "oracle_gold_hop (oracle)"]
-    assert by_kind.index.names == ["intervention", "injected hop"] and by_kind["oracle_gold_hop (oracle)"].isna().all()
-    content = fake_run(pd.DataFrame([content_row("a", 1, "bridge_entity", "derailed", contaminated=True)]))
-    table = E.contamination_section(content).table
-    assert table.iloc[0].tolist() == [1, 1, 1.0] and table["contaminated"].dtype.kind == "i"
-    monkeypatch.setattr(setup, "protocol_runs", lambda arm, params: {"authors' protocol": content})
-    compared = E.protocol_comparison("content", {}, ["suf_regen"]).table
-    assert "recovery" not in compared and compared.loc[(1, "authors' protocol"), "resisted"] == 0.0

@@ -17,8 +17,8 @@ import pytest
 
 from rcakit.llm import MethodUsage, ResponseCache, cached
 from rcakit.llm.testing import ScriptedProvider
+from rcakit.rag import fidelity
 from rcakit.rag import protocol as P
-from rcakit.rag import replay as rp
 from rcakit.rag.agent import Agent, AgentSettings
 from rcakit.rag.entities import TYPE_COUNTS, draw_entities, draw_lookalikes
 from rcakit.rag.interventions import FALSE_PREMISE
@@ -187,9 +187,9 @@ def test_a_pickled_reader_reads_as_the_original(lab, tmp_path):
 def test_a_recorded_run_replays_the_planted_actions(lab):
     q = lab.world.questions[0]
     reader = Planted({f"{q.id}:1:0": Action("search", "x")})
-    trace, reads = rp.record_reads(reformulating(lab, reader), q)
+    trace, reads = fidelity.record_reads(reformulating(lab, reader), q)
     assert [r.key for r in reads] == reader.keys[: len(reads)] and reads[0].action == Action("search", "x")
-    assert trace.hops[0].queries[1] == "x" and rp.replay_reads(reader, reads).rate == 1.0
+    assert trace.hops[0].queries[1] == "x" and fidelity.replay_reads(reader, reads).rate == 1.0
 
 
 # --- the synthetic world's parts -------------------------------------------------------------------

@@ -20,8 +20,6 @@ from rcakit.parallel import Runner
 from rcakit.rag import embeddings as E
 from rcakit.rag import protocol as P
 from rcakit.rag import retrieval as R
-from rcakit.rag.experiments import protocol_table
-from rcakit.rag.experiments.arm import AUTHORS_RETRIEVER, _stored
 from rcakit.rag.world import build_world
 
 DENSE_INSTALLED = not E.missing_packages()
@@ -80,34 +78,6 @@ def test_scores_are_rounded_so_near_ties_rank_by_position():
 def test_a_retriever_outside_the_choices_is_one_line(world):
     with pytest.raises(RcakitError, match=r"^retriever: expected one of bm25, dense, got 'sparse'$"):
         R.Corpora(world, retriever="sparse")
-
-
-def test_the_chapters_default_to_the_authors_retriever_of_their_table():
-    assert AUTHORS_RETRIEVER == {"structural": "dense", "content": "bm25"}
-    for chapter_id, default in (("coverage-collapse", "dense"), ("content-corruption", "bm25")):
-        chapter = registry.get(chapter_id)
-        assert chapter.defaults["retriever"] == default and chapter.choices["retriever"] == ["bm25", "dense"]
-        with pytest.raises(RcakitError, match="retriever"):
-            registry.validate(chapter_id, {"retriever": "splade"})
-
-
-def test_the_protocol_table_names_the_authors_retriever_of_each_arm():
-    table = protocol_table({"retriever": "dense"})
-    assert "Table 2" in table.loc["retriever", "authors' protocol"]
-    assert table.loc["retriever", "why"].startswith("the authors' setting")
-    bm25 = protocol_table({"retriever": "bm25"})
-    assert bm25.loc["retriever", "why"].startswith("departs from the authors' (dense)")
-    content = protocol_table({}, arm="content")
-    assert "Tables 3 and 4" in content.loc["retriever", "authors' protocol"]
-    assert content.loc["retriever", "this chapter"] == "retriever = bm25"
-    assert protocol_table({"retriever": "dense"}, arm="content").loc["retriever", "why"].startswith("departs")
-
-
-def test_the_dense_case_store_is_keyed_by_the_embedding_packages():
-    assert "embedding_stack" not in _stored({"retriever": "bm25", "workers": 4})
-    if DENSE_INSTALLED:
-        stack = _stored({"retriever": "dense", "workers": 4})["embedding_stack"]
-        assert set(stack) == set(E.PACKAGES.values()) and "workers" not in _stored({"workers": 4})
 
 
 def test_a_wrong_weights_file_is_one_line_before_any_load(tmp_path):

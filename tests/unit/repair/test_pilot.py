@@ -12,10 +12,11 @@ import re
 import networkx as nx
 import pytest
 
-from rcakit import RcakitError, claims, prose
+from rcakit import RcakitError, claims
 from rcakit.llm import MethodUsage, ResponseCache, cached, provider_from_spec, request_seed
 from rcakit.llm.testing import FakeOllamaServer
 from rcakit.repair.baselines import singleton_replay
+from rcakit.repair.oracle import SharedSeedOracle
 from rcakit.repair.pilot import (
     ScriptedPolicy,
     Task,
@@ -34,7 +35,6 @@ from rcakit.repair.pilot import (
 )
 from rcakit.repair.pilot.agents import uncharged
 from rcakit.repair.search import ABLATIONS, exhaustive, gcjr
-from rcakit.repair.shared_seeds import SharedSeedOracle
 
 R = 3
 
@@ -322,38 +322,6 @@ def test_pilot_table_sits_beside_the_paper_and_keeps_the_counts_apart(cases):
     assert table.loc["saving, 1 - GCJR/exhaustive", "workbench"] == numbers["saving"]
     apart = table[table.index.str.startswith("shown apart")]
     assert len(apart) == 3 and apart["paper"].isna().all() and (apart["workbench"] == 0).all()
-
-
-def test_pilot_section_records_quotes_and_shows_one_run():
-    from rcakit.repair import experiments
-
-    paper = claims.published("gcjr-ablations", "pilot")
-    section = experiments.pilot_section(paper, n_cases=6, seed=1)
-    numbers = run_pilot(n_cases=6, seed=1)
-    assert section.numbers == {"pilot": numbers} and section.skipped is None
-    assert section.table.equals(pilot_beside_paper(numbers, paper))
-    facts = prose.flatten(section.facts)
-    assert facts["pilot_saving"] == numbers["saving"] and facts["paper_pilot_saving"] == paper["saving"]
-    assert facts["pilot_n_cases"] == 6 and facts["paper_pilot_gcjr_mean_calls"] == 10.0
-    one_seed = experiments.pilot_section(paper, n_cases=6, seed=1, r=1)  # r reaches the oracle: a third of the calls
-    assert one_seed.numbers["pilot"]["gcjr"]["mean_calls"] * R == numbers["gcjr"]["mean_calls"]
-
-
-def test_a_pilot_with_every_case_set_apart_quotes_no_value_a_format_spec_would_fail_on():
-    """An LLM pilot can set every case apart (its clean runs pass): the means are NaN, recorded as null, and
-    a glued null under a format spec breaks every later build; the quoted text says there was no case."""
-    from rcakit.repair import experiments
-
-    nan = float("nan")
-    numbers = {"gcjr": {"fem": nan, "mean_calls": nan}, "exhaustive": {"mean_calls": nan}, "saving": nan}
-    assert set(experiments.pilot_text(numbers).values()) == {prose.NO_CASE}
-    numbers = {"gcjr": {"fem": 1.0, "mean_calls": 10.0}, "exhaustive": {"mean_calls": 21.0}, "saving": 0.5238}
-    assert experiments.pilot_text(numbers) == {
-        "gcjr_fem": "1.000",
-        "gcjr_mean_calls": "10.0",
-        "exhaustive_mean_calls": "21.0",
-        "saving": "0.524",
-    }
 
 
 def test_pilot_claims_agree_for_scripted_agents_and_fail_on_a_broken_search(cases, monkeypatch):

@@ -1,13 +1,13 @@
-"""Tests of rcakit.repair: planted families, pair rules, costs, generator, oracle, metrics."""
+"""Tests of rcakit.repair: planted families, pair rules, costs, generator, oracle, metrics, sweeps.
+
+The chapter's sections, records and figures are tested in ``tests/unit/chapters/test_gcjr_ablations.py``.
+"""
 
 from __future__ import annotations
 
 import functools
 import itertools
-import os
 import re
-import subprocess
-import sys
 from fractions import Fraction
 from math import comb
 
@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from rcakit import RcakitError, claims
+from rcakit.chapters import gcjr_ablations as chapter
 from rcakit.paths import project_root
 from rcakit.repair import (
     ABLATIONS,
-    KIND_LABELS,
     KINDS,
     THETA,
     Case,
@@ -37,7 +37,6 @@ from rcakit.repair import (
     evaluate_method,
     execution_window,
     exhaustive,
-    experiments,
     failure_slice,
     family_scores,
     gcjr,
@@ -49,13 +48,12 @@ from rcakit.repair import (
     per_kind,
     random_pairs,
     random_topological_order,
-    records,
-    replay,
-    scoped,
+    replay_once,
+    replay_reduction,
     shapley_top2,
     singleton_replay,
-    summaries,
     summarise,
+    sweeps,
     threshold,
     true_family,
 )
@@ -226,24 +224,6 @@ def test_candidate_sets_say_what_gcjr_replays_and_why():
     assert cost.pair_reasons(off) == {"comparable": 5, "admissible": 1}
 
 
-def test_candidate_sets_section_quotes_the_worked_example():
-    cases = controlled_dag_benchmark(cases_per_type=1, seed=0)
-    example = cases[1]
-    section = experiments.candidate_sets_section(example, r=3, theta="2/3")
-    told = section.facts["example"]
-    m, p = cost.gcjr_cost_terms(example)
-    assert (told["m"], told["p"], told["admissible"], told["successful_singletons"]) == (m, p, p, 0)
-    assert told["gcjr_calls"] == counted_run(example, gcjr, r=3)[1] == 3 * told["gcjr_sets"]
-    assert told["exhaustive_calls"] == counted_run(example, exhaustive, r=3)[1]
-    assert told["slice_pairs"] == told["same_agent"] + told["comparable"] + p and told["family"] == "{B0, C0}"
-    assert "events" not in section.table.columns and len(section.table) == len(example.candidates) + p
-    assert told["slice_reading"].data.startswith("Bx0 and Dx1 (drawn as “B log” and “D log”) are log lines")
-    assert experiments.slice_reading(diamond("single")).startswith("Every one of them has a path to the sink")
-    edges = [("A0", "B0"), ("A0", "C0"), ("B0", "D0"), ("C0", "D0"), ("D0", "out"), ("B0", "Bx0")]
-    one = experiments.slice_reading(hand_built_case(edges, faults=["B0"]))
-    assert one.startswith("Bx0 (drawn as “Bx log”) is a log line") and one.endswith("leaves it out.")
-
-
 def test_pruned_pairs_are_not_replayed():
     case = diamond("alt_or")  # B0 and C0 each succeed, so their pair is pruned
     assert counted_run(case, gcjr, r=3)[1] == 3 * (1 + 4)
@@ -412,7 +392,7 @@ def test_oracle_threshold_noise_and_counting():
     assert clean.h({"B0"}) and not clean.h({"C0"}) and not clean.h(())
     assert clean.calls == 9
     noisy = ReplayOracle(case, r=9, noise=0.3)
-    per_seed = [replay(case, {"B0"}, j, noise=0.3) for j in range(9)]
+    per_seed = [replay_once(case, {"B0"}, j, noise=0.3) for j in range(9)]
     assert noisy.replay({"B0"}).successes == sum(per_seed)
     assert 0 < sum(per_seed) < 9  # the noise flips some seeds and not others
     # the first seeds' outcomes do not depend on r (common random numbers)
@@ -423,7 +403,7 @@ def test_oracle_threshold_noise_and_counting():
 
 
 def seed_row(case, schedule, r=30):
-    return [replay(case, {"B0"}, j, noise=0.3, schedule=schedule) for j in range(r)]
+    return [replay_once(case, {"B0"}, j, noise=0.3, schedule=schedule) for j in range(r)]
 
 
 def test_theta_is_exactly_two_thirds_for_every_r():
@@ -552,19 +532,19 @@ def test_ablation_directions_on_the_benchmark(bench):
 
 
 def test_hidden_edge_sweep_is_nested_so_recall_never_rises(bench):
-    sweep = experiments.hidden_edge_sweep(bench, [0.0, 0.1, 0.3], draws=2, seed=0)
+    sweep = sweeps.hidden_edge_sweep(bench, [0.0, 0.1, 0.3], draws=2, seed=0)
     inside = sweep[sweep["in_scope"]]
     assert inside[inside["fraction"] == 0.0]["fem"].eq(1.0).all()
     wide = inside.pivot_table(index=["case_id", "draw"], columns="fraction", values="recall")
     assert (wide[0.1] <= wide[0.0]).all() and (wide[0.3] <= wide[0.1]).all()
     assert wide[0.3].mean() < 1.0
     with pytest.raises(RcakitError, match="hidden_fractions"):
-        experiments.hidden_edge_sweep(bench, [], draws=1, seed=0)
+        sweeps.hidden_edge_sweep(bench, [], draws=1, seed=0)
 
 
 def test_noise_sweep_is_exact_without_noise_and_cost_scales_with_r(bench):
     inside = [c for c in bench if c.kind != "sequential_joint"]
-    sweep = experiments.noise_sweep(inside, noise_levels=[0.0, 0.2], r_values=[1, 3], theta_values=["2/3"])
+    sweep = sweeps.noise_sweep(inside, noise_levels=[0.0, 0.2], r_values=[1, 3], theta_values=["2/3"])
     clean = sweep[sweep["noise"] == 0.0]
     assert clean["fem"].eq(1.0).all() and clean["agree"].all()
     calls = clean.groupby(["method", "r"])["replays"].sum()
@@ -574,7 +554,7 @@ def test_noise_sweep_is_exact_without_noise_and_cost_scales_with_r(bench):
 
 def test_schedule_consistency_is_one_without_noise_and_can_fail_with_it(bench):
     inside = [c for c in bench if c.kind != "sequential_joint"]
-    sweep = experiments.noise_sweep(inside, noise_levels=[0.0, 0.2], r_values=[3], theta_values=["2/3"])
+    sweep = sweeps.noise_sweep(inside, noise_levels=[0.0, 0.2], r_values=[3], theta_values=["2/3"])
     gcjr_rows = sweep[sweep["method"] == "GCJR"]
     assert gcjr_rows[gcjr_rows["noise"] == 0.0]["sc"].eq(1.0).all()
     assert gcjr_rows[gcjr_rows["noise"] == 0.2]["sc"].mean() < 1.0
@@ -665,36 +645,6 @@ def test_published_block_matches_the_claims_paper_values():
 
 # --- figure -----------------------------------------------------------------------------
 
-FIGURE_SCRIPT = """
-import hashlib, io, matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from rcakit import plotting, repair
-plotting.set_theme()
-case = repair.controlled_dag_benchmark(cases_per_type=2, seed=0)[2]
-fig, ax = plt.subplots(figsize=(8, 3.4))
-repair.draw_case(case, ax)
-buf = io.BytesIO()
-fig.savefig(buf, format="png")
-print(hashlib.sha256(buf.getvalue()).hexdigest())
-"""
-
-
-def test_dag_figure_bytes_do_not_depend_on_the_hash_seed():
-    digests = set()
-    for hash_seed in ("1", "2", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MPLBACKEND": "Agg"}
-        out = subprocess.run(
-            [sys.executable, "-c", FIGURE_SCRIPT],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=project_root(),
-        )
-        digests.add(out.stdout.strip())
-    assert len(digests) == 1
-
 
 def verdict_of(key: str, value, context: dict | None = None) -> str:
     """The verdict of the gcjr-ablations claim measured under dotted ``key`` when it reads ``value``.
@@ -756,33 +706,16 @@ def test_every_asserted_identity_claim_fails_on_broken_code(bench):
     bad_ex = run(_exhaustive_with_a_repeat, schedules=(0,))
     broken["cost.exhaustive_formula_match"] = float(cost.cost_check(inside, g, bad_ex, r=3)["exhaustive_match"].mean())
     # a GCJR that replays a pair twice saves less than the cost formulas say
-    broken["replay_reduction"] = summaries.replay_reduction(
+    broken["replay_reduction"] = replay_reduction(
         {"GCJR": run(_replays_a_pair_twice, schedules=(0,)), "exhaustive": ex}
     )
     formula = cost.cost_summary(cost.cost_check(inside, g, ex, r=3), 3)["formula_reduction"]
-    context = {"closed": records.closed_forms(2), "cost": {"formula_reduction": formula}}
-    assert (
-        verdict_of("replay_reduction", summaries.replay_reduction({"GCJR": g, "exhaustive": ex}), context) == "agrees"
-    )
-    # gcjr.sc and cost.gcjr_formula_match have their own tests above, the pilot's identities in test_workflow.py
+    context = {"closed": chapter._closed_forms(2), "cost": {"formula_reduction": formula}}
+    assert verdict_of("replay_reduction", replay_reduction({"GCJR": g, "exhaustive": ex}), context) == "agrees"
+    # gcjr.sc and cost.gcjr_formula_match have their own tests above, the pilot's identities in test_pilot.py
     assert {k for k in asserted if not k.startswith("pilot.")} - set(broken) == {"gcjr.sc", "cost.gcjr_formula_match"}
     for key, value in broken.items():
         assert verdict_of(key, value, context) == "differs", (key, value)
-
-
-def test_the_closed_forms_hold_at_q_1_and_q_3(bench):
-    """The q-dependent identities take the values ``closed_forms`` gives at q = 1 and q = 3, not those of q = 2."""
-    for q in (1, 3):
-        frames = experiments.ablation_runs(bench, None, q=q)
-        numbers = records.ablation_numbers(frames)
-        shapley = summarise(scoped(evaluate_method(bench, shapley_top2, q=q, schedules=(0,))))
-        closed = records.closed_forms(q)
-        assert numbers["singleton_only"]["fem_joint_and"] == closed["singleton_only_fem_joint_and"], q
-        assert numbers["no_minimality"]["fem_alt_or"] == closed["no_minimality_fem_alt_or"], q
-        assert numbers["no_minimality"]["mv_alt_or"] == closed["no_minimality_mv_alt_or"], q
-        assert shapley["macro_fem"] == pytest.approx(closed["shapley_top2_macro_fem"]), q
-        assert shapley["mv"] == pytest.approx(closed["shapley_top2_mv"]), q
-    assert records.closed_forms(1) != records.closed_forms(2) == records.closed_forms(3)
 
 
 def test_rs1_is_one_for_an_empty_family_when_nothing_repairs():
@@ -809,12 +742,12 @@ def test_the_replay_memo_lives_outside_the_case_and_goes_with_it():
     import gc
     import weakref
 
-    from rcakit.repair import oracle
+    from rcakit.repair.oracle import controlled_dag
 
     case = diamond("joint_and")
     assert not hasattr(case, "cache")
     gcjr(case, ReplayOracle(case))
-    memo = oracle._MEMOS[case]
+    memo = controlled_dag._MEMOS[case]
     assert memo.outcomes[case.mask({"B0", "C0"})] is True and memo.outcomes[case.mask({"B0"})] is False
     memo_ref = weakref.ref(memo)
     del case, memo
@@ -853,57 +786,6 @@ def test_per_kind_counts_means_and_empty_families():
     assert table.loc["sequential_joint", "empty"] == 1 and table.loc["alt_or", "mv"] == 1.0
 
 
-def test_ablation_tables_show_the_three_breaks(bench):
-    frames = experiments.ablation_runs(bench, experiments.hidden_edge_sweep(bench, [0.1], draws=1, seed=0))
-    table = summaries.ablation_table(frames)
-    assert list(table.index) == [*ABLATIONS, "hidden_edges_10"]
-    assert (table.loc["gcjr", ["fem_single", "fem_joint_and", "fem_alt_or"]] == 1.0).all()
-    assert table.loc["singleton_only", "fem_joint_and"] == 0.0 and table.loc["singleton_only", "fem_alt_or"] == 1.0
-    assert table.loc["no_minimality", "fem_alt_or"] == 0.0
-    numbers = records.ablation_numbers(frames)
-    assert "gcjr" not in numbers and numbers["no_minimality"]["mv_alt_or"] == 1.0
-    assert numbers["singleton_only"]["fem_joint_and"] == 0.0
-    assert numbers["no_pruning"]["mean_replays"] > summarise(scoped(frames["gcjr"]))["mean_replays"]
-    beside = summaries.ablation_beside_paper(numbers, claims.published("gcjr-ablations", "ablation"))
-    assert beside.loc["no minimality: MV (in scope)", "paper"] == 0.783
-    assert beside.loc["singleton-only: Joint-AND FEM", "workbench"] == 0.0
-
-
-def test_main_table_and_per_type_numbers(bench):
-    runs = experiments.gcjr_and_exhaustive(bench)
-    table = summaries.main_table(runs, claims.published("gcjr-ablations", "main"))
-    assert list(table.index) == ["GCJR", "exhaustive", "GCJR (paper)", "exhaustive (paper)"]
-    ours = summarise(scoped(runs["GCJR"]))["mean_replays"] / summarise(scoped(runs["exhaustive"]))["mean_replays"]
-    assert table.loc["GCJR", "reduction"] == pytest.approx(1 - ours) and table.loc["GCJR (paper)", "reduction"] == 0.551
-    numbers = records.main_numbers(runs)
-    assert numbers["n_cases"] == len(bench) and numbers["n_in_scope"] == 3 * 6
-    per_type = records.per_kind_numbers(summaries.per_kind_comparison(runs))
-    control = per_type["sequential_joint"]
-    assert control["gcjr_fem"] == 0.0 and control["exhaustive_fem"] == 1.0
-    assert control["gcjr_empty"] == 6 and isinstance(control["gcjr_empty"], int)
-    assert per_type["joint_and"]["gcjr_mean_replays"] < per_type["joint_and"]["exhaustive_mean_replays"]
-    assert [c.case_id for c in experiments.scoped_cases(bench, runs["GCJR"])] == [
-        c.case_id for c in bench if c.kind != "sequential_joint"
-    ]
-
-
-def test_sweep_summaries_keep_their_order_and_say_when_noise_is_missing(bench):
-    scoped_bench = [c for c in bench if c.kind != "sequential_joint"]
-    summary = summaries.noise_summary(
-        experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.2], r_values=[3], theta_values=["2/3"])
-    )
-    sc = records.sc_under_noise(summary, 3, "2/3")
-    assert sc["noise"] == sc["largest_noise"] == 0.2 and sc["gcjr"] < 1.0
-    assert records.sc_under_noise(summary, 5, "2/3") is None  # r = 5 is not in the sweep
-    rows = records.noise_records(summary)
-    assert [row["noise"] for row in rows["stochastic"]] == [0.0, 0.2]
-    assert "sc" not in rows["stochastic_exhaustive"][0] and "method" not in rows["stochastic"][0]
-    by_draw, curve = summaries.hidden_edge_curve(experiments.hidden_edge_sweep(bench, [0.3, 0.0], draws=2, seed=0))
-    assert list(by_draw["draw"].unique()) == [0, 1]
-    curve_rows = records.hidden_curve_records(curve)
-    assert [row["fraction"] for row in curve_rows] == [0.0, 0.1, 0.3] and curve_rows[0]["fem"] == 1.0
-
-
 def test_hand_built_case_reads_agents_and_its_family():
     edges = [("A0", "B0"), ("B0", "B1"), ("B1", "D0"), ("A0", "C0"), ("C0", "D0"), ("D0", "out")]
     case = hand_built_case(edges, faults=["B1", "C0"])
@@ -934,134 +816,3 @@ def test_exhaustive_cost_is_the_paper_formula():
 
 
 # --- the chapter's sections -------------------------------------------------------------
-
-
-def _glued(section) -> dict:
-    from rcakit import prose
-
-    return prose.flatten(section.facts)
-
-
-def test_main_and_per_type_sections_record_and_quote_the_same_numbers(bench):
-    runs = experiments.gcjr_and_exhaustive(bench)
-    paper = claims.published("gcjr-ablations", "main")
-    main = experiments.main_section(runs, paper)
-    assert set(main.numbers) == {"n_cases", "n_in_scope", "gcjr", "exhaustive", "replay_reduction"}
-    assert main.numbers["replay_reduction"] == summaries.replay_reduction(runs)
-    assert main.facts["reduction"] == 100 * main.numbers["replay_reduction"] and main.facts["n_in_scope"] == 18
-    assert main.facts["paper_reduction"] == pytest.approx(55.1) and main.facts["paper_gcjr_replays"] == 25.3
-    assert list(main.table.columns)[:2] == ["FEM", "macro FEM"] and main.table.columns[-1] == "replay reduction"
-    per_type = experiments.per_type_section(runs)
-    assert per_type.numbers["per_type"]["sequential_joint"]["gcjr_empty"] == 6
-    assert list(per_type.table.index) == [KIND_LABELS[k] for k in KINDS] and "GCJR ∅" in per_type.table.columns
-    assert "mean replays" in main.table.columns and "GCJR mean replays" in per_type.table.columns  # means, said so
-    control = experiments.control_section(runs, n=2).table
-    assert list(control.index) == [0, 1] and control["case_id"].str.contains("sequential").all()
-    assert list(control.columns) == ["case_id", "true family", "GCJR family", "replays"]
-
-
-def test_benchmark_section_quotes_the_edge_range_and_schedules(bench):
-    section = experiments.benchmark_section(bench)
-    edges = [np.mean([c.graph.number_of_edges() for c in bench if c.kind == k]) for k in KINDS]
-    assert section.facts["edges_lo"] == pytest.approx(min(edges)) and section.facts["edges_hi"] == pytest.approx(
-        max(edges)
-    )
-    assert section.facts["distinct_schedules"] == len(bench) and not section.numbers
-    assert list(section.table.index) == [KIND_LABELS[k] for k in KINDS] and section.decimals == 2
-
-
-def test_ablation_and_baseline_sections(bench):
-    sweep = experiments.hidden_edge_sweep(bench, [0.0], draws=1, seed=0)
-    assert sorted(sweep["fraction"].unique()) == [0.0, 0.1]  # the paper's 10% always runs
-    frames = experiments.ablation_runs(bench, sweep)
-    ablation = experiments.ablation_section(frames)
-    no_min = ablation.numbers["ablation"]["no_minimality"]
-    assert ablation.facts == {"mv_alt_or": 1.0, "mv_single": no_min["mv_single"], "mv_in_scope": no_min["mv"]}
-    assert "gcjr" not in ablation.numbers["ablation"] and "FEM Joint-AND" in ablation.table.columns
-    published = claims.published("gcjr-ablations", "ablation")
-    beside = experiments.ablation_paper_section(frames, published)
-    assert beside.facts == {"paper_mv": 0.783, "paper_hidden": published["hidden_edges_10_fem"]} and not beside.numbers
-    assert beside.table.loc["no minimality: MV (in scope)", "workbench"] == no_min["mv"]
-    g = frames["gcjr"]
-    baseline_frames = experiments.baseline_runs(bench, g, seed=0)
-    baselines = experiments.baseline_section(baseline_frames, g)
-    assert set(baselines.numbers["baselines"]) == set(baseline_frames)  # GCJR is shown, not recorded
-    assert "GCJR" in baselines.table.index and list(baselines.table.columns) == list(summaries.METRIC_LABELS.values())
-    assert baselines.facts["random_fem"] == baselines.numbers["baselines"]["random_pairs"]["fem"]
-    shapley = experiments.shapley_section(baseline_frames, claims.published("gcjr-ablations", "shapley_top2"))
-    recorded = baselines.numbers["baselines"]["shapley_top2"]
-    assert (
-        shapley.facts["shap_rs1"] == recorded["rs1"] and shapley.facts["shap_success1"] == recorded["repair_success1"]
-    )
-    assert shapley.facts["paper_shap_macro_fem"] == pytest.approx(1 / 3, abs=1e-3)
-
-
-def test_hidden_edge_section_quotes_the_papers_fraction(bench):
-    sweep = experiments.hidden_edge_sweep(bench, [0.3], draws=2, seed=0)
-    section = experiments.hidden_edge_section(sweep)
-    curve = {row["fraction"]: row for row in section.numbers["hidden_curve"]}
-    assert list(curve) == [0.1, 0.3] and section.facts["hidden_fem_10"] == curve[0.1]["fem"]
-    per_draw = summaries.hidden_edge_draws(sweep)
-    assert curve[0.3]["fem"] == pytest.approx(per_draw[per_draw["fraction"] == 0.3]["fem"].mean())
-
-
-def test_noise_sections_record_sc_only_where_measured_and_say_why_not(bench):
-    scoped_bench = [c for c in bench if c.kind != "sequential_joint"]
-    summary = summaries.noise_summary(
-        experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.1, 0.2], r_values=[3], theta_values=["2/3"])
-    )
-    noise = experiments.noise_section(summary)
-    assert set(noise.numbers) == {"stochastic", "stochastic_exhaustive"} and noise.table.shape == (1, 6)
-    largest = experiments.largest_noise_section(summary).table
-    assert largest.shape == (1, 6) and "mean replays" in largest.columns.get_level_values(0)  # a mean, said so
-    measured = experiments.sc_section(summary, r=3, theta="2/3")
-    sc = measured.numbers["sc_under_noise"]
-    assert sc == records.sc_under_noise(summary, 3, "2/3") and sc["noise"] == 0.1 and sc["largest_noise"] == 0.2
-    reading = measured.facts["sc_reading"].data
-    assert f"{sc['gcjr']:.3f}" in reading and f"{sc['gcjr_largest_noise']:.3f} at 0.20" in reading
-    missing = experiments.sc_section(summary, r=5, theta="2/3")  # r = 5 is not in the sweep
-    assert missing.numbers == {} and missing.table.equals(measured.table)
-    assert "not measured" in missing.facts["sc_reading"].data and "nan" not in missing.facts["sc_reading"].data
-    one_level = {"noise": 0.2, "gcjr": 0.5, "largest_noise": 0.2, "gcjr_largest_noise": 0.5}
-    assert experiments.sc_reading(one_level, 3, "2/3").endswith("0.500 of the cases at flip probability 0.20.")
-    unmeasured = claims.compare("gcjr-ablations", missing.numbers, {}).set_index("section")["verdict"]
-    assert unmeasured["Beyond the paper: stochastic replay"] == "not measured"  # a row that says so, not a crash
-
-
-def test_cost_and_closed_form_sections(bench):
-    runs = experiments.gcjr_and_exhaustive(bench)
-    section = experiments.cost_section(bench, runs, claims.published("gcjr-ablations", "setting"), r=3)
-    assert section.numbers["cost"]["gcjr_formula_match"] == section.numbers["cost"]["exhaustive_formula_match"] == 1.0
-    assert section.facts["paper_floor"] == cost.exhaustive_cost(6, r=3) == 66 and section.decimals == 2
-    assert _glued(section)["cost_smallest_n"] == section.numbers["cost"]["smallest_n"]
-    assert experiments.closed_forms_section(1).numbers == {"closed": records.closed_forms(1)}
-
-
-def test_the_sections_collect_every_key_the_claims_read(bench):
-    """Every claim of the chapter is measured from the collected sections at the paper's setting."""
-    from rcakit import sections
-
-    runs = experiments.gcjr_and_exhaustive(bench)
-    sweep = experiments.hidden_edge_sweep(bench, [0.0], draws=1, seed=0)
-    frames = experiments.ablation_runs(bench, sweep, reference=runs["GCJR"])
-    scoped_bench = experiments.scoped_cases(bench, runs["GCJR"])
-    summary = summaries.noise_summary(
-        experiments.noise_sweep(scoped_bench, noise_levels=[0.0, 0.1], r_values=[3], theta_values=["2/3"])
-    )
-    parts = [
-        experiments.main_section(runs, claims.published("gcjr-ablations", "main")),
-        experiments.per_type_section(runs),
-        experiments.ablation_section(frames),
-        experiments.baseline_section(experiments.baseline_runs(bench, runs["GCJR"], seed=0), runs["GCJR"]),
-        experiments.hidden_edge_section(sweep),
-        experiments.noise_section(summary),
-        experiments.sc_section(summary, r=3, theta="2/3"),
-        experiments.cost_section(bench, runs, claims.published("gcjr-ablations", "setting"), r=3),
-        experiments.pilot_section(claims.published("gcjr-ablations", "pilot"), n_cases=3),
-        experiments.closed_forms_section(2),
-    ]
-    numbers = sections.collect(*parts)
-    comparison = claims.compare("gcjr-ablations", numbers, {"q": 2, "pilot_policy": "scripted", "r": 3})
-    assert not (comparison["verdict"] == "not measured").any(), comparison[comparison["verdict"] == "not measured"]
-    with pytest.raises(ValueError, match="two sections"):
-        sections.collect(parts[0], experiments.main_section(runs, claims.published("gcjr-ablations", "main")))

@@ -14,7 +14,7 @@ can be read and never written, and ``SharedSeedOracle.charge``, the one
 hook that adds to it. A concrete oracle implements only
 ``SharedSeedOracle.successes``, the number of successful seeds of a set:
 
-- :class:`rcakit.repair.oracle.ReplayOracle`, symbolic propagation on a
+- :class:`rcakit.repair.oracle.controlled_dag.ReplayOracle`, symbolic propagation on a
   Controlled-DAG case, with per-seed noise;
 - ``rcakit.repair.pilot.WorkflowOracle``, the four-agent workflow's
   messages replayed by its agents;
@@ -28,10 +28,6 @@ happens (the workflow charges each agent execution, so replaying ∅ is free)
 sets ``charges_seeds = False`` and calls ``charge`` from there. Model tokens
 of LLM-backed methods are counted in :mod:`rcakit.llm.accounting`, the one
 token ledger.
-
-The module is not called ``replay``: ``rcakit.repair.replay`` is the
-one-seed replay function the package exports, and a submodule of that name
-would shadow it.
 
 Used in the chapters: `primer`, `gcjr-ablations`, `attribution-families`.
 """

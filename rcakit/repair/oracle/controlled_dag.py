@@ -1,4 +1,4 @@
-"""Counterfactual replay: what happens when events are swapped for clean counterparts.
+"""The Controlled-DAG replay oracle: what happens when events are swapped for clean counterparts.
 
 Semantics chosen here (the paper leaves the mechanism of its symbolic
 benchmark open): the clean counterpart of an event is the message it emits
@@ -8,7 +8,7 @@ upstream, and an event without an error of its own has a clean counterpart
 equal to what it already sent. Corruption flows along the *true* edges through
 each event's gate; the run succeeds when the sink ends clean.
 
-The oracle is :class:`ReplayOracle`, a :class:`~rcakit.repair.shared_seeds.SharedSeedOracle`
+The oracle is :class:`ReplayOracle`, a :class:`~rcakit.repair.oracle.base.SharedSeedOracle`
 (GCJR §Core problem: r shared seeds, h_θ with θ = 2/3, a counter of seed
 replays) that implements only the successes of a set. Per-seed noise flips
 Y_j with probability ``noise``; the flip of seed j for a set S is a fixed
@@ -36,7 +36,7 @@ import numpy as np
 
 from rcakit import RcakitError
 from rcakit.repair.graph import Case
-from rcakit.repair.shared_seeds import THETA, SharedSeedOracle, ThetaLike
+from rcakit.repair.oracle.base import THETA, SharedSeedOracle, ThetaLike
 
 
 class _Plan:
@@ -115,10 +115,10 @@ def seed_outcomes(case: Case, mask: int, r: int, *, noise: float = 0.0, schedule
     return clean ^ (_uniforms(case, schedule, mask, r) < noise)
 
 
-def replay(case: Case, events: Iterable[str], seed: int, noise: float = 0.0, *, schedule: int = 0) -> bool:
+def replay_once(case: Case, events: Iterable[str], seed: int, noise: float = 0.0, *, schedule: int = 0) -> bool:
     """One replay with shared seed ``seed``: does replacing ``events`` restore success?"""
     if seed < 0:
-        raise RcakitError(f"replay: seed = {seed!r} must be >= 0")
+        raise RcakitError(f"replay_once: seed = {seed!r} must be >= 0")
     return bool(seed_outcomes(case, case.mask(events), seed + 1, noise=noise, schedule=schedule)[seed])
 
 

@@ -1,9 +1,9 @@
-"""The attribution-families chapter: every method on every testbed case, and each section it shows.
+"""The attribution-families chapter (``notebooks/attribution_families.md``): its sections, tables and figures.
 
-:func:`compare_methods` scores the chosen methods on the three testbeds
-(:mod:`rcakit.attribution.scoring`: a fresh oracle per method and case, one
-replay memo shared by all); each section of the chapter then comes back as
-a :class:`rcakit.sections.Section`:
+:func:`rcakit.attribution.compare_methods` scores the chosen methods on the
+three testbeds (:mod:`rcakit.attribution.scoring`: a fresh oracle per method
+and case, one replay memo shared by all); each section of the chapter then
+comes back as a :class:`rcakit.sections.Section`:
 
 - :func:`families_section`: what each method can express and what it assumes;
 - :func:`cases_section`: the cases per testbed and fault type;
@@ -13,70 +13,47 @@ a :class:`rcakit.sections.Section`:
 - :func:`main_section`: methods x testbeds, mean accuracy beside mean replays.
 
 The sections' tables name methods, testbeds and fault types for a reader
-(:func:`named`); the numbers they record keep the ids.
+(:func:`named_table`); the numbers they record keep the ids.
 
-Used in the chapters: `attribution-families`.
+:func:`testbed_figure` draws one testbed's accuracy against replay cost, one
+marker per method, with the cost frontier (:func:`frontier_figure`). Each
+family has its hue and each method its own shade and marker; the legend lists
+the families, and every method is named beside its marker. Methods that land
+on the same point share one label and are drawn side by side, so that none
+hides another.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, cast
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown
+from matplotlib.lines import Line2D
+from matplotlib.text import Annotation
+from matplotlib.transforms import Bbox
 
 from rcakit import tables
-from rcakit.attribution.adapters import FAMILY_OF, METHOD_NAMES, Method
+from rcakit.attribution.adapters import FAMILY_OF, METHOD_NAMES
 from rcakit.attribution.oracle import ReplayMemo
-from rcakit.attribution.scoring import (
-    METHOD_TIMEOUT,
-    answer_text,
-    check_method_timeout,
-    correct,
-    family_text,
-    run_method,
-    score_methods,
-    summary,
-)
-from rcakit.attribution.testbeds import FAULT_TYPE_NAMES, FAULT_TYPES, TESTBED_NAMES, TestbedCase
+from rcakit.attribution.scoring import MethodComparison
+from rcakit.attribution.testbeds import FAULT_TYPE_NAMES, FAULT_TYPES, TESTBED_NAMES
+from rcakit.plotting import TEXT_WIDTH
 from rcakit.sections import Section
 
-__all__ = [
-    "METHOD_TIMEOUT",
-    "READER_NAMES",
-    "Comparison",
-    "accuracy_table",
-    "answer_text",
-    "cases_section",
-    "check_method_timeout",
-    "compare_methods",
-    "correct",
-    "cost_frontier",
-    "families_section",
-    "families_table",
-    "family_text",
-    "findings",
-    "findings_section",
-    "main_section",
-    "main_table",
-    "memo_figures",
-    "named",
-    "results_tree",
-    "run_method",
-    "score_methods",
-    "summary",
-    "testbed_points",
-    "testbed_section",
-]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 
 READER_NAMES = {**METHOD_NAMES, **TESTBED_NAMES, **FAULT_TYPE_NAMES}  # id -> a reader's name, for tables
 
 
-def named(table: pd.DataFrame) -> pd.DataFrame:
+def named_table(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with the method, testbed and fault-type ids in its index and columns given a reader's names.
 
     Ids without a name (a user's method) are kept; only labels change, never a value.
@@ -84,34 +61,7 @@ def named(table: pd.DataFrame) -> pd.DataFrame:
     return table.rename(index=READER_NAMES, columns=READER_NAMES)
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Every method's row per case (:func:`score_methods`), their :func:`summary` per cell, and the shared memo."""
-
-    scores: pd.DataFrame
-    summary: pd.DataFrame
-    memo: ReplayMemo
-
-
-def compare_methods(
-    testbeds: Mapping[str, list[TestbedCase]],
-    methods: Mapping[str, Method],
-    *,
-    budget: int | None = None,
-    method_timeout: float = METHOD_TIMEOUT,
-    progress: Callable[[Iterable], Iterable] | None = None,
-) -> Comparison:
-    """Every method on every case of ``testbeds`` through one :class:`ReplayMemo`, scored and summarised.
-
-    ``budget`` caps the seed replays a method may spend per case (None: each
-    method's own default); a user's method gets ``method_timeout`` seconds per case.
-    """
-    memo = ReplayMemo()
-    scores = score_methods(testbeds, methods, budget, memo, progress=progress, method_timeout=method_timeout)
-    return Comparison(scores, summary(scores), memo)
-
-
-def results_tree(table: pd.DataFrame) -> dict:
+def _results_tree(table: pd.DataFrame) -> dict:
     """``{testbed: {fault type: {method: {n, accuracy, ci, mean_cost, mean_tokens, mean_memo_hits}}}}``."""
     tree: dict = {}
     for row in table.to_dict(orient="records"):
@@ -137,7 +87,7 @@ def accuracy_table(table: pd.DataFrame, testbed: str) -> pd.DataFrame:
     return wide.join(cost).reindex(order)
 
 
-def cost_frontier(points: pd.DataFrame) -> pd.DataFrame:
+def _cost_frontier(points: pd.DataFrame) -> pd.DataFrame:
     """The methods no other beats on both axes (lower cost, higher accuracy), cheapest first."""
     ranked = points.sort_values(["cost", "accuracy"], ascending=[True, False])
     best = -np.inf
@@ -149,7 +99,7 @@ def cost_frontier(points: pd.DataFrame) -> pd.DataFrame:
     return ranked.loc[keep]
 
 
-def testbed_points(table: pd.DataFrame, testbed: str) -> pd.DataFrame:
+def _testbed_points(table: pd.DataFrame, testbed: str) -> pd.DataFrame:
     """Per method on one testbed: mean accuracy over its fault types and mean replay cost."""
     part = table[table["testbed"] == testbed]
     return part.groupby("method", sort=False).agg(accuracy=("accuracy", "mean"), cost=("mean_cost", "mean"))
@@ -191,7 +141,7 @@ def families_table(methods: Iterable[str]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("method")
 
 
-def memo_figures(memo: ReplayMemo, scores: pd.DataFrame) -> dict:
+def _memo_figures(memo: ReplayMemo, scores: pd.DataFrame) -> dict:
     """Seed replays charged to the methods, those the memo answered, and those actually computed."""
     return {
         "charged": int(scores["replays"].sum()),
@@ -204,7 +154,7 @@ def _share(mask: pd.Series) -> float:
     return float(mask.mean()) if len(mask) else float("nan")
 
 
-def findings(scores: pd.DataFrame) -> dict:
+def _findings(scores: pd.DataFrame) -> dict:
     """The measured findings the chapter states (each could have come out the other way).
 
     - ``gcjr_equals_singleton_rag``: share of RAG cases where GCJR returns the
@@ -280,33 +230,33 @@ def main_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def families_section(methods: Iterable[str]) -> Section:
     """What each chosen method can express (point, ranking, family) and what it assumes (:func:`families_table`)."""
-    return Section(table=named(families_table(methods)))
+    return Section(table=named_table(families_table(methods)))
 
 
-def case_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
+def _case_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
     """``{testbed: {fault type: cases}}`` among the cases some method was scored on."""
     counts = scores.drop_duplicates(["testbed", "case_id"]).groupby(["testbed", "fault_type"]).size()
     return {str(bed): {str(t): int(n) for t, n in part.droplevel(0).items()} for bed, part in counts.groupby(level=0)}
 
 
-def cases_section(comparison: Comparison) -> Section:
+def cases_section(comparison: MethodComparison) -> Section:
     """The cases per testbed and fault type, recorded under ``cases``."""
     cases = comparison.scores.drop_duplicates(["testbed", "case_id"])
     table = cases.groupby(["testbed", "fault_type"], sort=False).size().rename("cases").to_frame()
-    return Section(table=named(table), numbers={"cases": case_counts(comparison.scores)})
+    return Section(table=named_table(table), numbers={"cases": _case_counts(comparison.scores)})
 
 
-def testbed_section(comparison: Comparison, testbed: str) -> Section:
+def testbed_section(comparison: MethodComparison, testbed: str) -> Section:
     """One testbed's accuracies as "acc [lo, hi]" beside mean replays (:func:`accuracy_table`).
 
-    Recorded under the testbed's name as :func:`results_tree`'s branch; skipped
+    Recorded under the testbed's name as :func:`_results_tree`'s branch; skipped
     when no chosen method applies to the testbed.
     """
     part = comparison.summary[comparison.summary["testbed"] == testbed]
     if part.empty:
         return Section.skip(f"no chosen method applies to the {TESTBED_NAMES.get(testbed, testbed)} testbed.")
-    table = named(accuracy_table(comparison.summary, testbed))
-    return Section(table=table, numbers={testbed: results_tree(part)[testbed]}, decimals=1)
+    table = named_table(accuracy_table(comparison.summary, testbed))
+    return Section(table=table, numbers={testbed: _results_tree(part)[testbed]}, decimals=1)
 
 
 NOT_MEASURED = (
@@ -315,15 +265,15 @@ NOT_MEASURED = (
 )
 
 
-def findings_section(comparison: Comparison) -> Section:
-    """The chapter's findings (:func:`findings`) and the memo's figures (:func:`memo_figures`), recorded and quoted.
+def findings_section(comparison: MethodComparison) -> Section:
+    """The chapter's findings (:func:`_findings`) and the memo's figures (:func:`_memo_figures`), recorded and quoted.
 
     The prose quotes each share as Markdown with two decimals, or a dash when
     the run could not measure it (``findings_note`` then says why), so a run
     with any choice of methods renders.
     """
-    found = findings(comparison.scores)
-    memo = memo_figures(comparison.memo, comparison.scores)
+    found = _findings(comparison.scores)
+    memo = _memo_figures(comparison.memo, comparison.scores)
     shares = {k: v for k, v in found.items() if isinstance(v, float)}
     quoted = {k: Markdown(tables.DASH if math.isnan(v) else f"{v:.2f}") for k, v in shares.items()}
     note = NOT_MEASURED if any(math.isnan(v) for v in shares.values()) else ""
@@ -331,6 +281,164 @@ def findings_section(comparison: Comparison) -> Section:
     return Section(numbers={"findings": found, "memo": memo}, facts=facts)
 
 
-def main_section(comparison: Comparison) -> Section:
+def main_section(comparison: MethodComparison) -> Section:
     """Methods x testbeds: mean accuracy over the fault types beside mean seed replays per case (:func:`main_table`)."""
-    return Section(table=named(main_table(comparison.summary)), decimals=2)
+    return Section(table=named_table(main_table(comparison.summary)), decimals=2)
+
+
+# --- figures: accuracy against replay cost --------------------------------------------------------
+
+MARKERS = "osD^vP*XhpH<>"
+ZERO_AT = 0.5  # where a method that replays nothing is drawn on the log axis
+SPREAD = 1.12  # factor between side-by-side markers of methods on the same point (log axis)
+FAMILY_HUES = {  # one colour map per family; its methods get distinct shades of it, a user's methods oranges
+    "post-hoc reader": "Greys",
+    "single-intervention probe": "Blues",
+    "contrastive resampling": "Purples",
+    "Shapley": "Greens",
+    "repair-family search": "Reds",
+}
+OTHER = "Oranges"
+MARKER_SIZE = 60  # points squared
+# where a label may go, in points from its markers: right, left, above, below, then further out
+_NUDGES = [
+    (7, 0, "left"),
+    (-7, 0, "right"),
+    (0, 10, "center"),
+    (0, -10, "center"),
+    (7, 10, "left"),
+    (7, -10, "left"),
+    (-7, 10, "right"),
+    (-7, -10, "right"),
+    (0, 20, "center"),
+    (0, -20, "center"),
+]
+
+
+def frontier_figure(points: pd.DataFrame) -> Figure:
+    """``points`` (index: method; columns: accuracy, cost, optionally family) on a log cost axis, as a new figure.
+
+    The cost frontier is a dashed step line. A method with no replay is drawn at
+    ``ZERO_AT`` replays (the axis label says so). Each method gets a shade of
+    its ``family``'s hue (``FAMILY_HUES``; oranges for a user's method, and for
+    every method when no family is given) and its own marker; the legend lists
+    the families, and each point carries the names of its methods, placed where
+    no marker or other label is.
+    """
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH - 1.2, 3.8))
+    shown = points.assign(cost=points["cost"].clip(lower=ZERO_AT))
+    family = shown["family"] if "family" in shown else pd.Series("method", index=shown.index)
+    colour = _shades(family)
+    labels, markers = [], []
+    position = {name: i for i, name in enumerate(shown.index)}  # the index is the methods, each once
+    for key, group in shown.groupby(["cost", "accuracy"], sort=False):
+        cost, accuracy = cast(tuple[float, float], key)  # pandas-stubs types a two-column group key as Hashable
+        factors = [SPREAD ** (i - (len(group) - 1) / 2) for i in range(len(group))]
+        for factor, name in zip(factors, group.index, strict=True):
+            ax.scatter(
+                cost * factor,
+                accuracy,
+                marker=MARKERS[position[name] % len(MARKERS)],
+                s=MARKER_SIZE,
+                color=colour[name],
+                edgecolor="black",
+                linewidth=0.5,
+                zorder=3,
+            )
+            markers.append((cost * factor, accuracy))
+        labels.append((", ".join(group.index), cost * factors[-1], cost * factors[0], accuracy))
+    front = _cost_frontier(shown)
+    ax.step(front["cost"], front["accuracy"], where="post", color="grey", linestyle="--", zorder=2)
+    ax.set_xscale("log")
+    ax.set_xlim(ZERO_AT / 4, shown["cost"].max() * 8)  # room for labels left of the cheapest, right of the costliest
+    ax.set_ylim(-0.06, 1.1)
+    ax.set_xlabel(f"mean seed replays per case (log; none drawn at {ZERO_AT})")
+    ax.set_ylabel("mean accuracy over fault types")
+    _place_labels(ax, labels, markers)
+    present = [*[f for f in FAMILY_HUES if f in set(family)], *sorted(set(family) - set(FAMILY_HUES))]
+    handles = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=plt.get_cmap(FAMILY_HUES.get(f, OTHER))(0.7),
+            markeredgecolor="black",
+            markeredgewidth=0.5,
+            label=f,
+        )
+        for f in present
+    ]
+    handles.append(Line2D([], [], color="grey", linestyle="--", label="cost frontier"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    return fig
+
+
+def _shades(family: pd.Series) -> pd.Series:
+    """A colour per method (the index of ``family``): its family's colour map, from dark to light in order."""
+    colours = {}
+    for name, members in family.groupby(family, sort=False):
+        cmap = plt.get_cmap(FAMILY_HUES.get(name, OTHER))
+        steps = len(members) - 1
+        for i, method in enumerate(members.index):
+            colours[method] = cmap(0.85 - 0.45 * i / steps if steps else 0.7)
+    return pd.Series(colours).reindex(family.index)
+
+
+def _place_labels(ax: Axes, labels: list[tuple[str, float, float, float]], markers: list[tuple[float, float]]) -> None:
+    """Each ``(text, right x, left x, y)`` beside its markers, at the first place (``_NUDGES``) inside the
+    axes (so off the legend beside them) that covers no marker (at ``markers``) and no label placed before;
+    right of the markers when every place is taken."""
+    # an Agg canvas (the book's backend) has get_renderer; FigureCanvasBase does not declare it
+    renderer = ax.figure.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]
+    half = MARKER_SIZE**0.5 / 2 * ax.figure.dpi / 72  # a marker's half width, in pixels
+    taken = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in ax.transData.transform(markers)]
+    frame = ax.get_window_extent(renderer)
+    for text, right, left, y in sorted(labels, key=lambda item: (-item[3], item[1])):
+        for nudge in _NUDGES:
+            label = _label(ax, text, right, left, y, *nudge)
+            extent = label.get_window_extent(renderer)
+            if _within(extent, frame) and not any(extent.overlaps(other) for other in taken):
+                break
+            label.remove()
+        else:
+            label = _label(ax, text, right, left, y, *_NUDGES[0])
+            extent = label.get_window_extent(renderer)
+        taken.append(extent)
+
+
+def _within(inner: Bbox, outer: Bbox) -> bool:
+    """Whether ``inner`` lies wholly inside ``outer`` (both in display pixels)."""
+    return outer.x0 <= inner.x0 and inner.x1 <= outer.x1 and outer.y0 <= inner.y0 and inner.y1 <= outer.y1
+
+
+def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, dy: float, ha: str) -> Annotation:
+    """``text`` offset by ``(dx, dy)`` points from the right edge, the left edge or the middle of its markers."""
+    anchor = right if dx > 0 else left if dx < 0 else (right * left) ** 0.5
+    return ax.annotate(
+        text,
+        (anchor, y),
+        xytext=(dx, dy),
+        textcoords="offset points",
+        va="center",
+        ha=ha,
+        fontsize=7,
+        zorder=2.5,
+        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+    )
+
+
+def testbed_figure(comparison: MethodComparison, testbed: str) -> Figure:
+    """One testbed of ``comparison``: each method's mean accuracy over the fault types against its mean replays.
+
+    Methods are coloured by family (:func:`families_table`) and named for a
+    reader (``READER_NAMES``). When no method applies to the testbed, the axes
+    say so instead.
+    """
+    points = _testbed_points(comparison.summary, testbed)
+    if points.empty:
+        fig, ax = plt.subplots(figsize=(6.4, 2.0))
+        ax.text(0.5, 0.5, f"no chosen method applies to {READER_NAMES.get(testbed, testbed)}", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    return frontier_figure(points.join(families_table(points.index)["family"]).rename(index=READER_NAMES))

@@ -24,19 +24,19 @@ from typing import Any, Protocol
 import numpy as np
 
 
-class Policy(Protocol):
+class RefundPolicy(Protocol):
     """A step's stochastic policy (CAR §2): the action drawn from the decision ``context`` (the earlier
     steps' records) with the generator ``rng``; all its randomness comes from ``rng``, so a seed replays it."""
 
     def __call__(self, context: tuple, rng: np.random.Generator, /) -> Any: ...
 
 
-def bernoulli_policy(p: float, yes: Any, no: Any) -> Policy:
+def bernoulli_policy(p: float, yes: Any, no: Any) -> RefundPolicy:
     """A context-free policy: ``yes`` with probability ``p``, else ``no``."""
     return lambda context, rng: yes if rng.random() < p else no
 
 
-def uniform_policy(choices: Sequence[Any]) -> Policy:
+def uniform_policy(choices: Sequence[Any]) -> RefundPolicy:
     """A context-free policy: one of ``choices``, uniformly."""
     return lambda context, rng: choices[int(rng.integers(len(choices)))]
 
@@ -57,7 +57,7 @@ class PolicyStep:
     deterministic environment ``observe(context, action) -> observation`` (None if absent)."""
 
     name: str
-    policy: Policy
+    policy: RefundPolicy
     observe: Callable[[tuple, Any], Any] | None = None
 
 
@@ -70,7 +70,7 @@ class Do:
     actions: Mapping[int, Any] = field(default_factory=dict)
     observations: Mapping[int, Any] = field(default_factory=dict)
     contexts: Mapping[int, Callable[[tuple], tuple]] = field(default_factory=dict)
-    policies: Mapping[int, Policy] = field(default_factory=dict)
+    policies: Mapping[int, RefundPolicy] = field(default_factory=dict)
 
 
 NO_INTERVENTION = Do()  # the run replayed under its own policies
@@ -96,7 +96,7 @@ def do_edit_context(k: int, edit: Callable[[tuple], tuple]) -> Do:
     return Do(hold=frozenset(range(k)), contexts={k: edit})
 
 
-def do_swap_policy(k: int, policy: Policy, n_steps: int) -> Do:
+def do_swap_policy(k: int, policy: RefundPolicy, n_steps: int) -> Do:
     """Hold steps before ``k``; steps ``k`` onward act under ``policy``."""
     return Do(hold=frozenset(range(k)), policies={i: policy for i in range(k, n_steps)})
 

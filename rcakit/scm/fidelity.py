@@ -30,7 +30,7 @@ import numpy as np
 from rcakit import RcakitError
 from rcakit.fidelity import ActionMatch
 from rcakit.llm.base import request_seed
-from rcakit.scm.model import SCM, Record
+from rcakit.scm.causal_model import SCM, Record
 
 
 @dataclass(frozen=True)

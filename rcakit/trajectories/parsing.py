@@ -1,4 +1,4 @@
-"""Records as trajectories: the load result, the checks every field passes, and the read loop.
+"""Parsing records into trajectories: the load result, the checks every field passes, and the read loop.
 
 Validation follows the benchmark's quality checks (LongRCA §3.3): a record is
 rejected, with a one-line message naming the file and the field, when a field
