@@ -92,10 +92,10 @@ bounds: install-dev
 	$(PY) -m pytest tests/chapters/test_bounds.py -m bounds -v -p no:cacheprovider
 
 # The unit tests alone (tests/unit): no chapter runs, no book, no process, server or cluster tests,
-# the fast inner loop; a unit test over one second is listed at the end. `make integration` runs
-# tests/integration (servers, threads, Dask, the CLI in subprocesses, the bad-input table).
+# the fast inner loop, on every core (pytest-xdist); a unit test over one second is listed at the end.
+# `make integration` runs tests/integration (servers, threads, Dask, the CLI in subprocesses, the bad-input table).
 unit: install-dev
-	$(PY) -m pytest tests/unit -m "not slow and not chapters" -q -p no:cacheprovider
+	$(PY) -m pytest tests/unit -m "not slow and not chapters" -q -p no:cacheprovider -n auto
 
 integration: install-dev
 	$(PY) -m pytest tests/integration -q -p no:cacheprovider
@@ -154,7 +154,7 @@ install-llm: llama-wheel
 # chat, a schema-checked JSON reply, a warm rerun with zero model calls, the
 # call timeout. RCAKIT_REQUIRE_LLAMACPP turns a missing llama_cpp into a failure.
 smoke-llm: install-llm
-	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests/unit/llm/test_llm.py -q -rs -m llamacpp -p no:cacheprovider
+	RCAKIT_REQUIRE_LLAMACPP=1 $(PY) -m pytest tests/integration/test_ollama_client.py -q -rs -m llamacpp -p no:cacheprovider
 
 # The smoke tests, then the quick chapters with SmolLM2 (minutes on CPU; in
 # gcjr-ablations SmolLM2 plays the pilot's four agents), each twice: the

@@ -12,11 +12,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rcakit.chapters._rag import EARLIER_PROTOCOL
 from rcakit.rag import protocol
 from rcakit.rag.agent import Agent
 from rcakit.rag.readers import RuleReader
 from rcakit.rag.retrieval import Corpora, Retriever
+from rcakit.rag.settings import EARLIER
 from rcakit.rag.text import tokens
 from rcakit.rag.world import build_world
 
@@ -54,8 +54,7 @@ def main() -> None:
             f"({n} questions)"
         )
 
-    earlier = {k: v for k, v in EARLIER_PROTOCOL.items() if k != "judge_hops"}
-    for label, lab_ in (("authors'", lab), ("earlier", protocol.build_lab(0, **earlier))):
+    for label, lab_ in (("authors'", lab), ("earlier", protocol.build_lab(0, **EARLIER.lab_params()))):
         with tempfile.TemporaryDirectory() as folder:
             store = protocol.case_store("bench", {"bench": 1}, Path(folder))
             t_sweep = timed(

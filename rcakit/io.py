@@ -33,7 +33,7 @@ _NEW_FILE_MODE = 0o644
 MIN_FREE_BYTES = 2**20  # below this a folder counts as full: a chapter's results need more
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
     """Replace ``path`` by ``data`` (str is written as UTF-8) atomically; return the path."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
@@ -54,7 +54,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     return path
 
 
-def check_entry(path: str | os.PathLike, what: str = "file") -> Path:
+def check_entry(path: str | os.PathLike[str], what: str = "file") -> Path:
     """``path`` if nothing is there or a regular file is, else a one-line ``RcakitError``: rcakit never writes
     through a symbolic link, nor into a FIFO, a device or a folder where it expects a ``what``."""
     path = Path(path)
@@ -71,7 +71,7 @@ def check_entry(path: str | os.PathLike, what: str = "file") -> Path:
     return path
 
 
-def real_folder(path: str | os.PathLike, what: str = "folder", *, create: bool = True) -> Path:
+def real_folder(path: str | os.PathLike[str], what: str = "folder", *, create: bool = True) -> Path:
     """``path`` as a real folder (created if absent and ``create``), else a one-line ``RcakitError``: a symbolic
     link or another kind of file where rcakit keeps its own files is refused, so nothing is written, moved or
     removed through it."""
@@ -89,7 +89,7 @@ def real_folder(path: str | os.PathLike, what: str = "folder", *, create: bool =
     return path
 
 
-def open_append(path: str | os.PathLike, *, truncate_to: int | None = None) -> int:
+def open_append(path: str | os.PathLike[str], *, truncate_to: int | None = None) -> int:
     """A descriptor appending to the regular file ``path`` (created if absent), never through a link or into a
     FIFO; ``truncate_to`` first cuts the file to that many bytes. The caller closes it."""
     path = Path(path)
@@ -107,7 +107,7 @@ def open_append(path: str | os.PathLike, *, truncate_to: int | None = None) -> i
     return fd
 
 
-def create_exclusive(path: str | os.PathLike) -> Path:
+def create_exclusive(path: str | os.PathLike[str]) -> Path:
     """Create the empty regular file ``path`` exclusively (``O_EXCL``, no link followed). Whatever already sits
     at that name is removed first (itself, never a link's target): callers name their temporary files by their
     own pid, so nothing there can be another live run's."""
@@ -123,7 +123,7 @@ def create_exclusive(path: str | os.PathLike) -> Path:
     return path
 
 
-def fresh_folder(path: str | os.PathLike) -> Path:
+def fresh_folder(path: str | os.PathLike[str]) -> Path:
     """Create the folder ``path`` exclusively, removing whatever sat at that name first (see
     :func:`create_exclusive`)."""
     path = Path(path)
@@ -133,7 +133,7 @@ def fresh_folder(path: str | os.PathLike) -> Path:
     return path
 
 
-def remove_entry(path: str | os.PathLike) -> None:
+def remove_entry(path: str | os.PathLike[str]) -> None:
     """Remove ``path`` itself: a link or a FIFO is unlinked (its target untouched), a real folder removed with
     its contents (``shutil.rmtree`` never follows links), a missing one ignored."""
     path = Path(path)
@@ -147,7 +147,7 @@ def remove_entry(path: str | os.PathLike) -> None:
         path.unlink(missing_ok=True)
 
 
-def held_by_live_process(path: str | os.PathLike, pid: int | None) -> bool:
+def held_by_live_process(path: str | os.PathLike[str], pid: int | None) -> bool:
     """Whether the temporary file or folder ``path``, named for process ``pid``, still belongs to it: the
     process runs and started before ``path`` was last written. A later process with the same pid has only
     reused it; ``None`` (no pid in the name) is no owner. Where the start time is unknown (no ``/proc``),
@@ -181,7 +181,7 @@ def _started_at(pid: int) -> float | None:
         return None
 
 
-def read_regular(path: str | os.PathLike, what: str = "file") -> bytes:
+def read_regular(path: str | os.PathLike[str], what: str = "file") -> bytes:
     """The bytes of the regular file ``path``, opened without blocking and checked after opening, so a FIFO or
     a device at that name is a one-line ``RcakitError`` instead of a hang."""
     path = Path(path)
@@ -197,7 +197,7 @@ def read_regular(path: str | os.PathLike, what: str = "file") -> bytes:
         return handle.read()
 
 
-def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
+def publish(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
     """Move a finished temporary file ``tmp`` (same folder) over ``path`` atomically."""
     tmp, path = Path(tmp), Path(path)
     fd = os.open(tmp, os.O_RDONLY)
@@ -211,7 +211,7 @@ def publish(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
     return path
 
 
-def fsync_dir(folder: str | os.PathLike) -> None:
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """Flush a folder's entries (a rename or a new file) to disk."""
     fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
@@ -220,7 +220,7 @@ def fsync_dir(folder: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def writable_dir(path: str | os.PathLike, what: str) -> Path:
+def writable_dir(path: str | os.PathLike[str], what: str) -> Path:
     """``path`` as a folder rcakit can write in, or a one-line ``RcakitError`` naming ``what``.
 
     The folder need not exist yet: then its nearest existing parent must be a

@@ -22,7 +22,7 @@ def project_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1]
 
 
-def resolve(path: str | os.PathLike) -> Path:
+def resolve(path: str | os.PathLike[str]) -> Path:
     """An absolute path; relative ones are taken from the project root."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else project_root() / p

@@ -18,7 +18,7 @@ import functools
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,7 +31,7 @@ def _terminal() -> TextIO | None:
         return None
 
 
-def track(iterable: Iterable, desc: str = "", total: int | None = None) -> Iterator:
+def track(iterable: Iterable[Any], desc: str = "", total: int | None = None) -> Iterator[Any]:
     """``iterable`` wrapped in a terminal progress bar when a terminal exists."""
     tty = _terminal()
     if tty is None:

@@ -14,12 +14,13 @@ Used in the chapters: every chapter with prose numbers.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from rcakit.results import to_jsonable
 from rcakit.tables import is_missing
 
 
-def flatten(values: Mapping, prefix: str = "") -> dict:
+def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """A nested mapping as one level, keys joined by ``_`` (``{"acc": {"x": {"1": v}}}`` -> ``{"acc_x_1": v}``)."""
     out = {}
     for key, value in values.items():
@@ -55,7 +56,7 @@ def by_depth(
     return {str(d): text(values.get(str(d))) for d in depths}
 
 
-def glue_all(values: Mapping, prefix: str = "") -> None:
+def glue_all(values: Mapping[str, Any], prefix: str = "") -> None:
     """Glue every leaf of ``values`` (flattened, as plain Python values) for the prose, displaying nothing."""
     from myst_nb import glue
 

@@ -49,7 +49,7 @@ def to_jsonable(obj: Any) -> Any:
 STAGE_ENV = "RCAKIT_RESULTS_STAGE"
 
 
-def record(chapter_id: str, numbers: Mapping, params: Mapping) -> None:
+def record(chapter_id: str, numbers: Mapping[str, Any], params: Mapping[str, Any]) -> None:
     """Write ``numbers`` plus ``params`` and the rcakit version to ``results/<chapter_id>.json``.
 
     Returns nothing, so the cell that calls it shows nothing. Inside a run that
@@ -72,12 +72,12 @@ def result_path(chapter_id: str) -> Path:
     return results_dir() / f"{chapter_id}.json"
 
 
-def load(chapter_id: str) -> dict:
+def load(chapter_id: str) -> dict[str, Any]:
     """Read back ``results/<chapter_id>.json``."""
     return _read(results_dir() / f"{chapter_id}.json")
 
 
-def load_all() -> dict[str, dict]:
+def load_all() -> dict[str, dict[str, Any]]:
     """Every results file in the results folder, keyed by chapter id.
 
     A results path that is not a folder, or a file that is not a JSON object,
@@ -93,7 +93,7 @@ def _check_folder(folder: Path) -> None:
         raise RcakitError(f"results folder {folder} is a file, not a folder (RCAKIT_RESULTS_DIR)")
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     try:
         tree = json.loads(read_regular(path, "results file").decode("utf-8"))
     except OSError as err:
@@ -105,7 +105,7 @@ def _read(path: Path) -> dict:
     return tree
 
 
-def lookup(tree: Mapping, dotted: str) -> Any:
+def lookup(tree: Mapping[str, Any], dotted: str) -> Any:
     """``lookup(r, "interaction.phi.0")``: walk dicts by key and lists by index."""
     node: Any = tree
     for part in dotted.split("."):

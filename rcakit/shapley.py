@@ -42,13 +42,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import comb
+from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
 
 from rcakit import RcakitError
 
-ValueFunction = Callable[[frozenset], float]
+ValueFunction = Callable[[frozenset[Any]], float]
 INTERVALS = ("normal", "student", "walks")  # CAR's z interval over pairs; Student's t over pairs; walks as draws
 PAD = 1.0  # the bound of a marginal contribution v(S + i) - v(S) to values in [0, 1]: the padded pseudo-rows
 
@@ -62,7 +63,7 @@ def shapley_exact(value_fn: ValueFunction, n: int) -> np.ndarray:
     coalition bitmasks (:func:`shapley_of_table`).
     """
     size = 1 << n
-    coalitions: list[frozenset] = [frozenset()] * size
+    coalitions: list[frozenset[Any]] = [frozenset()] * size
     for mask in range(1, size):
         low = mask & -mask
         coalitions[mask] = coalitions[mask ^ low] | {low.bit_length() - 1}
@@ -211,7 +212,7 @@ class ShapleyEstimate:
 def _walk(value_fn: ValueFunction, order: np.ndarray) -> np.ndarray:
     """Marginal contribution of each player along one ordering (n + 1 evaluations)."""
     marginals = np.empty(len(order))
-    coalition: frozenset = frozenset()
+    coalition: frozenset[Any] = frozenset()
     previous = value_fn(coalition)
     for player in order:
         coalition = coalition | {int(player)}
@@ -296,7 +297,7 @@ def shapley_permutation(
 BatchDraw = Callable[[np.ndarray, int], np.ndarray]
 
 
-def coalition_of(mask: int, n: int) -> frozenset:
+def coalition_of(mask: int, n: int) -> frozenset[Any]:
     """The players of bitmask ``mask`` (bit ``i`` set: player ``i`` in), of players ``0 .. n-1``."""
     return frozenset(i for i in range(n) if int(mask) >> i & 1)
 

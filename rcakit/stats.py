@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
@@ -38,7 +38,7 @@ def wilson_ci(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float
     return (float(lo), float(hi))
 
 
-def accuracy_with_ci(correct: Sequence[bool], alpha: float = 0.05) -> dict:
+def accuracy_with_ci(correct: Sequence[bool], alpha: float = 0.05) -> dict[str, Any]:
     """``{acc, n, lo, hi}`` of a hit/miss list, with a Wilson interval."""
     hits, n = int(np.sum(correct)), len(correct)
     lo, hi = wilson_ci(hits, n, alpha)
@@ -61,7 +61,7 @@ def percentile_interval(draws: np.ndarray, level: float = 0.95) -> tuple[float, 
 
 
 def bootstrap_ci(
-    data: Sequence | np.ndarray,
+    data: Sequence[Any] | np.ndarray,
     statistic: Callable[[np.ndarray], float] = np.mean,
     n_boot: int = 1000,
     seed: int = 0,
@@ -101,8 +101,8 @@ def bootstrap_accuracy_ci(correct: Sequence[bool], n_boot: int = 1000, seed: int
 
 
 def bootstrap_difference_ci(
-    a: Sequence | np.ndarray,
-    b: Sequence | np.ndarray,
+    a: Sequence[Any] | np.ndarray,
+    b: Sequence[Any] | np.ndarray,
     n_boot: int = 1000,
     seed: int | np.random.Generator = 0,
     level: float = 0.95,

@@ -52,10 +52,10 @@ DIGEST_CHARS = 12  # hex digits kept of a SHA-256 digest in a store's name and f
 class CaseStore:
     """Finished cases keyed by a string id, persisted to ``path``."""
 
-    def __init__(self, path: str | os.PathLike, fingerprint: dict | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], fingerprint: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
-        self._cases: dict[str, dict] = {}
+        self._cases: dict[str, dict[str, Any]] = {}
         self._good_bytes: int | None = None  # set when a torn tail must be cut before the next append
         self._rows = 0  # well-formed lines read: a store with none gets the fingerprint first
         self._load()
@@ -97,13 +97,13 @@ class CaseStore:
                 f"got {type(row).__name__}); is this a case store?"
             )
 
-    def _check_fingerprint(self, stored: dict) -> None:
+    def _check_fingerprint(self, stored: dict[str, Any]) -> None:
         if self.fingerprint is not None and stored != self.fingerprint:
             raise RcakitError(
                 f"{self.path}: case store was written with other parameters; delete it or choose another store path"
             )
 
-    def _append(self, row: dict) -> None:
+    def _append(self, row: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = open_append(self.path, truncate_to=self._good_bytes)  # never through a link or into a FIFO
         self._good_bytes = None
@@ -118,10 +118,10 @@ class CaseStore:
     def __len__(self) -> int:
         return len(self._cases)
 
-    def __getitem__(self, key: str) -> dict:
+    def __getitem__(self, key: str) -> dict[str, Any]:
         return self._cases[key]
 
-    def put(self, key: str, value: dict) -> None:
+    def put(self, key: str, value: dict[str, Any]) -> None:
         """Persist one finished case."""
         if self.fingerprint is not None and not self._rows:
             self._append({"__fingerprint__": self.fingerprint})
@@ -132,10 +132,10 @@ class CaseStore:
     def run(
         self,
         items: Iterable[tuple[str, object]],
-        work: Callable[[Any], dict],
+        work: Callable[[Any], dict[str, Any]],
         progress: Progress | None = None,
         runner: Runner | None = None,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """Compute ``work(item)`` for each ``(key, item)`` not yet stored.
 
         ``runner`` (an ``rcakit.parallel.Runner``; serial by default) decides
@@ -196,7 +196,7 @@ def _sources(name: str) -> list[tuple[str, Path]]:
     return [(path.name, path)]
 
 
-def store_folder(folder: str | os.PathLike | None = None) -> Path:
+def store_folder(folder: str | os.PathLike[str] | None = None) -> Path:
     """Where case stores go: ``<results folder>/cases`` by default; a relative ``folder`` is
     taken from the results folder (``$RCAKIT_RESULTS_DIR``), an absolute one as it is."""
     if folder is None:
@@ -207,9 +207,9 @@ def store_folder(folder: str | os.PathLike | None = None) -> Path:
 
 def open_case_store(
     name: str,
-    params: Mapping,
+    params: Mapping[str, Any],
     packages: Sequence[str],
-    folder: str | os.PathLike | None = None,
+    folder: str | os.PathLike[str] | None = None,
 ) -> CaseStore:
     """The case store of ``name`` (a chapter id) for ``params`` and the code of ``packages``.
 

@@ -47,7 +47,7 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -144,7 +144,7 @@ def shapley_top2(case: FailedCase, oracle: Oracle, budget: int | None = None) ->
     return Attribution("family", baselines.shapley_top2(case.dag, oracle).family)
 
 
-def _ranking(case: FailedCase, phi: np.ndarray) -> tuple:
+def _ranking(case: FailedCase, phi: np.ndarray) -> tuple[Any, ...]:
     """Players by value, highest first; ties to the earlier player."""
     order = list(case.dag.candidates)
     return tuple(sorted(order, key=lambda v: (-phi[order.index(v)], order.index(v))))
@@ -180,7 +180,7 @@ def shapley_monte_carlo(
     return Attribution("ranking", _ranking(case, estimate.values))
 
 
-def _coalition_value(oracle: Oracle, players: tuple, coalition: frozenset) -> float:
+def _coalition_value(oracle: Oracle, players: tuple[Any, ...], coalition: frozenset[Any]) -> float:
     return oracle.value(players[i] for i in coalition)
 
 

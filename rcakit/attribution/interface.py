@@ -48,7 +48,7 @@ class Attribution:
     ``kind`` is ``point`` (``answer``: one player, or None), ``ranking``
     (``answer``: the players, best first) or ``family`` (``answer``: a frozenset
     of frozensets of players, the minimal repair sets). ``cost`` is filled in
-    from the oracle's counters by :func:`rcakit.attribution.scoring.run_method`;
+    from the oracle's counters by :func:`rcakit.attribution.run_method`;
     a method need not set it.
     """
 
@@ -76,7 +76,7 @@ class FailedCase:
 
     case_id: str
     testbed: str
-    players: tuple
+    players: tuple[Any, ...]
     dag: Case
     trace: Any = None
 

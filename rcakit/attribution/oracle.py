@@ -5,7 +5,7 @@ repaired under r shared seeds and counts what that costs, as a
 :class:`~rcakit.attribution.interface.Cost`: seed replays, rollouts and the
 words of re-executed text (the RAG agent's replays).
 
-The oracle is a :class:`~rcakit.repair.oracle.SharedSeedOracle`, the
+The oracle is a :class:`~rcakit.repair.SharedSeedOracle`, the
 base class of every replay oracle: it implements only the successes of a set,
 so GCJR's search and baselines run on every testbed unchanged, and the base
 class owns r, θ, the counter of seed replays and the charging hook, which
@@ -34,13 +34,13 @@ class ReplayMemo:
     """Replay outcomes shared by the methods of one chapter run, keyed by (case, set, seed)."""
 
     def __init__(self) -> None:
-        self.outcomes: dict[tuple, tuple[bool, int]] = {}
-        self.tables: dict[tuple, np.ndarray] = {}
+        self.outcomes: dict[tuple[Any, ...], tuple[bool, int]] = {}
+        self.tables: dict[tuple[Any, ...], np.ndarray] = {}
         self.hits = 0
         self.computed = 0
 
 
-ReplayOne = Callable[[frozenset, int], tuple[bool, int]]
+ReplayOne = Callable[[frozenset[Any], int], tuple[bool, int]]
 
 
 class AttributionOracle(SharedSeedOracle):
@@ -94,7 +94,7 @@ class AttributionOracle(SharedSeedOracle):
         super().charge(replays)
         self.__words += int(words)
 
-    def _seed(self, events: frozenset, j: int) -> bool:
+    def _seed(self, events: frozenset[Any], j: int) -> bool:
         key = (self.case.case_id, events, j)
         if key in self.memo.outcomes:
             self.memo.hits += 1
@@ -106,7 +106,7 @@ class AttributionOracle(SharedSeedOracle):
         self.charge(words=words)
         return success
 
-    def rollout(self, events: frozenset, j: int) -> bool:
+    def rollout(self, events: frozenset[Any], j: int) -> bool:
         """Y_j(S): one replay of set ``events`` under seed ``j`` (any ``j >= 0``, not only the r shared
         ones), charged as one seed replay."""
         self.charge(1)

@@ -20,6 +20,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -30,7 +31,7 @@ from rcakit.attribution.oracle import ReplayMemo
 from rcakit.attribution.testbeds import TestbedCase
 
 
-def correct(attribution: Attribution, truth: frozenset) -> bool:
+def correct(attribution: Attribution, truth: frozenset[Any]) -> bool:
     """Whether an attribution matches the certified family (see the module docstring)."""
     if attribution.kind == "point":
         return attribution.answer is not None and truth == frozenset([frozenset([attribution.answer])])
@@ -101,12 +102,12 @@ def _method_name(method: Method) -> str:
     return getattr(base, "__name__", None) or type(base).__name__
 
 
-def _within(method: Method, args: tuple, seconds: float, what: str) -> Attribution:
+def _within(method: Method, args: tuple[Any, ...], seconds: float, what: str) -> Attribution:
     """``method(*args)`` on a daemon thread, waited for ``seconds`` at most; its errors name it (``what``)."""
     from rcakit.attribution.muting import muted
     from rcakit.parallel import one_line
 
-    done: list = []
+    done: list[Any] = []
 
     def call() -> None:
         try:
@@ -151,7 +152,7 @@ def score_methods(
     budget: int | None = None,
     memo: ReplayMemo | None = None,
     *,
-    progress: Callable[[Iterable], Iterable] | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
     method_timeout: float = METHOD_TIMEOUT,
 ) -> pd.DataFrame:
     """One row per (testbed, case, method) that applies: kind, correct, replays, words (column ``tokens``), memo hits.
@@ -217,7 +218,7 @@ def compare_methods(
     *,
     budget: int | None = None,
     method_timeout: float = METHOD_TIMEOUT,
-    progress: Callable[[Iterable], Iterable] | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
 ) -> MethodComparison:
     """Every method on every case of ``testbeds`` through one :class:`ReplayMemo`, scored and summarised.
 

@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Any, NoReturn
 
 from rcakit import RcakitError
 from rcakit.book import build, registry, runner, staging
@@ -29,7 +30,7 @@ from rcakit.paths import absolute_folder_envs, check_source_date_epoch
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, status 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, status 2, no usage dump
         raise RcakitError(f"{message} (see 'rcakit --help')")
 
 
@@ -70,7 +71,7 @@ def _run(args: argparse.Namespace) -> None:
     print(hint, file=sys.stderr)
 
 
-def _llm_cache_totals() -> dict:
+def _llm_cache_totals() -> dict[str, Any]:
     """The response cache's cross-process counters (the chapter runs in a kernel)."""
     from rcakit.llm import cache_totals
 

@@ -77,10 +77,10 @@ class Chapter:
     title: str
     parameters: dict[str, Parameter]
     quick: dict[str, Any] = field(default_factory=dict)
-    bounds: dict[str, list] = field(default_factory=dict)
-    choices: dict[str, list] = field(default_factory=dict)
+    bounds: dict[str, list[Any]] = field(default_factory=dict)
+    choices: dict[str, list[Any]] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)
-    requires: dict[str, list] = field(default_factory=dict)
+    requires: dict[str, list[Any]] = field(default_factory=dict)
     reads_results: bool = False  # a summary page: re-executed whenever a results file changed
 
     @property
@@ -139,7 +139,7 @@ UNSET = ("none", "", None)  # an optional parameter (a provider) that is switche
 INT_LIMIT = 2**63  # larger integers are typos: no count or seed of a chapter needs them
 
 
-def _as_list(value: object) -> list:
+def _as_list(value: object) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 

@@ -58,7 +58,7 @@ def executed_notebook(chapter: registry.Chapter, folder: Path | None = None) -> 
     return (folder or chapters_dir()) / (chapter.notebook.stem + ".ipynb")
 
 
-def run_parameters(chapter_id: str, overrides: Mapping[str, Any] | None = None, quick: bool = False) -> dict:
+def run_parameters(chapter_id: str, overrides: Mapping[str, Any] | None = None, quick: bool = False) -> dict[str, Any]:
     """The checked parameters of a run: defaults, then ``quick`` values, then overrides.
 
     ``$RCAKIT_LLM_TIMEOUT`` replaces the default of a chapter's ``llm_timeout``
@@ -71,7 +71,7 @@ def run_parameters(chapter_id: str, overrides: Mapping[str, Any] | None = None, 
     return registry.validate(chapter_id, merged)
 
 
-def _trusted_stores(chapter: registry.Chapter, recorded: dict) -> dict:
+def _trusted_stores(chapter: registry.Chapter, recorded: dict[str, Any]) -> dict[str, Any]:
     """``recorded`` without a case-store folder that leads out of the results folder: a notebook's metadata is
     not rcakit's to trust, so such a value (edited in, or from another machine) falls back to the default, with
     one warning line."""
@@ -87,7 +87,7 @@ def _trusted_stores(chapter: registry.Chapter, recorded: dict) -> dict:
     return kept
 
 
-def book_parameters(chapter_id: str, defaults: bool = False, quick: bool = False) -> dict:
+def book_parameters(chapter_id: str, defaults: bool = False, quick: bool = False) -> dict[str, Any]:
     """The parameters ``rcakit book`` runs a page with.
 
     The ones its executed notebook was last run with, when there is one and
@@ -338,7 +338,7 @@ def remove_stale(folder: Path | None = None) -> list[Path]:
     return staging.remove_stale([folder or chapters_dir(), results_dir()])
 
 
-def _execute(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool) -> None:
+def _execute(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict[str, Any], show_progress: bool) -> None:
     with tempfile.TemporaryFile() as log, interrupts_reach_the_kernel(), staging.deferred_termination(stop_kernels):
         try:
             _papermill(chapter_id, nb, tmp, out, params, show_progress, log)
@@ -349,7 +349,9 @@ def _execute(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_
             raise
 
 
-def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, show_progress: bool, log: Any) -> None:
+def _papermill(
+    chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict[str, Any], show_progress: bool, log: Any
+) -> None:
     import papermill
     from nbclient.exceptions import DeadKernelError
 
@@ -372,7 +374,9 @@ def _papermill(chapter_id: str, nb: Any, tmp: Path, out: Path, params: dict, sho
         ) from None
 
 
-def _execute_notebook(papermill: Any, nb: Any, tmp: Path, params: dict, show_progress: bool, log: Any) -> None:
+def _execute_notebook(
+    papermill: Any, nb: Any, tmp: Path, params: dict[str, Any], show_progress: bool, log: Any
+) -> None:
     papermill.execute_notebook(
         nb,
         str(tmp),

@@ -14,14 +14,4 @@ and calls ``chapter.<name>_section(...)``. Modules whose name starts with an
 underscore hold what two chapters share (the two RAG pages).
 """
 
-__all__ = [  # the chapter modules, in book order; import one by name (they are not imported here)
-    "primer",
-    "car_shapley",
-    "gcjr_ablations",
-    "coverage_collapse",
-    "content_corruption",
-    "longrca_strata",
-    "attribution_families",
-    "claims",
-    "intro",
-]
+__all__: list[str] = []  # nothing re-exported: import a chapter module by name (from rcakit.chapters import primer)

@@ -44,48 +44,18 @@ from rcakit.rag.musique import SYNTHETIC
 from rcakit.rag.outcomes import outcome_shares
 from rcakit.rag.protocol import ARMS, DIAGNOSERS, PROBES, Lab, build_lab, case_store, sweep
 from rcakit.rag.protocol import protocol_record as lab_protocol
+from rcakit.rag.readers import HEED_WARNINGS
+from rcakit.rag.settings import AUTHORS, EARLIER, JUDGE_CHOICES
 from rcakit.rag.text import OUTCOMES
 from rcakit.sections import Section
 
 CHAPTERS = {"structural": "coverage-collapse", "content": "content-corruption"}  # the chapter of each arm
 LAB_PARAMS = ("n_entities", "n_questions", "hops", "top_k", "reading_noise", "distractor_rate")
-# The protocol's choices, each with the authors' setting (anote-ai/Research-AgenticRAG) as its default; a parameter
-# set without them (an older caller) runs the authors' protocol.
-PROTOCOL_DEFAULTS = {
-    "corpus": "question",
-    "empty_search": "first_two",
-    "spare_hops": 0,
-    "reformulate": False,
-    "interventions": "generic",
-    "intervention_set": "authors",
-    "max_probes": 0,  # 0: the probes repair every hop
-    "tokenizer": "authors",
-    "heed_warnings": 0.5,
-    "judge_hops": "any",
-    "judge_prompt": "authors",
-    "span_rule": "authors",
-}
-# The authors' retriever differs by arm (the authors' code, anote-ai/Research-AgenticRAG): Table 2's structural
-# sweep is dense (all-MiniLM-L6-v2), the content-corruption runs behind Tables 3-4 are BM25.
-AUTHORS_RETRIEVER = {"structural": "dense", "content": "bm25"}
-# rcakit's targeted variant of the protocol, for the side-by-side run of the chapters' Explore sections.
-EARLIER_PROTOCOL = {
-    "corpus": "global",
-    "empty_search": "nothing",
-    "spare_hops": 1,
-    "reformulate": True,
-    "interventions": "targeted",
-    "intervention_set": "all",
-    "tokenizer": "normalised",
-    "top_k": 3,
-    "judge_hops": "trace",
-    "judge_prompt": "rcakit",
-    "span_rule": "first_mention",
-    "retriever": "bm25",
-}
-JUDGE_CHOICES = ("judge_hops", "judge_prompt")  # the judge's, not the lab's
+# The protocol's choices are rcakit.rag.settings' AUTHORS (the chapters' defaults; a parameter set without them,
+# an older caller, runs the authors' protocol) and EARLIER (rcakit's targeted variant, for the side-by-side runs
+# of the chapters' Explore sections).
 RUN_ONLY = ("workers", "scheduler")  # where the cases run: never part of what a stored case means
-Progress = Callable[..., Iterator] | None
+Progress = Callable[..., Iterator[Any]] | None
 
 
 @dataclass
@@ -93,16 +63,16 @@ class ArmRun:
     """An arm's lab, cases and scores, with the LLM judge's sample and costs when a model ran."""
 
     arm: str
-    params: dict
+    params: dict[str, Any]
     models: lm.LLMPair
     lab: Lab
     cases: pd.DataFrame
-    result: dict
+    result: dict[str, Any]
     judged: pd.DataFrame | None = None
-    same_cases: dict | None = None
-    llm_cost: dict = field(default_factory=dict)
+    same_cases: dict[str, Any] | None = None
+    llm_cost: dict[str, Any] = field(default_factory=dict)
     runner: Runner = field(default_factory=Runner)
-    replay: dict | None = None  # the LLM reader's replay action-match entry (rcakit.rag.fidelity)
+    replay: dict[str, Any] | None = None  # the LLM reader's replay action-match entry (rcakit.rag.fidelity)
 
     @property
     def depths(self) -> list[int]:
@@ -110,7 +80,7 @@ class ArmRun:
         return list(range(1, self.params["hops"] + 1))
 
     @cached_property
-    def judge_summary(self) -> dict | None:
+    def judge_summary(self) -> dict[str, Any] | None:
         """The judge's results entry (``llm_methods.judge_record``), or ``None`` without a judge."""
         if self.models.judge is None or self.judged is None or self.same_cases is None:
             return None
@@ -177,7 +147,7 @@ def run_arm(
         base_url=params.get("llm_base_url"),
     )
     runner = Runner(params.get("workers", 1), params.get("scheduler", ""))
-    protocol = {k: params[k] for k in authors_protocol(arm) if k not in JUDGE_CHOICES}
+    protocol = {k: params[k] for k in authors_protocol(arm) if k not in JUDGE_CHOICES and k not in LAB_PARAMS}
     lab = build_lab(
         params["seed"],
         **{k: params[k] for k in LAB_PARAMS},
@@ -205,8 +175,9 @@ def run_arm(
 
 
 def authors_protocol(arm: str) -> dict[str, Any]:
-    """The authors' protocol for ``arm``: :data:`PROTOCOL_DEFAULTS` and the arm's retriever."""
-    return {**PROTOCOL_DEFAULTS, "retriever": AUTHORS_RETRIEVER[arm]}
+    """The authors' protocol for ``arm`` (``rcakit.rag.settings.AUTHORS``, with the arm's retriever) and the rule
+    reader's ``heed_warnings`` (``rcakit.rag.readers.HEED_WARNINGS``)."""
+    return {**AUTHORS.as_params(arm), "heed_warnings": HEED_WARNINGS}
 
 
 def _stored(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,12 +198,12 @@ def _authors(params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` under the authors' protocol, the rule reader's ``heed_warnings`` and the retriever kept (a run
     without one gets the arm's own in :func:`run_arm`), so no side-by-side run needs a retriever the page's
     does not."""
-    return {**params, **{k: v for k, v in PROTOCOL_DEFAULTS.items() if k != "heed_warnings"}, "top_k": 5}
+    return {**params, **AUTHORS.as_params()}  # the authors' retriever differs by arm: as_params leaves it out
 
 
 def protocol_runs(arm: str, params: Mapping[str, Any], progress: Progress = track) -> dict[str, ArmRun]:
     """The arm under the authors' protocol, for the structural arm with all six interventions, and under the
-    targeted variant (:data:`EARLIER_PROTOCOL`, six targeted interventions), each with the rule reader
+    targeted variant (``rcakit.rag.settings.EARLIER``, six targeted interventions), each with the rule reader
     on the synthetic world at ``params``' sizes and reader settings, so only the protocol differs; each has
     its own case store (a rerun resumes them)."""
     base, chapter = _offline(params), CHAPTERS[arm]
@@ -240,7 +211,7 @@ def protocol_runs(arm: str, params: Mapping[str, Any], progress: Progress = trac
     if arm == "structural":  # the six kinds the authors implement, on their protocol otherwise
         six = {**_authors(base), "intervention_set": "all"}
         runs["all six interventions"] = run_arm(arm, six, chapter_id=chapter, progress=progress)
-    runs["targeted variant"] = run_arm(arm, {**base, **EARLIER_PROTOCOL}, chapter_id=chapter, progress=progress)
+    runs["targeted variant"] = run_arm(arm, {**base, **EARLIER.as_params()}, chapter_id=chapter, progress=progress)
     return runs
 
 
@@ -303,16 +274,16 @@ class ProtocolRow:
     effect: str
 
 
-EARLIER = "the Explore table's 'targeted variant' column, with the variant's other choices"
+TARGETED = "the Explore table's 'targeted variant' column, with the variant's other choices"
 RERUN = "not measured on this page; rerun with another value"
 PROTOCOL_ROWS = (
     ProtocolRow(
         "corpus",
         "corpus",
         "each question's own paragraphs (MuSiQue's 20)",
-        "question",
+        AUTHORS.corpus,
         "global searches one index over the whole world",
-        EARLIER,
+        TARGETED,
     ),
     ProtocolRow(
         "retriever",
@@ -321,7 +292,7 @@ PROTOCOL_ROWS = (
             "structural": "dense: all-MiniLM-L6-v2 cosine, the sweep behind Table 2",
             "content": "BM25: the four runs behind Tables 3 and 4",
         },
-        AUTHORS_RETRIEVER,
+        {arm: AUTHORS.retriever_for(arm) for arm in ARMS},
         "bm25 ranks by Okapi BM25; dense by the cosine of all-MiniLM-L6-v2 embeddings of 'title: text', "
         "clamped at 0, so the first-two fallback almost never fires",
         RERUN + " (the quick run takes BM25)",
@@ -330,40 +301,40 @@ PROTOCOL_ROWS = (
         "hop budget",
         "spare_hops",
         "3 hops for a 3-hop question, then a forced answer",
-        0,
+        AUTHORS.spare_hops,
         "the budget is the question's hops plus spare_hops",
-        EARLIER,
+        TARGETED,
     ),
     ProtocolRow(
         "retrievals per hop",
         "reformulate",
         "one; no reformulation inside a hop",
-        False,
+        AUTHORS.reformulate,
         "reformulate adds a second search after a failed read",
-        EARLIER,
+        TARGETED,
     ),
-    ProtocolRow("top_k", "top_k", "5", 5, "paragraphs per retrieval", EARLIER),
+    ProtocolRow("top_k", "top_k", str(AUTHORS.top_k), AUTHORS.top_k, "paragraphs per retrieval", TARGETED),
     ProtocolRow(
         "search where nothing scores",
         "empty_search",
         "the corpus's first two paragraphs",
-        "first_two",
+        AUTHORS.empty_search,
         "nothing returns no paragraph",
-        EARLIER,
+        TARGETED,
     ),
     ProtocolRow(
         "structural interventions",
         "interventions",
         "generic texts that name no wrong object",
-        "generic",
+        AUTHORS.interventions,
         "targeted plants a wrong object of the right type and drifts to a look-alike",
-        EARLIER,
+        TARGETED,
     ),
     ProtocolRow(
         "intervention set",
         "intervention_set",
         "four: empty retrieval, irrelevant documents, false premise, stale evidence (Table 2's live set)",
-        "authors",
+        AUTHORS.intervention_set,
         "all adds query drift and early termination, which the authors implement but do not run by default; "
         "a single kind runs alone",
         "the Explore table's 'all six interventions' column",
@@ -372,7 +343,7 @@ PROTOCOL_ROWS = (
         "probe budget",
         "max_probes",
         "no cap in the content runs; 4 in the dense Table 2 runs, 2 in the BM25 structural runs",
-        0,
+        AUTHORS.max_probes,
         "0 probes every hop; a cap k repairs hops 1..k only, so with 2 hop 3 is never probed",
         "the probe-budget table (the authors' caps, derived from this run's cases)",
     ),
@@ -380,24 +351,24 @@ PROTOCOL_ROWS = (
         "tokens",
         "tokenizer",
         "lower().split() over 'title: text' for BM25, coverage and the fallback; Jaccard < 0.05 grounding",
-        "authors",
+        AUTHORS.tokenizer,
         "normalised splits with the answer normaliser (articles and punctuation dropped), coverage and the "
         "fallback over the text alone",
-        EARLIER,
+        TARGETED,
     ),
     ProtocolRow(
         "continue-retrieving probe",
         "spare_hops",
         "resumes at hop n+1 within the budget",
-        0,
+        AUTHORS.spare_hops,
         "on a full trace it is a plain re-answer",
-        EARLIER,
+        TARGETED,
     ),
     ProtocolRow(
         "LLM judge's hops",
         "judge_hops",
         "any hop >= 0, n+1 included",
-        "any",
+        AUTHORS.judge_hops,
         "trace keeps the judge to hops 1..n",
         "not measurable offline: the judge is a language model",
     ),
@@ -406,7 +377,7 @@ PROTOCOL_ROWS = (
         "judge_prompt",
         "asks for the earliest wrong hop (stage retrieval, answer_generation or none; hop from 1, or 0), every "
         "document in full, up to 256 tokens",
-        "authors",
+        AUTHORS.judge_prompt,
         "rcakit's says the answer is wrong, offers hop n+1 in words, cuts documents at 600 characters and "
         "replies in 32 tokens",
         "not measurable offline: the judge is a language model",
@@ -417,7 +388,7 @@ PROTOCOL_ROWS = (
         "the gold answer if present (not yes/no or under 3 characters), else a bridge entity, else the most "
         "salient span, ranked by tokens, occurrences and length over all the hop's documents; any number is "
         "perturbed; invented names when no other answer fits",
-        "authors",
+        AUTHORS.span_rule,
         "first_mention takes the first bridge mention and a salient span of the top document only, perturbs "
         "only salient numbers and skips a case no answer fits",
         "the span-rule table below (both rules on the same cases)",
@@ -427,8 +398,8 @@ PROTOCOL_ROWS = (
         "heed_warnings",
         "the language model's own",
         None,
-        "the rule reader cannot read a warning; it abstains on one with this probability, chosen once (0.5) "
-        "before any attribution number was seen",
+        "the rule reader cannot read a warning; it abstains on one with this probability, chosen once "
+        f"({HEED_WARNINGS:g}) before any attribution number was seen",
         "the Explore section's heed_warnings sweep",
     ),
     ProtocolRow(
@@ -553,14 +524,14 @@ def heed_comparison_section(params: Mapping[str, Any], names: Sequence[str]) -> 
 NO_MODEL = "no language model ran (provider = none)"
 
 
-def _cell(c: dict | None) -> str:
+def _cell(c: dict[str, Any] | None) -> str:
     """One accuracy cell as 'point [lo, hi]', or 'n/a'."""
     if c is None or np.isnan(c["point"]):
         return "n/a"
     return f"{c['point']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"
 
 
-def accuracy_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
+def accuracy_table(result: dict[str, Any], depths: Iterable[int]) -> pd.DataFrame:
     """The Table-2-style frame: one row per diagnoser, 'point [lo, hi]' per depth, plus failed n."""
     keys = [str(d) for d in depths]
     names = sorted(result["accuracy"], key=lambda n: DIAGNOSERS.index(n) if n in DIAGNOSERS else len(DIAGNOSERS))
@@ -576,7 +547,7 @@ CASES, PROBE_ACCURACY = "failed cases by branch", "probe accuracy"  # branch_tab
 BRANCH_ACCURACY = "branch accuracy"
 
 
-def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
+def branch_table(result: dict[str, Any], depths: Iterable[int]) -> pd.DataFrame:
     """Per probe and depth: failed cases per branch, each branch's accuracy on its cases, and the probe's
     accuracy with and without the fallback branch.
     """
@@ -602,7 +573,7 @@ def branch_table(result: dict, depths: Iterable[int]) -> pd.DataFrame:
 VIEWS = {"stage accuracy": "stage_accuracy", "mean |hop error|": "mae", "mean tokens": "mean_cost"}
 
 
-def views_table(result: dict) -> pd.DataFrame:
+def views_table(result: dict[str, Any]) -> pd.DataFrame:
     """Stage accuracy, mean absolute hop error and mean tokens spent, per diagnoser and depth, side by side."""
     return pd.concat({label: pd.DataFrame(result[key]).T for label, key in VIEWS.items()}, axis=1)
 
@@ -627,7 +598,7 @@ def accuracy_section(run: ArmRun, names: Sequence[str]) -> Section:
 
 
 def _quoted_points(
-    result: dict, depths: Iterable[int], names: Iterable[str] | None = None, view: str = "accuracy"
+    result: dict[str, Any], depths: Iterable[int], names: Iterable[str] | None = None, view: str = "accuracy"
 ) -> dict[str, dict[str, str]]:
     """:func:`~rcakit.rag.metrics.accuracy_points` as prose text for every depth (:func:`rcakit.prose.by_depth`)."""
     return {name: prose.by_depth(p, depths) for name, p in accuracy_points(result, names, view).items()}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -61,9 +61,9 @@ def named_table(table: pd.DataFrame) -> pd.DataFrame:
     return table.rename(index=READER_NAMES, columns=READER_NAMES)
 
 
-def _results_tree(table: pd.DataFrame) -> dict:
+def _results_tree(table: pd.DataFrame) -> dict[str, Any]:
     """``{testbed: {fault type: {method: {n, accuracy, ci, mean_cost, mean_tokens, mean_memo_hits}}}}``."""
-    tree: dict = {}
+    tree: dict[str, Any] = {}
     for row in table.to_dict(orient="records"):
         tree.setdefault(row["testbed"], {}).setdefault(row["fault_type"], {})[row["method"]] = {
             "n": int(row["n"]),
@@ -141,7 +141,7 @@ def families_table(methods: Iterable[str]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("method")
 
 
-def _memo_figures(memo: ReplayMemo, scores: pd.DataFrame) -> dict:
+def _memo_figures(memo: ReplayMemo, scores: pd.DataFrame) -> dict[str, Any]:
     """Seed replays charged to the methods, those the memo answered, and those actually computed."""
     return {
         "charged": int(scores["replays"].sum()),
@@ -154,7 +154,7 @@ def _share(mask: pd.Series) -> float:
     return float(mask.mean()) if len(mask) else float("nan")
 
 
-def _findings(scores: pd.DataFrame) -> dict:
+def _findings(scores: pd.DataFrame) -> dict[str, Any]:
     """The measured findings the chapter states (each could have come out the other way).
 
     - ``gcjr_equals_singleton_rag``: share of RAG cases where GCJR returns the

@@ -47,7 +47,7 @@ def every_claim_table(table: pd.DataFrame, titles: Mapping[str, str] | None = No
     return claims_table(body)
 
 
-def changed_parameters_table(recorded: Mapping[str, Mapping]) -> pd.DataFrame:
+def changed_parameters_table(recorded: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """The parameters each chapter ran with that differ from its defaults, in book order.
 
     A run at the defaults has no rows; the caller says so. Columns: chapter,

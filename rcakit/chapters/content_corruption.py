@@ -1,9 +1,9 @@
 """The content-corruption chapter (``notebooks/content_corruption.md``): AgenticRAG-FP's content arm (§4, §7.2-7.3).
 
 :func:`run` runs the content arm end to end (``rcakit.chapters._rag.run_arm``)
-and returns its :class:`~rcakit.chapters._rag.ArmRun`; the sections the two
+and returns its ``ArmRun`` (``rcakit.chapters._rag``); the sections the two
 RAG chapters share (the protocol table, exact-hop accuracy, the probes'
-branches, the LLM methods) come from :mod:`rcakit.chapters._rag` and are
+branches, the LLM methods) come from ``rcakit.chapters._rag`` and are
 re-exported here.
 
 The chapter's own sections read an ``ArmRun`` of the content arm and return a
@@ -13,7 +13,7 @@ outcome shares by depth beside Table 4, which strategy gets absorbed, the
 oracle split by entity type, query contamination, the bridge-entity slice, how
 the authors' span rule and the earlier one compare on the same cases, and one
 corruption followed through step by step (the case
-:func:`rcakit.rag.outcomes.worked_case` picks).
+``rcakit.rag.outcomes.worked_case`` picks).
 
 :class:`RescoredRun` reads the authors' own released runs
 (:mod:`rcakit.rag.authors_runs`), recomputes Table 3, Table 4 and the §7.3
@@ -164,7 +164,7 @@ def contamination_section(run: ArmRun) -> Section:
     return Section(table=table, numbers={"query_contamination": contamination}, facts={"contaminated": quoted})
 
 
-def bridge_table(pooled: dict, by_depth: dict) -> pd.DataFrame:
+def bridge_table(pooled: dict[str, Any], by_depth: dict[str, Any]) -> pd.DataFrame:
     """Each diagnoser's exact-hop accuracy on the bridge-entity slice, pooled then per depth, and the
     slice's failed cases (``failed n``).
     """
@@ -348,11 +348,11 @@ class RescoredRun:
         )
 
 
-def _authors_cell(c: dict | None) -> str:
+def _authors_cell(c: dict[str, Any] | None) -> str:
     return "—" if c is None else f"{c['point']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"
 
 
-def _table3_section(runs: tuple[AuthorsRun, ...], cells: dict, key: str) -> Section:
+def _table3_section(runs: tuple[AuthorsRun, ...], cells: dict[str, Any], key: str) -> Section:
     """Pooled exact-hop accuracy per diagnoser and depth with the authors' bootstrap, each printed cell of
     Table 3 beside it; records the cells, the failed n and how many printed interval ends come out as
     printed, and quotes the failed n (``authors_failed_n_<hop>``) and the ends (``authors_ends_...``)."""
@@ -491,7 +491,7 @@ def _orders_section(runs: tuple[AuthorsRun, ...], order: str, key: str) -> Secti
     return Section(table=summary, numbers=numbers, facts=_authors(facts))
 
 
-def _beside_section(runs: tuple[AuthorsRun, ...], cells: dict, frame: pd.DataFrame, run: ArmRun) -> Section:
+def _beside_section(runs: tuple[AuthorsRun, ...], cells: dict[str, Any], frame: pd.DataFrame, run: ArmRun) -> Section:
     """The real runs beside this page's simulated world, per depth: the outcome shares (Table 4) and each
     probe's and coverage's exact-hop accuracy (Table 3); nothing recorded (both sides are recorded elsewhere)."""
     real, simulated = _shares(frame), outcome_shares(run.cases)
@@ -559,7 +559,7 @@ def outcome_bars_figure(cases: pd.DataFrame, paper: Mapping[str, Mapping[str, fl
     workbench's."""
     shares = outcome_shares(cases)
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    bars: list[tuple[str, Mapping | pd.Series]] = []
+    bars: list[tuple[str, Mapping[str, Any] | pd.Series]] = []
     for d, row in shares.iterrows():
         if paper and f"hop {d}" in paper:
             bars.append((f"hop {d}\npaper", paper[f"hop {d}"]))

@@ -2,9 +2,9 @@
 
 :func:`run` runs the structural arm end to end (``rcakit.chapters._rag.run_arm``:
 models, lab, case store, sweep, scores, the LLM judge) and returns its
-:class:`~rcakit.chapters._rag.ArmRun`; the sections the two RAG chapters share
+``ArmRun`` (``rcakit.chapters._rag``); the sections the two RAG chapters share
 (the protocol table, exact-hop accuracy, the probes' branches, the LLM methods)
-come from :mod:`rcakit.chapters._rag` and are re-exported here.
+come from ``rcakit.chapters._rag`` and are re-exported here.
 
 The chapter's own sections read an ``ArmRun`` of the structural arm and return
 a :class:`rcakit.sections.Section` whose numbers go to
@@ -201,7 +201,7 @@ def _paper_cells(published: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["diagnoser", "depth", "point", "lo", "hi"])
 
 
-def _workbench_cells(result: dict, names: Iterable[str]) -> pd.DataFrame:
+def _workbench_cells(result: dict[str, Any], names: Iterable[str]) -> pd.DataFrame:
     """``attribution``'s accuracy cells of ``names`` as a long frame (diagnoser, depth, point, lo, hi)."""
     rows = [{"diagnoser": n, "depth": int(d), **c} for n in names for d, c in result["accuracy"].get(n, {}).items()]
     return pd.DataFrame(rows, columns=["diagnoser", "depth", "point", "lo", "hi"])
@@ -212,7 +212,7 @@ NO_FAILED = "no injected case failed"  # what an empty sweep's figure says
 BRANCH_COLOURS = {"flip": BLUE, "continue": SKY, "fallback": ORANGE, "none": GREY}
 
 
-def branch_shares_figure(result: dict) -> Figure:
+def branch_shares_figure(result: dict[str, Any]) -> Figure:
     """One panel per probe (the panel title names it): exact-hop accuracy by injected hop, stacked by the
     branch that named the hop (flip, continue, fallback)."""
     shares = branch_hit_shares(result)
@@ -270,7 +270,7 @@ def prediction_heatmaps_figure(cases: pd.DataFrame, names: Sequence[str], depths
 
 
 def paper_beside_workbench_figure(
-    published: Mapping[str, Mapping[str, str]], result: dict, names: Sequence[str]
+    published: Mapping[str, Mapping[str, str]], result: dict[str, Any], names: Sequence[str]
 ) -> Figure:
     """One panel per diagnoser of ``names``: exact-hop accuracy by injected hop with its 95% interval, the
     paper's (``published``, as ``_paper_cells`` reads it; black) beside the workbench's (``result``, an

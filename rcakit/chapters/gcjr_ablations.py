@@ -122,7 +122,7 @@ NODE_KINDS = {  # what a node of an execution DAG is -> (legend text, colour)
 # --- the tables (what a section shows) ------------------------------------------------
 
 
-def _main_table(runs: _Runs, published: Mapping | None = None) -> pd.DataFrame:
+def _main_table(runs: _Runs, published: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """The main table of GCJR §Results: in-scope means per method and the replay reduction.
 
     ``published`` (the paper's main table, method -> metric -> value) adds
@@ -167,7 +167,7 @@ def _ablation_table(frames: _Runs) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
-def _ablation_beside_paper(numbers: Mapping, published: Mapping) -> pd.DataFrame:
+def _ablation_beside_paper(numbers: Mapping[str, Any], published: Mapping[str, Any]) -> pd.DataFrame:
     """The four ablation numbers the paper prints (``published``, its ablation block) beside ours.
 
     ``numbers`` is ``_ablation_numbers`` of the ablation runs.
@@ -186,7 +186,7 @@ def _ablation_beside_paper(numbers: Mapping, published: Mapping) -> pd.DataFrame
     )
 
 
-def _shapley_beside_paper(summary: Mapping, published: Mapping) -> pd.DataFrame:
+def _shapley_beside_paper(summary: Mapping[str, Any], published: Mapping[str, Any]) -> pd.DataFrame:
     """Exact Shapley top-2 beside the paper's RS@1, macro FEM and MV, with RS@1 read both ways."""
     return pd.DataFrame(
         {
@@ -575,7 +575,7 @@ def closed_forms_section(q: int) -> Section:
 # --- the figures ---------------------------------------------------------------------
 
 
-def _layered_layout(graph: nx.DiGraph) -> dict:
+def _layered_layout(graph: nx.DiGraph[Any]) -> dict[str, Any]:
     """Positions by topological generation, each generation in sorted node order."""
     layers = {depth: sorted(generation) for depth, generation in enumerate(nx.topological_generations(graph))}
     return nx.multipartite_layout(graph, subset_key=layers)

@@ -457,7 +457,9 @@ class ReleaseRun:
         return tuple(strata_long(self.scored.cases, by) for by in STRATA)  # type: ignore[return-value]
 
     @classmethod
-    def read(cls, value: str, locators: Sequence[Locator], paper: Mapping, param: str = "longrca") -> ReleaseRun:
+    def read(
+        cls, value: str, locators: Sequence[Locator], paper: Mapping[str, Any], param: str = "longrca"
+    ) -> ReleaseRun:
         """Read the records ``value`` names (``none``, a data set name or a path), check them against the
         paper's description ``paper`` and score the offline locators on the labelled ones.
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import matplotlib.pyplot as plt
 import networkx as nx
@@ -404,7 +404,7 @@ def _outline(ax: Axes, boxes: Iterable[Text]) -> None:
 
 def repair_family_figure(
     cases: Mapping[str, Case],
-    families: Mapping[str, Iterable[frozenset]],
+    families: Mapping[str, Iterable[frozenset[Any]]],
     pos: Mapping[str, _Position],
     rules: Mapping[str, str],
 ) -> Figure:

@@ -44,13 +44,13 @@ def claims_path() -> Path:
     return project_root() / "data" / "claims.yaml"
 
 
-def _load() -> dict:
+def _load() -> dict[str, Any]:
     path = claims_path()
     return _parse(path, path.stat().st_mtime)
 
 
 @functools.lru_cache(maxsize=4)
-def _parse(path: Path, mtime: float) -> dict:
+def _parse(path: Path, mtime: float) -> dict[str, Any]:
     """The YAML file, re-read whenever its modification time changes."""
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
@@ -60,7 +60,7 @@ def chapters_with_claims() -> list[str]:
     return list(_load())
 
 
-def chapter_claims(chapter_id: str) -> dict:
+def chapter_claims(chapter_id: str) -> dict[str, Any]:
     """The ``claims.yaml`` entry of one chapter: paper, citation, claims, published.
 
     Each claim's ``kind`` and ``expect`` rule are checked; a bad one is a
@@ -74,7 +74,7 @@ def chapter_claims(chapter_id: str) -> dict:
     return entry
 
 
-def _check_claim(chapter_id: str, claim: Mapping) -> None:
+def _check_claim(chapter_id: str, claim: Mapping[str, Any]) -> None:
     where = f"data/claims.yaml: {chapter_id}: claim {claim.get('claim')!r}"
     kind = claim.get("kind")
     if kind is not None and kind not in KINDS:

@@ -62,7 +62,7 @@ def _section_inputs(path: Path, mtime: float) -> dict[str, list[str]]:
 
 
 def _needs(
-    claim: Mapping, inputs: Mapping[str, str], sections: Mapping[str, list[str]], defaults: Mapping[str, Any]
+    claim: Mapping[str, Any], inputs: Mapping[str, str], sections: Mapping[str, list[str]], defaults: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The inputs (parameter -> the data set it names, or None) the claim's section needs.
 
@@ -83,7 +83,7 @@ def _needs(
     return needs
 
 
-def _missing_words(needs: Mapping[str, Any], inputs: Mapping[str, str], measured: Mapping) -> str:
+def _missing_words(needs: Mapping[str, Any], inputs: Mapping[str, str], measured: Mapping[str, Any]) -> str:
     """Why a number is not there, in a few words."""
     parts = []
     for name, value in needs.items():
@@ -97,7 +97,9 @@ def _missing_words(needs: Mapping[str, Any], inputs: Mapping[str, str], measured
     return "the chapter has not run" if not measured else "not recorded by this run"
 
 
-def why_missing(chapter_id: str, claim: Mapping, inputs: Mapping[str, str], measured: Mapping) -> str:
+def why_missing(
+    chapter_id: str, claim: Mapping[str, Any], inputs: Mapping[str, str], measured: Mapping[str, Any]
+) -> str:
     """Why the claim's number was not recorded: the input its section needs, or that the chapter has not run."""
     from rcakit.book import registry
 

@@ -11,6 +11,7 @@ page (``intro``) read these tables; :mod:`rcakit.claims.pages` lays them out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -51,7 +52,7 @@ def in_book_order(chapter_ids: Iterable[str]) -> list[str]:
     return sorted(chapter_ids, key=lambda cid: rank.get(cid, len(rank)))
 
 
-def compare_all(results: Mapping[str, Mapping]) -> pd.DataFrame:
+def compare_all(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """The closing page's table: every chapter's claims against its results file, in book order.
 
     Adds ``chapter``, ``paper_name`` (the paper's short name, or the chapter id

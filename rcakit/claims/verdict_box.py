@@ -36,7 +36,7 @@ def _sentence(text: str) -> str:
     return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
 
 
-def _line(row: Mapping, paper: bool = True) -> str:
+def _line(row: Mapping[str, Any], paper: bool = True) -> str:
     """One claim as a list item: the paper's value (on a page with a paper), the workbench's, the rule
     the verdict follows, and the note."""
     values = f"paper {paper_text(row['paper'])}, " * paper + f"here {workbench_text(row['workbench'], row['CI'])}"

@@ -86,7 +86,7 @@ def workbench_text(value: Any, ci: str = "") -> str:
     return f"{text} {ci}" if ci else text
 
 
-def _get(tree: Mapping, key: str | None) -> Any:
+def _get(tree: Mapping[str, Any], key: str | None) -> Any:
     if key is None:
         return None
     try:
@@ -96,12 +96,12 @@ def _get(tree: Mapping, key: str | None) -> Any:
     return None if is_missing(value) else value
 
 
-def _setting(claim: Mapping, inputs: Mapping[str, str]) -> dict[str, Any]:
+def _setting(claim: Mapping[str, Any], inputs: Mapping[str, str]) -> dict[str, Any]:
     """The part of ``when`` that is the paper's setting (not an input the section needs)."""
     return {k: v for k, v in claim.get("when", {}).items() if k not in inputs}
 
 
-def _target(claim: Mapping, measured: Mapping, params: Mapping) -> Any:
+def _target(claim: Mapping[str, Any], measured: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
     """The value an identity must have at these parameters (its ``expected`` key), else None."""
     key = claim.get("expected")
     if key is None:
@@ -111,7 +111,7 @@ def _target(claim: Mapping, measured: Mapping, params: Mapping) -> Any:
     return _get(measured, key)
 
 
-def _check(claim: Mapping, value: Any, ci: Any, target: Any) -> str:
+def _check(claim: Mapping[str, Any], value: Any, ci: Any, target: Any) -> str:
     """agrees / differs / reported by the claim's rule, against ``target`` when it is given."""
     reference = claim["paper"] if target is None else target
     if "expect" in claim:
@@ -126,7 +126,13 @@ def _check(claim: Mapping, value: Any, ci: Any, target: Any) -> str:
 
 
 def _verdict(
-    claim: Mapping, value: Any, *, ci: Any, target: Any, params: Mapping | None, inputs: Mapping[str, str]
+    claim: Mapping[str, Any],
+    value: Any,
+    *,
+    ci: Any,
+    target: Any,
+    params: Mapping[str, Any] | None,
+    inputs: Mapping[str, str],
 ) -> str:
     if value is None or ("expected" in claim and target is None):
         return "not measured"
@@ -137,7 +143,7 @@ def _verdict(
     return _check(claim, value, ci, target)
 
 
-def is_exact(claim: Mapping) -> bool:
+def is_exact(claim: Mapping[str, Any]) -> bool:
     """Whether the claim holds for every valid parameter value and seed when the code is correct.
 
     Identities whose rule is exact (an ``expect`` comparison or a tolerance of
@@ -155,7 +161,7 @@ def is_exact(claim: Mapping) -> bool:
     return "tolerance" in claim and float(claim["tolerance"]) <= EXACT_TOLERANCE
 
 
-def _asserted(claim: Mapping, params: Mapping | None, inputs: Mapping[str, str]) -> bool:
+def _asserted(claim: Mapping[str, Any], params: Mapping[str, Any] | None, inputs: Mapping[str, str]) -> bool:
     """``holds`` and exact, and checkable at these parameters."""
     if not (claim.get("holds") and is_exact(claim)):
         return False
@@ -171,7 +177,7 @@ def _number(value: Any) -> str:
     return paper_text(value) if not isinstance(value, float) else format_value(value, 3).rstrip("0").rstrip(".")
 
 
-def _rule(claim: Mapping, ci: Any, target: Any = None) -> str:
+def _rule(claim: Mapping[str, Any], ci: Any, target: Any = None) -> str:
     """The rule in words, as the verdict box and the tables show it beside the verdict.
 
     ``target`` is the value an identity must have at this run's parameters (its
@@ -195,7 +201,7 @@ def _rule(claim: Mapping, ci: Any, target: Any = None) -> str:
     return ""
 
 
-def _reference_note(claim: Mapping, target: Any, verdict: str) -> str:
+def _reference_note(claim: Mapping[str, Any], target: Any, verdict: str) -> str:
     """For a claim checked against another number than the paper's, which number that was.
 
     So a row never reads "paper 0.783, workbench 1.000, agrees" without saying
@@ -212,14 +218,16 @@ def _reference_note(claim: Mapping, target: Any, verdict: str) -> str:
     return f"checked against {held}{paper_text(reference)}, not the paper's {paper_text(paper)}"
 
 
-def _why(claim: Mapping, value: Any, *, chapter_id: str, inputs: Mapping[str, str], measured: Mapping) -> str:
+def _why(
+    claim: Mapping[str, Any], value: Any, *, chapter_id: str, inputs: Mapping[str, str], measured: Mapping[str, Any]
+) -> str:
     """Why a claim is not measured: its section's missing input, or its identity's missing expected value."""
     if value is not None:
         return f"its value at these parameters ({claim['expected']}) was not recorded"
     return why_missing(chapter_id, claim, inputs, measured)
 
 
-def compare(chapter_id: str, measured: Mapping, params: Mapping | None = None) -> pd.DataFrame:
+def compare(chapter_id: str, measured: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """One row per claim: its kind, the paper's value beside the workbench's, a verdict.
 
     ``measured`` is the chapter's results dict (nested, as recorded, or the

@@ -290,7 +290,7 @@ def lock_path(ds: DataSet) -> Path:
     return data_home() / f"{ds.name}.lock.json"
 
 
-def read_lock(ds: DataSet) -> dict | None:
+def read_lock(ds: DataSet) -> dict[str, Any] | None:
     """The data set's lock file, checked (``None`` if there is none); one line naming it when unusable."""
     path = lock_path(ds)
     anew = f"remove it and {folder(ds)} to fetch {ds.name} anew"
@@ -331,7 +331,7 @@ def read_lock(ds: DataSet) -> dict | None:
     return lock
 
 
-def expected_paths(ds: DataSet, lock: dict | None) -> list[str] | None:
+def expected_paths(ds: DataSet, lock: dict[str, Any] | None) -> list[str] | None:
     """The paths of a data set's files, or ``None`` while a Hub listing is still unread."""
     if ds.files:
         return [f.path for f in ds.files]

@@ -82,9 +82,11 @@ class _Run:
     staging: Path
     bar: Any
     deadline: Deadline
-    recorded: dict  # path -> digest: the lock file's files, then each new file once it is in place
+    recorded: dict[str, Any]  # path -> digest: the lock file's files, then each new file once it is in place
     kept: list[str] = field(default_factory=list)  # the files this fetch moved into place
-    staged: dict[str, dict] = field(default_factory=dict)  # new files that passed, waiting in the staging folder
+    staged: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # new files that passed, waiting in the staging folder
 
     def downloader(self, limit: int | None, expectation: Expectation | None = None) -> Downloader:
         return Downloader(self.bar, limit, expectation, self.deadline)
@@ -139,7 +141,7 @@ def _fetch_all(run: _Run, plan: list[FileEntry], listing: list[str]) -> None:
     _commit(run)
 
 
-def _plan(ds: DataSet, lock: dict | None) -> list[FileEntry]:
+def _plan(ds: DataSet, lock: dict[str, Any] | None) -> list[FileEntry]:
     """The files to fetch, each with the hash it must match (``None``: checked, then recorded).
 
     Every path is checked to stay inside the data set's folder, and every file
@@ -288,7 +290,7 @@ def _free_bytes(path: Path) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
-def _write_lock(ds: DataSet, listing: list[str], files: dict) -> None:
+def _write_lock(ds: DataSet, listing: list[str], files: dict[str, Any]) -> None:
     lock = {"name": ds.name, "revision": ds.revision, "listing": listing, "files": files}
     atomic_write(lock_path(ds), json.dumps(lock, indent=1, sort_keys=True) + "\n")
 

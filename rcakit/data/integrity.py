@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.data.catalog import DataSet, FileEntry, folder, get, lock_path, read_lock
@@ -26,7 +27,7 @@ class FileCheck:
     problem: str | None = None
 
 
-def digest(path: Path) -> dict:
+def digest(path: Path) -> dict[str, Any]:
     """``{"sha256": ..., "size": ...}`` of the file at ``path``, as a lock file records it."""
     sha = hashlib.sha256()
     with open(path, "rb") as fh:

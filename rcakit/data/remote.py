@@ -428,5 +428,5 @@ def _capped_body(response: Any, where: str, url: str, pace: Pace) -> bytes:
     return bytes(body)
 
 
-def _natural_key(name: str) -> list:
+def _natural_key(name: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -68,13 +68,13 @@ class MethodUsage:
         """One answer given up after the validated retry failed."""
         self._add(abstentions=1)
 
-    def totals(self, runtime: bool = False) -> dict:
+    def totals(self, runtime: bool = False) -> dict[str, Any]:
         names = COST + (RUNTIME if runtime else ())
         with self._lock:
             return {f.name: getattr(self, f.name) for f in fields(self) if f.name in names}
 
 
-class Accounting(Mapping):
+class Accounting(Mapping[str, Any]):
     """Usage per method name, created on first access: ``acct["llm_judge"]``."""
 
     def __init__(self) -> None:
@@ -91,7 +91,7 @@ class Accounting(Mapping):
     def __len__(self) -> int:
         return len(self._methods)
 
-    def to_dict(self, runtime: bool = False) -> dict:
+    def to_dict(self, runtime: bool = False) -> dict[str, Any]:
         """Plain nested dict for ``rcakit.results.record`` (cost columns only by default)."""
         return {name: self._methods[name].totals(runtime) for name in sorted(self._methods)}
 
@@ -100,7 +100,7 @@ class Accounting(Mapping):
         return cost_table(self.to_dict(runtime))
 
 
-def cost_table(totals: Mapping[str, Mapping]) -> pd.DataFrame:
+def cost_table(totals: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per method: its totals, then :data:`PER_CASE` cost, rounded to :data:`DECIMALS`.
 
     ``totals`` maps a method to its :data:`COST` counts (as

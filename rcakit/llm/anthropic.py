@@ -36,10 +36,10 @@ class AnthropicProvider(ClientProvider):
     refusable = {"temperature": ("temperature",)}
     replays = False  # the API takes no seed
 
-    def _optional(self, opts: dict) -> dict:
+    def _optional(self, opts: dict[str, Any]) -> dict[str, Any]:
         return {"temperature": opts["temperature"]}
 
-    def _create(self, turns: list[dict], opts: dict, extra: dict) -> Any:
+    def _create(self, turns: list[dict[str, Any]], opts: dict[str, Any], extra: dict[str, Any]) -> Any:
         system = "\n\n".join(m["content"] for m in turns if m["role"] == "system")
         request: dict[str, Any] = {
             "model": self.model,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import NoReturn, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 from rcakit import RcakitError
 
@@ -39,7 +39,7 @@ class Reply:
     input_tokens: int
     output_tokens: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -78,7 +78,7 @@ class Provider(Protocol):
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int = 256,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply: ...
 
     def count_tokens(self, messages: Sequence[Message]) -> int: ...
@@ -139,7 +139,7 @@ def _encodes(text: str) -> bool:
     return True
 
 
-def check_messages(messages: Sequence[Message]) -> list[dict]:
+def check_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Plain-dict copy of ``messages``; a malformed one is a one-line error."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
         raise RcakitError("messages: expected a non-empty list of {role, content} dicts")
@@ -155,7 +155,7 @@ def check_messages(messages: Sequence[Message]) -> list[dict]:
     return out
 
 
-def options(temperature: float, seed: int, max_tokens: int, json_schema: dict | None) -> dict:
+def options(temperature: float, seed: int, max_tokens: int, json_schema: dict[str, Any] | None) -> dict[str, Any]:
     """The sampling options as one canonical dict (also part of the cache key)."""
     if not 0.0 <= float(temperature) <= 2.0:
         raise RcakitError(f"temperature: {temperature} is outside [0, 2]")

@@ -61,7 +61,7 @@ def default_folder() -> Path:
 
 
 def canonical_request(
-    provider: str, model: str, messages: Sequence[Message], opts: dict, endpoint: str | None = None
+    provider: str, model: str, messages: Sequence[Message], opts: dict[str, Any], endpoint: str | None = None
 ) -> str:
     """The request as canonical JSON: sorted keys, no spaces, UTF-8 kept; ``endpoint`` only when given."""
     payload = {"provider": provider, "model": model, "messages": check_messages(messages), "options": opts}
@@ -73,7 +73,7 @@ def canonical_request(
 class ResponseCache:
     """Replies keyed by the hash of their request, with hit/miss counters."""
 
-    def __init__(self, folder: str | os.PathLike | None = None) -> None:
+    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(folder or default_folder()) / FILE_NAME
         self.hits = 0
         self.misses = 0
@@ -165,12 +165,12 @@ class ResponseCache:
     def __reduce__(self) -> tuple[type[ResponseCache], tuple[str]]:
         return ResponseCache, (str(self.path.parent),)
 
-    def counters(self) -> dict:
+    def counters(self) -> dict[str, Any]:
         """``{"hits": .., "misses": ..}`` since this object was made: run-dependent."""
         return {"hits": self.hits, "misses": self.misses}
 
 
-def cache_totals(folder: str | os.PathLike | None = None) -> dict:
+def cache_totals(folder: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Hits and misses ever counted in the cache at ``folder``, by any process.
 
     Zeros when there is no cache yet (nothing is created). A misses delta of
@@ -210,7 +210,7 @@ class CaseUsage:
         """The scope's usage of ``chat`` (a :class:`CachedProvider`; zeros if it made no call)."""
         return self.usage.setdefault(id(chat), MethodUsage())
 
-    def totals(self, chat: Provider) -> dict:
+    def totals(self, chat: Provider) -> dict[str, Any]:
         """:meth:`MethodUsage.totals` (cost columns) of ``chat`` within the scope."""
         return self.of(chat).totals()
 
@@ -245,7 +245,7 @@ class _Charges:
         for usage in self.usages:
             usage.add_abstention()
 
-    def totals(self, runtime: bool = False) -> dict:
+    def totals(self, runtime: bool = False) -> dict[str, Any]:
         return self.usages[0].totals(runtime)
 
 
@@ -297,7 +297,7 @@ class CachedProvider:
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int = 256,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply:
         opts = options(temperature, seed, max_tokens, json_schema)
         request = canonical_request(self.name, self.model, messages, opts, self.endpoint)

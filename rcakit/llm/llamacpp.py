@@ -116,7 +116,7 @@ class LlamaCppProvider:
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int = 256,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply:
         opts = options(temperature, seed, max_tokens, json_schema)
         request: dict[str, Any] = dict(

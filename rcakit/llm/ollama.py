@@ -27,7 +27,7 @@ import os
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rcakit import RcakitError
 from rcakit.llm.base import Message, Reply, check_messages, check_reply, estimate_tokens, options
@@ -65,7 +65,7 @@ class OllamaProvider:
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int = 256,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply:
         opts = options(temperature, seed, max_tokens, json_schema)
         sampling = {

@@ -39,13 +39,13 @@ class OpenAIProvider(ClientProvider):
     refusable = {"response_format": ("response_format", "json_schema", "structured output")}
     replays = True  # the seed is sent; a server that honours it and serves one request at a time replays exactly
 
-    def _optional(self, opts: dict) -> dict:
+    def _optional(self, opts: dict[str, Any]) -> dict[str, Any]:
         schema = opts["json_schema"]
         if schema is None:
             return {}
         return {"response_format": {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "schema": schema}}}
 
-    def _create(self, turns: list[dict], opts: dict, extra: dict) -> Any:
+    def _create(self, turns: list[dict[str, Any]], opts: dict[str, Any], extra: dict[str, Any]) -> Any:
         return self._client.chat.completions.create(
             model=self.model,
             messages=turns,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.llm.base import Message, Provider
@@ -52,7 +53,7 @@ def is_clipped(text: str, limit: int | None) -> bool:
 class Block:
     """Consecutive items (``(label, text)``) shown together; ``keep`` is the end kept when items must go."""
 
-    items: tuple
+    items: tuple[Any, ...]
     keep: str = "head"
 
     def __post_init__(self) -> None:
@@ -98,7 +99,7 @@ def largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
     return lo
 
 
-def chat_messages(system: str, text: str) -> list[dict]:
+def chat_messages(system: str, text: str) -> list[dict[str, Any]]:
     """A system prompt and one user message."""
     return [{"role": "system", "content": system}, {"role": "user", "content": text}]
 
@@ -112,7 +113,7 @@ class Fitted:
     """A prompt fitted by ``Budget.fit``: the messages, the common clip length
     (``None``: nothing clipped) and the items shown per block (``None``: all)."""
 
-    messages: list
+    messages: list[Any]
     cap: int | None = None
     shown: int | None = None
 
@@ -141,7 +142,7 @@ class Budget:
         """Whether ``messages`` fit the limit, as the provider counts tokens."""
         return self.limit is None or self.provider.count_tokens(messages) <= self.limit
 
-    def fit(self, blocks: Sequence[Block], build: Callable[[list[str]], list]) -> Fitted:
+    def fit(self, blocks: Sequence[Block], build: Callable[[list[str]], list[Any]]) -> Fitted:
         """Messages ``build([rendered block, ...])`` within the budget, cut by the module's strategy.
 
         Clips every text to the largest common length that fits; if even
@@ -150,7 +151,7 @@ class Budget:
         marker). Fails only if the question without any item does not fit.
         """
 
-        def at(cap: int | None, shown: int | None = None) -> list:
+        def at(cap: int | None, shown: int | None = None) -> list[Any]:
             return build([render(b, cap, shown) for b in blocks])
 
         chars = [len(t) for b in blocks for _, t in b.items]

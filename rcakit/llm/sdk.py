@@ -167,7 +167,7 @@ class Refusable:
     words: Mapping[str, tuple[str, ...]]
     refused: set[str] = field(default_factory=set)
 
-    def send(self, call: Callable[[dict], T], fields: Mapping[str, Any], sdk: ModuleType) -> T:
+    def send(self, call: Callable[[dict[str, Any]], T], fields: Mapping[str, Any], sdk: ModuleType) -> T:
         """``call(fields)`` without the refused fields; on HTTP 400 naming a field, that field is refused and
         the call made once more without it."""
         wanted = {k: v for k, v in fields.items() if k not in self.refused}
@@ -299,7 +299,7 @@ class ClientProvider(ABC):
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int = 256,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply:
         opts = options(temperature, seed, max_tokens, json_schema)
         turns = check_messages(messages)
@@ -350,11 +350,11 @@ class ClientProvider(ABC):
         )
 
     @abstractmethod
-    def _optional(self, opts: dict) -> dict:
+    def _optional(self, opts: dict[str, Any]) -> dict[str, Any]:
         """The request fields the server may refuse (:attr:`refusable`), for these options."""
 
     @abstractmethod
-    def _create(self, turns: list[dict], opts: dict, extra: dict) -> Any:
+    def _create(self, turns: list[dict[str, Any]], opts: dict[str, Any], extra: dict[str, Any]) -> Any:
         """One request of checked messages and options, with the optional fields ``extra`` still sent."""
 
     @abstractmethod

@@ -59,7 +59,7 @@ class Shape:
         self.fields = fields
 
     @property
-    def schema(self) -> dict:
+    def schema(self) -> dict[str, Any]:
         """The JSON schema handed to the provider for constrained output."""
         return {
             "type": "object",
@@ -67,13 +67,13 @@ class Shape:
             "required": list(self.fields),
         }
 
-    def __call__(self, obj: Any) -> dict:
+    def __call__(self, obj: Any) -> dict[str, Any]:
         if not isinstance(obj, dict):
             raise ValueError(f"expected a JSON object with keys {', '.join(self.fields)}")
         return {name: _check_field(name, spec, obj) for name, spec in self.fields.items()}
 
 
-def _field_schema(spec: FieldSpec) -> dict:
+def _field_schema(spec: FieldSpec) -> dict[str, Any]:
     if isinstance(spec, range):
         bounds = {"type": "integer", "minimum": spec.start, "maximum": spec.stop - 1}
         # llama.cpp's grammar ignores minimum/maximum (SmolLM2 answered hop 4 and 11 for 1..3);
@@ -84,7 +84,7 @@ def _field_schema(spec: FieldSpec) -> dict:
     return {"type": _JSON_TYPES[spec]}
 
 
-def _check_field(name: str, spec: FieldSpec, obj: dict) -> Any:
+def _check_field(name: str, spec: FieldSpec, obj: dict[str, Any]) -> Any:
     if name not in obj:
         raise ValueError(f"field {name!r} is missing")
     value = obj[name]
@@ -111,7 +111,7 @@ def ask_json(
     temperature: float = 0.0,
     seed: int = 0,
     max_tokens: int = 256,
-    schema: dict | None = None,
+    schema: dict[str, Any] | None = None,
     accounting: MethodUsage | None = None,
 ) -> Any | None:
     """The validated answer, or ``None`` (an abstention) after one failed retry.

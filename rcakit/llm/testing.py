@@ -78,7 +78,7 @@ class FakeServer(ABC):
     ) -> None:
         self.respond, self.latency, self.refuses, self.key = respond, float(latency), tuple(refuses), key
         self.script: deque[Behaviour] = deque()
-        self.requests: list[dict] = []
+        self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.times: list[float] = []
         self.shown: list[str] = []
@@ -112,7 +112,7 @@ class FakeServer(ABC):
         self.shown.append(model)
         return self.models is None or self.full_name(model) in self.models
 
-    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+    def route(self, http: _Exchange, method: str, path: str, body: dict[str, Any]) -> None:
         """Answer one request (a subclass maps its paths)."""
         http.send(404, {"error": f"no route {method} {path}"})
 
@@ -123,7 +123,7 @@ class FakeServer(ABC):
         http.send(401, self.error_body(f"invalid credentials: {_credentials(http.headers)}"))
         return False
 
-    def chat(self, http: _Exchange, body: dict, messages: list[dict]) -> None:
+    def chat(self, http: _Exchange, body: dict[str, Any], messages: list[dict[str, Any]]) -> None:
         """Answer one chat request with the next queued behaviour."""
         self.requests.append(body)
         self.times.append(time.monotonic())
@@ -147,11 +147,11 @@ class FakeServer(ABC):
             text = payload if kind == "reply" else self.respond(messages)
             http.send(200, self.reply_body(body, text, sum(len(m["content"]) for m in messages)))
 
-    def error_body(self, message: str) -> dict:
+    def error_body(self, message: str) -> dict[str, Any]:
         return {"error": message}
 
     @abstractmethod
-    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+    def reply_body(self, request: dict[str, Any], text: str, prompt_chars: int) -> dict[str, Any]:
         """The protocol's reply to a chat request."""
 
 
@@ -172,7 +172,7 @@ class FakeOllamaServer(FakeServer):
     def full_name(self, model: str) -> str:
         return tagged(model)
 
-    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+    def route(self, http: _Exchange, method: str, path: str, body: dict[str, Any]) -> None:
         if path == "/api/show":
             model = body["model"]
             if not self.has(model):
@@ -185,7 +185,7 @@ class FakeOllamaServer(FakeServer):
         else:
             super().route(http, method, path, body)
 
-    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+    def reply_body(self, request: dict[str, Any], text: str, prompt_chars: int) -> dict[str, Any]:
         return {
             "model": request["model"],
             "created_at": "2026-01-01T00:00:00Z",
@@ -211,7 +211,7 @@ class FakeOpenAIServer(FakeServer):
         super().__init__(*args, **kwargs)
         self.base_url = f"{self.url}/v1"
 
-    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+    def route(self, http: _Exchange, method: str, path: str, body: dict[str, Any]) -> None:
         if method == "POST" and path == "/v1/chat/completions":
             self.chat(http, body, body["messages"])
         elif method == "GET" and path == "/v1/models":
@@ -225,10 +225,10 @@ class FakeOpenAIServer(FakeServer):
         else:
             super().route(http, method, path, body)
 
-    def error_body(self, message: str) -> dict:
+    def error_body(self, message: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
 
-    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+    def reply_body(self, request: dict[str, Any], text: str, prompt_chars: int) -> dict[str, Any]:
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -241,7 +241,7 @@ class FakeOpenAIServer(FakeServer):
         }
 
 
-def _openai_model(model: str) -> dict:
+def _openai_model(model: str) -> dict[str, Any]:
     return {"id": model, "object": "model", "created": 0, "owned_by": "fake"}
 
 
@@ -249,7 +249,7 @@ class FakeAnthropicServer(FakeServer):
     """Anthropic's ``POST /v1/messages`` and ``GET /v1/models/{id}``, as :class:`FakeServer` describes.
     ``respond`` sees the request's ``system`` field as a leading system message."""
 
-    def route(self, http: _Exchange, method: str, path: str, body: dict) -> None:
+    def route(self, http: _Exchange, method: str, path: str, body: dict[str, Any]) -> None:
         if method == "POST" and path == "/v1/messages":
             system = [{"role": "system", "content": body["system"]}] if "system" in body else []
             self.chat(http, body, system + body["messages"])
@@ -264,10 +264,10 @@ class FakeAnthropicServer(FakeServer):
         else:
             super().route(http, method, path, body)
 
-    def error_body(self, message: str) -> dict:
+    def error_body(self, message: str) -> dict[str, Any]:
         return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
 
-    def reply_body(self, request: dict, text: str, prompt_chars: int) -> dict:
+    def reply_body(self, request: dict[str, Any], text: str, prompt_chars: int) -> dict[str, Any]:
         return {
             "id": "msg_fake",
             "type": "message",
@@ -344,7 +344,7 @@ class _Exchange(BaseHTTPRequestHandler):
         if self.fake.authorised(self):
             self.fake.route(self, method, path, body)
 
-    def send(self, status: int, obj: dict, headers: dict[str, str] | None = None) -> None:
+    def send(self, status: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self.send_bytes(status, json.dumps(obj).encode(), headers)
 
     def send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
@@ -374,7 +374,7 @@ class _Exchange(BaseHTTPRequestHandler):
         except OSError:  # the client gave up and closed the connection
             return
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class names it
         pass
 
 
@@ -395,7 +395,7 @@ class ScriptedProvider:
 
     def __init__(self, respond: Callable[[Sequence[Message]], str] = echo, model: str = "script") -> None:
         self.respond, self.model = respond, model
-        self.calls: list[dict] = []
+        self.calls: list[dict[str, Any]] = []
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         return sum(len(m["content"].split()) for m in check_messages(messages))
@@ -407,7 +407,7 @@ class ScriptedProvider:
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int = 256,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply:
         messages = check_messages(messages)
         self.calls.append({"messages": messages, **options(temperature, seed, max_tokens, json_schema)})

@@ -77,7 +77,9 @@ class PerProcess(Generic[T]):
             return PerProcess._built[self.token]
 
 
-def on_cluster(items: Sequence, work: Callable, *, address: str, retries: int, stop: threading.Event) -> Stream:
+def on_cluster(
+    items: Sequence[Any], work: Callable[..., Any], *, address: str, retries: int, stop: threading.Event
+) -> Stream:
     """Cases as Dask tasks on the cluster at ``address``; results stream back as they finish.
 
     ``work`` is scattered to every worker once. When the workers holding it die,
@@ -97,8 +99,8 @@ def on_cluster(items: Sequence, work: Callable, *, address: str, retries: int, s
     except Exception as exc:  # OSError, TimeoutError, or whatever a scheduler that went away mid-handshake gives
         raise RcakitError(f"scheduler: cannot reach the Dask scheduler at {address} ({one_line(exc)})") from None
     run = uuid.uuid4().hex[:8]
-    futures: dict = {}  # future -> (index, attempt, the shipped generation it read)
-    shipped: list = []  # the scattered ``work`` of each generation
+    futures: dict[Any, tuple[int, int, int]] = {}  # future -> (index, attempt, the shipped generation it read)
+    shipped: list[Any] = []  # the scattered ``work`` of each generation
 
     def ship() -> None:
         try:
@@ -111,7 +113,7 @@ def on_cluster(items: Sequence, work: Callable, *, address: str, retries: int, s
                 f"{WORKER_SECONDS} s (does the cluster have running workers?)"
             ) from None
 
-    finished: queue.SimpleQueue = queue.SimpleQueue()  # each future once it is done, errs or is cancelled
+    finished: queue.SimpleQueue[Any] = queue.SimpleQueue()  # each future once it is done, errs or is cancelled
 
     def submit(index: int, attempt: int) -> None:
         future = client.submit(
@@ -150,7 +152,7 @@ def on_cluster(items: Sequence, work: Callable, *, address: str, retries: int, s
         _close(client, [*futures, *shipped], CONNECT_SECONDS)
 
 
-def _next_finished(finished: queue.SimpleQueue, unfinished: int, address: str, stall: float) -> Future:
+def _next_finished(finished: queue.SimpleQueue[Any], unfinished: int, address: str, stall: float) -> Future[Any]:
     """The next future to finish; one ``RcakitError`` line once ``stall`` seconds pass without one.
 
     Every :data:`NOTICE_SECONDS` of waiting the terminal hears how long the run has waited.
@@ -171,7 +173,7 @@ def _next_finished(finished: queue.SimpleQueue, unfinished: int, address: str, s
         )
 
 
-def _close(client: Any, futures: list, seconds: float) -> None:
+def _close(client: Any, futures: list[Any], seconds: float) -> None:
     """Cancel ``futures`` and close ``client``, waiting at most about ``seconds`` (a frozen scheduler never answers)."""
 
     def close() -> None:
@@ -185,7 +187,7 @@ def _close(client: Any, futures: list, seconds: float) -> None:
     thread.join(seconds * 2)
 
 
-def _gathered(future: Future, address: str, stall: float) -> tuple | None:
+def _gathered(future: Future[Any], address: str, stall: float) -> tuple[Any, ...] | None:
     """A finished task's ``(ok, value, served, attempts)``; ``None`` when Dask cancelled it (its input was lost).
 
     The value is fetched from the worker that holds it: a frozen worker never sends it, so after ``stall``
@@ -210,7 +212,7 @@ def _stalled(address: str, stall: float, what: str) -> RcakitError:
     )
 
 
-def _dask_error(future: Future) -> str:
+def _dask_error(future: Future[Any]) -> str:
     """One line for a task that Dask gave up on (its worker died each time it ran it)."""
     exc = future.exception()
     if type(exc).__name__ == "KilledWorker":

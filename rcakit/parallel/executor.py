@@ -21,7 +21,9 @@ from rcakit.parallel.failures import CaseFailed, one_line
 from rcakit.parallel.scheduler import check_scheduler, check_workers, scheduler_address
 from rcakit.parallel.tally import Served, Stream, announce, attempt_case
 
-Progress = Callable[[Iterable], Iterable]  # wraps the stream of finished cases (a progress bar), items unchanged
+Progress = Callable[
+    [Iterable[Any]], Iterable[Any]
+]  # wraps the stream of finished cases (a progress bar), items unchanged
 RETRIES = 2  # extra attempts of a case that raised, before the run stops
 
 
@@ -29,7 +31,7 @@ RETRIES = 2  # extra attempts of a case that raised, before the run stops
 class Outcome:
     """What a run gives back: ``values`` in the order of the items, and the calls it made."""
 
-    values: list
+    values: list[Any]
     served: Served
 
 
@@ -65,7 +67,7 @@ def run_cases(
         stream = _serial(items, work, retries, stop)
     else:
         stream = _threads(items, work, workers=min(workers, len(items)), retries=retries, stop=stop)
-    values: list = [None] * len(items)
+    values: list[Any] = [None] * len(items)
     served, failed = Served(), None
     try:
         for index, ok, value, tally, attempts in progress(_Sized(stream, len(items))) if progress else stream:
@@ -90,31 +92,33 @@ def run_cases(
 class _Sized:
     """A stream with a length, so a progress bar knows the total (and so the ETA)."""
 
-    def __init__(self, stream: Iterator, n: int) -> None:
+    def __init__(self, stream: Iterator[Any], n: int) -> None:
         self.stream, self.n = stream, n
 
     def __len__(self) -> int:
         return self.n
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         return self.stream
 
 
-def _serial(items: Sequence, work: Callable, retries: int, stop: threading.Event) -> Stream:
+def _serial(items: Sequence[Any], work: Callable[..., Any], retries: int, stop: threading.Event) -> Stream:
     for index, (_, item) in enumerate(items):
         if stop.is_set():
             return
         yield (index, *attempt_case(work, item, retries))
 
 
-def _threads(items: Sequence, work: Callable, *, workers: int, retries: int, stop: threading.Event) -> Stream:
+def _threads(
+    items: Sequence[Any], work: Callable[..., Any], *, workers: int, retries: int, stop: threading.Event
+) -> Stream:
     """Cases on ``workers`` daemon threads, so an interrupted driver does not wait for them.
 
     Once ``stop`` is set no thread takes a new case; the cases in flight still
     come out of the stream.
     """
-    todo: queue.SimpleQueue = queue.SimpleQueue()
-    done: queue.SimpleQueue = queue.SimpleQueue()
+    todo: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    done: queue.SimpleQueue[Any] = queue.SimpleQueue()
     for index, (_, item) in enumerate(items):
         todo.put((index, item))
     for _ in range(workers):
@@ -162,7 +166,7 @@ class Runner:
         work: Callable[[Any], object],
         progress: Progress | None = None,
         on_result: Callable[[str, Any], None] | None = None,
-    ) -> list:
+    ) -> list[Any]:
         """:func:`run_cases` with these settings; returns the values in the order of ``items``."""
         outcome = run_cases(
             items,

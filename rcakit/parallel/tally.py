@@ -15,12 +15,12 @@ import socket
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
-Stream = Generator[tuple, None, None]  # (index, ok, value or error, served, attempts) per finished case
+Stream = Generator[tuple[Any, ...], None, None]  # (index, ok, value or error, served, attempts) per finished case
 
 MACHINE = socket.gethostname()
 _CASE = threading.local()  # the running case's Served tally, in the thread that runs it
@@ -61,10 +61,12 @@ def count_call(server: str, model_call: bool) -> None:
         tally.add(MACHINE, server, 1, int(model_call))
 
 
-def attempt_case(work: Callable, item: object, retries: int) -> tuple[bool, object, Served, int]:
+def attempt_case(work: Callable[..., Any], item: object, retries: int) -> tuple[bool, object, Served, int]:
     """Run ``work(item)`` up to ``1 + retries`` times: ``(ok, value or last error, served, attempts)``."""
     served = Served()
     _CASE.served = served
+    error: Exception = RuntimeError("no attempt ran")  # replaced by the first failure: retries >= 0 tries once
+    attempt = 0
     try:
         for attempt in range(1, retries + 2):
             try:

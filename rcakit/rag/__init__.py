@@ -1,7 +1,8 @@
 """Agentic RAG fault lab (AgenticRAG-FP): a certified synthetic world, BM25, a resumable agent,
 interventions, diagnosers, the strict protocol and its metrics.
 
-Modules: ``text`` (normalisation, correctness, outcomes), ``world`` (its ``relations`` and ``entities``),
+Modules: ``settings`` (the protocol's choices: the authors' and the earlier variant's), ``text``
+(normalisation, correctness, outcomes), ``world`` (its ``relations`` and ``entities``),
 ``musique`` (the MuSiQue world), ``retrieval``, ``trace`` (hops and traces), ``readers`` (the rule and LLM
 readers and the actions they return), ``agent``, ``interventions``, ``diagnosers``, ``protocol`` (eligibility, cases,
 sweeps, case stores), ``metrics`` (exact-hop accuracy, its intervals and shares),

@@ -13,10 +13,9 @@ question's hop count plus ``spare_hops``; when it is spent the agent is forced
 to answer from the evidence it has.
 
 ``AgentSettings`` holds these choices; its defaults are the authors'
-(the authors' code, ``anote-ai/Research-AgenticRAG``: a budget of 3 for their three-hop questions, one
-retrieval per hop, ``top_k = 5``); ``reformulate = True`` and
-``spare_hops = 1`` give the targeted variant's agent, which searched a
-second time inside a hop after a miss and had one spare hop.
+(``rcakit.rag.settings.AUTHORS``, from the authors' code, ``anote-ai/Research-AgenticRAG``: a budget of 3
+for their three-hop questions, one retrieval per hop, five paragraphs each); the targeted variant's agent
+(``rcakit.rag.settings.EARLIER``) searched a second time inside a hop after a miss and had one spare hop.
 
 The agent keeps no state between questions: its world, corpora, reader and
 settings. Its runs are traces (``rcakit.rag.trace``), their cost in words.
@@ -32,6 +31,7 @@ from dataclasses import dataclass, replace
 from rcakit import RcakitError
 from rcakit.rag.readers import ABSTAIN, Action, Reader, rule_reformulation
 from rcakit.rag.retrieval import Corpora
+from rcakit.rag.settings import AUTHORS
 from rcakit.rag.trace import Hop, Trace, pooled, tokens_read
 from rcakit.rag.world import Paragraph, Question, Relation, World
 
@@ -40,7 +40,7 @@ __all__ = ["Agent", "AgentSettings"]
 
 @dataclass(frozen=True)
 class AgentSettings:
-    """The agent's budget and search, the authors' by default (the authors' code, ``anote-ai/Research-AgenticRAG``).
+    """The agent's budget and search, the authors' by default (``rcakit.rag.settings.AUTHORS``).
 
     ``top_k`` paragraphs per retrieval; the hop budget is the question's hops
     plus ``spare_hops`` (0: the authors' 3 for three-hop questions);
@@ -48,9 +48,9 @@ class AgentSettings:
     authors' agent retrieves once per hop).
     """
 
-    top_k: int = 5
-    spare_hops: int = 0
-    reformulate: bool = False
+    top_k: int = AUTHORS.top_k
+    spare_hops: int = AUTHORS.spare_hops
+    reformulate: bool = AUTHORS.reformulate
 
     def __post_init__(self) -> None:
         if self.top_k < 1:

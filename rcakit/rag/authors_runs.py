@@ -252,7 +252,7 @@ def _field(record: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
     return value
 
 
-def _strings(values: list, where: str) -> list[str]:
+def _strings(values: list[Any], where: str) -> list[str]:
     if not all(isinstance(v, str) for v in values):
         raise RcakitError(f"{where}: expected a list of names")
     return values

@@ -26,12 +26,14 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.llm.accounting import MethodUsage
 from rcakit.llm.base import Provider, request_seed
 from rcakit.llm.prompts import Block, Budget, chat_messages, render
 from rcakit.rag.agent import Agent
+from rcakit.rag.settings import AUTHORS
 from rcakit.rag.text import answer_correct, document_text, normalise, split_jaccard, split_tokens
 from rcakit.rag.trace import Hop, Trace, tokens_read
 from rcakit.rag.world import Paragraph
@@ -58,13 +60,13 @@ class Diagnosis:
 NO_HOP = Diagnosis("answer", 0, 0)
 
 
-def _joined(docs: Iterable[Paragraph], tokenizer: str = "authors") -> str:
+def _joined(docs: Iterable[Paragraph], tokenizer: str = AUTHORS.tokenizer) -> str:
     """The documents as one text: "title: text" each for the authors' tokenizer (the text alone for a
     recorded document with no title), the text alone otherwise."""
     return " ".join(document_text(getattr(d, "title", ""), d.text, tokenizer) for d in docs)
 
 
-def coverage_score(gold: str, docs: Iterable[Paragraph], tokenizer: str = "authors") -> float:
+def coverage_score(gold: str, docs: Iterable[Paragraph], tokenizer: str = AUTHORS.tokenizer) -> float:
     """Coverage's J(a, D_h): Jaccard of the gold answer's and the joined documents' token sets, 0 for no
     documents; the tokens are the authors' (``lower().split()`` over "title: text") unless ``tokenizer``
     says otherwise (AgenticRAG-FP §4)."""
@@ -72,7 +74,7 @@ def coverage_score(gold: str, docs: Iterable[Paragraph], tokenizer: str = "autho
     return split_jaccard(gold, _joined(docs, tokenizer), tokenizer) if docs else 0.0
 
 
-def coverage(trace: Trace, threshold: float = 0.05, tokenizer: str = "authors") -> Diagnosis:
+def coverage(trace: Trace, threshold: float = 0.05, tokenizer: str = AUTHORS.tokenizer) -> Diagnosis:
     """Earliest hop whose :func:`coverage_score` is below ``threshold``; empty hops score 0."""
     for hop in trace.hops:
         score = coverage_score(trace.gold, hop.docs, tokenizer)
@@ -106,7 +108,7 @@ def oracle_gold_hop(trace: Trace) -> Diagnosis:
     return NO_HOP
 
 
-def visible_stage(trace: Trace, tokenizer: str = "authors") -> str:
+def visible_stage(trace: Trace, tokenizer: str = AUTHORS.tokenizer) -> str:
     """The authors' post-hoc stage rule, first match wins, from the final trace alone (§5).
 
     No document retrieved at all -> retrieval; no tool call (no hop issued a
@@ -125,7 +127,7 @@ def visible_stage(trace: Trace, tokenizer: str = "authors") -> str:
     return "none" if answer_correct(answer, trace.gold) else "answer"
 
 
-def rule_based(trace: Trace, tokenizer: str = "authors") -> Diagnosis:
+def rule_based(trace: Trace, tokenizer: str = AUTHORS.tokenizer) -> Diagnosis:
     """The authors' rule-based diagnoser: ``visible_stage``; the retrieval stage gets the earliest
     hop with no documents (else hop 1), every other stage hop 0.
 
@@ -139,7 +141,7 @@ def rule_based(trace: Trace, tokenizer: str = "authors") -> Diagnosis:
     return Diagnosis("retrieval", empty[0] if empty else 1)
 
 
-def fallback_rule(trace: Trace, tokenizer: str = "authors") -> Diagnosis:
+def fallback_rule(trace: Trace, tokenizer: str = AUTHORS.tokenizer) -> Diagnosis:
     """The probes' branch 3: the earliest hop that is empty or whose documents share no token with the gold
     answer (``tokenizer``'s tokens: the authors' by default)."""
     gold = set(split_tokens(trace.gold, tokenizer))
@@ -149,7 +151,7 @@ def fallback_rule(trace: Trace, tokenizer: str = "authors") -> Diagnosis:
     return NO_HOP
 
 
-def repaired_docs(agent: Agent, trace: Trace, hop: Hop) -> tuple[tuple, int]:
+def repaired_docs(agent: Agent, trace: Trace, hop: Hop) -> tuple[tuple[Any, ...], int]:
     """Clean evidence for ``hop``: re-retrieve with its own recorded query, or with the question if that finds nothing.
 
     Returns the documents and the query words issued. The recorded query is
@@ -272,7 +274,9 @@ def document_blocks(trace: Trace) -> list[Block]:
     return [Block(tuple((f"  [{d.id}] {d.title}", d.text) for d in hop.docs)) for hop in trace.hops]
 
 
-def judge_prompt(trace: Trace, documents: list[str], hops: str = "any", prompt: str = "authors") -> list[dict]:
+def judge_prompt(
+    trace: Trace, documents: list[str], hops: str = "any", prompt: str = "authors"
+) -> list[dict[str, Any]]:
     """The complete hop-level trace as the judge sees it (§5), with each hop's rendered ``documents``.
 
     The judge sees the question, every hop's queries and documents, the final
@@ -301,7 +305,7 @@ def judge_prompt(trace: Trace, documents: list[str], hops: str = "any", prompt: 
 
 def judge_messages(
     trace: Trace, max_doc_chars: int | None, hops: str = "any", prompt: str = "authors"
-) -> tuple[list[dict], int]:
+) -> tuple[list[dict[str, Any]], int]:
     """The judge's messages with every document cut at ``max_doc_chars`` (``None``: kept whole), and how many
     were cut."""
     blocks = document_blocks(trace)
@@ -349,8 +353,8 @@ class LLMJudge:
         *,
         max_doc_chars: int | None = None,
         max_tokens: int | None = None,
-        hops: str = "any",
-        prompt: str = "authors",
+        hops: str = AUTHORS.judge_hops,
+        prompt: str = AUTHORS.judge_prompt,
     ) -> None:
         if hops not in JUDGE_HOPS:
             raise RcakitError(f"judge_hops: expected one of {', '.join(JUDGE_HOPS)}, got {hops!r}")
@@ -361,10 +365,10 @@ class LLMJudge:
         self.truncated_docs = 0
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "_lock"}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -374,7 +378,7 @@ class LLMJudge:
         a cached chat hands out a charger of its usage and the scope's, which reads as its usage."""
         return getattr(self.chat, "accounting", None)
 
-    def _fitted(self, trace: Trace) -> tuple[list[dict], int]:
+    def _fitted(self, trace: Trace) -> tuple[list[dict[str, Any]], int]:
         budget = Budget(self.chat, self.max_tokens)
         messages, cut = judge_messages(trace, self.max_doc_chars, self.hops, self.prompt)
         if not budget.fits(messages):

@@ -135,7 +135,7 @@ class Encoder:
         self._model: Any = None
         self._cache: dict[str, np.ndarray] = {}
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (shared_encoder, ())
 
     @property

@@ -23,8 +23,11 @@ Used in the chapter `coverage-collapse`.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.fidelity import ActionMatch
@@ -117,11 +120,11 @@ def agent_action_match(
         raise RcakitError("replay: no question to replay")
     replayer = replay_reader(agent.reader) if replayer is None else replayer
     matches = (runner or Runner()).run([(q.id, q) for q in questions], ReplayQuestion(agent, replayer))
-    pooled = sum(matches[1:], matches[0])
+    pooled = functools.reduce(operator.add, matches)
     return ActionMatch(tuple(range(pooled.n)), pooled.recorded, pooled.replayed)
 
 
-def match_record(match: ActionMatch) -> dict:
+def match_record(match: ActionMatch) -> dict[str, Any]:
     """The results entry: rate, Wilson 95% interval, reads replayed and matched."""
     low, high = match.ci()
     return {"rate": match.rate, "ci": [low, high], "n": match.n, "matched": sum(match.matches)}

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from rcakit import RcakitError
 from rcakit.rag.agent import Agent
+from rcakit.rag.settings import AUTHORS
 from rcakit.rag.text import normalise, token_recall, tokens
 from rcakit.rag.trace import Hop, Trace
 from rcakit.rag.world import Paragraph
@@ -224,7 +225,9 @@ def _stale(
     return (stale,) + tuple(d for d in target.docs if d != base)
 
 
-def inject(agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random, style: str = "generic") -> Trace:
+def inject(
+    agent: Agent, trace: Trace, hop: int, kind: str, rng: random.Random, style: str = AUTHORS.interventions
+) -> Trace:
     """The trace after intervention ``kind`` (in ``style``) at ``hop``: the prefix kept, the suffix regenerated."""
     prefix = trace.hops[: hop - 1]
     _target(trace, hop)
@@ -246,7 +249,7 @@ class Corruption:
     replacement: str
 
 
-def _span_re(span: str) -> re.Pattern:
+def _span_re(span: str) -> re.Pattern[str]:
     """``span`` as a whole word, matched case-insensitively (the authors' matching)."""
     return re.compile(r"(?<![\w])" + re.escape(span) + r"(?![\w])", re.IGNORECASE)
 
@@ -405,7 +408,7 @@ def _replacement(
 
 
 def corrupt_content(
-    agent: Agent, trace: Trace, hop: int, answers: list[str], rng: random.Random, span_rule: str = "authors"
+    agent: Agent, trace: Trace, hop: int, answers: list[str], rng: random.Random, span_rule: str = AUTHORS.span_rule
 ) -> tuple[Corruption, Hop] | None:
     """Certified corruption of hop ``hop``'s documents, or ``None`` when no span certifies.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import pandas as pd
 
@@ -32,6 +32,7 @@ from rcakit.progress import track
 from rcakit.rag.diagnosers import LLMJudge, check_judge_prompt
 from rcakit.rag.metrics import attribution, predictions
 from rcakit.rag.protocol import Lab, failed, injected_trace
+from rcakit.rag.settings import AUTHORS
 
 AGENTS = ("rule", "llm")
 JUDGE = "llm_judge"
@@ -54,8 +55,8 @@ def models_from_params(
     seed: int,
     *,
     timeout: float | None = None,
-    judge_hops: str = "any",
-    judge_prompt: str = "authors",
+    judge_hops: str = AUTHORS.judge_hops,
+    judge_prompt: str = AUTHORS.judge_prompt,
     base_url: str | None = None,
 ) -> LLMPair:
     """Providers from the chapter parameters; ``judge_provider = "none"`` means the judge uses ``provider``.
@@ -98,7 +99,7 @@ class JudgeCase:
     lab: Lab
     judge: LLMJudge
 
-    def __call__(self, case: dict) -> dict:
+    def __call__(self, case: dict[str, Any]) -> dict[str, Any]:
         with case_usage() as scope:
             key = f"{case['kind']}:{case['qid']}:{case['depth']}"
             found, cut = self.judge.diagnose(injected_trace(self.lab, case), key)
@@ -111,7 +112,7 @@ class JudgeCase:
 
 def judge_cases(
     lab: Lab, sample: pd.DataFrame, judge: LLMJudge, *, progress: Progress | None = track, runner: Runner | None = None
-) -> tuple[pd.DataFrame, dict]:
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``sample`` with the judge's ``[stage, hop, cost, branch]`` added to each case's diagnoses (branch ``none``),
     and the judge's usage summed over the cases (in the driver, so a cluster's calls count too).
 
@@ -130,7 +131,7 @@ def judge_cases(
     return pd.DataFrame(rows, columns=sample.columns), usage
 
 
-def merge_judge(result: dict, judged: pd.DataFrame, depths: Sequence[int]) -> dict:
+def merge_judge(result: dict[str, Any], judged: pd.DataFrame, depths: Sequence[int]) -> dict[str, Any]:
     """Add the judge's cells to ``attribution``'s ``result``; return the attribution of the judged cases alone.
 
     The judge's cells cover only its sample, so ``result["llm_judged_n"]``
@@ -145,7 +146,7 @@ def merge_judge(result: dict, judged: pd.DataFrame, depths: Sequence[int]) -> di
     return same
 
 
-def same_case_table(same: dict, depths: Sequence[int]) -> pd.DataFrame:
+def same_case_table(same: dict[str, Any], depths: Sequence[int]) -> pd.DataFrame:
     """Exact-hop accuracy of every diagnoser on the judged cases, with their n."""
     rows = {
         name: {f"hop {d}": cells[str(d)]["point"] if str(d) in cells else float("nan") for d in depths}
@@ -162,7 +163,7 @@ def hop_counts(judged: pd.DataFrame, depths: Iterable[int]) -> pd.DataFrame:
     return pd.crosstab(preds["depth"], preds["pred_hop"]).reindex(index=list(depths), fill_value=0)
 
 
-def verdict_summary(judged: pd.DataFrame) -> dict:
+def verdict_summary(judged: pd.DataFrame) -> dict[str, Any]:
     """Judged cases, those with an empty trace left unsent (the ``trace`` judge makes no call on them; the
     authors' judge reads them and may name hop 1), abstentions, verdicts, and the hop named most often."""
     judge = [d[JUDGE] for d in judged["diagnoses"]]
@@ -183,7 +184,7 @@ def verdict_summary(judged: pd.DataFrame) -> dict:
     }
 
 
-def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths: Iterable[int]) -> dict:
+def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict[str, Any], depths: Iterable[int]) -> dict[str, Any]:
     """The judge's results entry: verdict summary, hop counts, documents cut, same-case accuracy."""
     return {
         **verdict_summary(judged),
@@ -195,7 +196,7 @@ def judge_record(judge: LLMJudge, judged: pd.DataFrame, same: dict, depths: Iter
     }
 
 
-def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict:
+def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict[str, Any]:
     """The LLM reader's cost: its clean runs plus the usage each stored case recorded (one case per agent run)."""
     total = {k: 0 for k in COST}
     total.update({k: v for k, v in lab.clean_usage.items() if k in COST})
@@ -210,7 +211,9 @@ def reader_cost(lab: Lab, *case_frames: pd.DataFrame) -> dict:
     return total
 
 
-def llm_cost(models: LLMPair, lab: Lab, *case_frames: pd.DataFrame, judge_usage: dict | None = None) -> dict:
+def llm_cost(
+    models: LLMPair, lab: Lab, *case_frames: pd.DataFrame, judge_usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """``{method: {cases, calls, input_tokens, output_tokens, abstentions}}`` for the methods that ran.
 
     ``judge_usage`` is the judge's usage summed over its cases (:func:`judge_cases`); without it, the

@@ -15,6 +15,7 @@ Used in the chapters: `coverage-collapse`, `content-corruption`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -60,12 +61,12 @@ def predictions(cases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
 
 
-def _ci(hits: Iterable[bool]) -> dict:
+def _ci(hits: Iterable[bool]) -> dict[str, Any]:
     point, lo, hi = bootstrap_accuracy_ci(list(hits), n_boot=1000, seed=42)
     return {"point": point, "lo": lo, "hi": hi}
 
 
-def branch_record(grp: pd.DataFrame) -> dict:
+def branch_record(grp: pd.DataFrame) -> dict[str, Any]:
     """One probe's failed cases at one depth, by branch: counts, each branch's accuracy among the cases it
     decided (``None`` when it decided none), and its share of all the probe's hits.
     """
@@ -78,7 +79,7 @@ def branch_record(grp: pd.DataFrame) -> dict:
     return {"counts": counts, "accuracy": accuracy, "hit_share": hits}
 
 
-def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
+def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict[str, Any]:
     """Exact-hop accuracy with bootstrap CI, stage accuracy, MAE, failed n, eligible n and recovery by depth.
 
     For each probe it adds ``probe_branch`` (failed cases per branch),
@@ -128,7 +129,7 @@ def attribution(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
 PROBE_CAPS = (4, 2)
 
 
-def _capped(diagnoses: dict, cap: int) -> dict:
+def _capped(diagnoses: dict[str, Any], cap: int) -> dict[str, Any]:
     """One case's diagnoses with each probe as ``max_probes = cap`` would have left it (:func:`capped_probes`)."""
     out = dict(diagnoses)
     resumed, fallback = diagnoses.get("continue_retrieving"), diagnoses.get("fallback_rule")
@@ -159,24 +160,26 @@ def capped_probes(cases: pd.DataFrame, cap: int) -> pd.DataFrame:
     return out
 
 
-def pooled_accuracy(preds: pd.DataFrame) -> dict:
+def pooled_accuracy(preds: pd.DataFrame) -> dict[str, Any]:
     """Exact-hop accuracy with bootstrap CI per diagnoser over all rows of ``preds`` (a slice), plus its case count."""
-    out: dict[str, dict | int] = {str(name): _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}
+    out: dict[str, dict[str, Any] | int] = {str(name): _ci(grp["hit"]) for name, grp in preds.groupby("diagnoser")}
     out["n"] = int(len(preds.drop_duplicates(["qid", "depth", "kind"])))
     return out
 
 
-def interval_pairs(result: dict) -> dict:
+def interval_pairs(result: dict[str, Any]) -> dict[str, Any]:
     """``{diagnoser: {depth: [lo, hi]}}`` from ``attribution``'s accuracy cells (for claims' ``ci`` keys)."""
     return {name: {d: [c["lo"], c["hi"]] for d, c in cells.items()} for name, cells in result["accuracy"].items()}
 
 
-def interval_of(pooled: dict) -> dict:
+def interval_of(pooled: dict[str, Any]) -> dict[str, Any]:
     """``{diagnoser: [lo, hi]}`` of a ``pooled_accuracy`` result (for claims' ``ci`` keys)."""
     return {k: [v["lo"], v["hi"]] for k, v in pooled.items() if k != "n"}
 
 
-def accuracy_points(result: dict, names: Iterable[str] | None = None, view: str = "accuracy") -> dict:
+def accuracy_points(
+    result: dict[str, Any], names: Iterable[str] | None = None, view: str = "accuracy"
+) -> dict[str, Any]:
     """``{diagnoser: {depth: point}}`` of ``attribution``'s interval cells in ``view`` (``accuracy`` or
     ``accuracy_without_fallback``), for ``names`` (every diagnoser in the view by default).
     """
@@ -186,7 +189,7 @@ def accuracy_points(result: dict, names: Iterable[str] | None = None, view: str 
     }
 
 
-def failed_share(cases: pd.DataFrame, column: str, depths: Iterable[int]) -> dict:
+def failed_share(cases: pd.DataFrame, column: str, depths: Iterable[int]) -> dict[str, Any]:
     """``{depth: share}`` of failed, non-skipped cases whose boolean ``column`` holds."""
     wrong = failed(cases)
     out = {}
@@ -198,7 +201,7 @@ def failed_share(cases: pd.DataFrame, column: str, depths: Iterable[int]) -> dic
 
 def share_predicting(
     preds: pd.DataFrame, diagnoser: str, hop: int, depths: Iterable[int], *, min_hops: int = 0
-) -> dict:
+) -> dict[str, Any]:
     """``{depth: share}`` of ``diagnoser``'s failed cases in which it predicts ``hop``.
 
     ``min_hops`` keeps only cases whose trace has at least that many hops
@@ -234,7 +237,7 @@ def prediction_histogram(preds: pd.DataFrame, diagnoser: str, depths: Iterable[i
     return pd.crosstab(sub["depth"], sub["pred_hop"], normalize="index").reindex(index=list(depths))
 
 
-def branch_hit_shares(result: dict) -> pd.DataFrame:
+def branch_hit_shares(result: dict[str, Any]) -> pd.DataFrame:
     """Long frame (probe, depth, branch, share) of each probe's hit share per naming branch (``none`` left out)."""
     rows = [
         {"probe": p, "depth": int(d), "branch": b, "share": v}

@@ -41,6 +41,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.rag.relations import Relation
@@ -66,12 +67,12 @@ class Selection:
     uncertified_hops: int  # hops whose supporting paragraph does not name the hop's answer
 
 
-def read_records(path: Path) -> list[dict]:
+def read_records(path: Path) -> list[dict[str, Any]]:
     """Every line of a MuSiQue JSONL file as a dict; a malformed line is a one-line error naming it."""
     return [record for _, record in numbered_records(path)]
 
 
-def numbered_records(path: Path) -> list[tuple[int, dict]]:
+def numbered_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """``(line number, record)`` for every non-blank line of a MuSiQue JSONL file.
 
     A line that is not UTF-8, not JSON, or not a MuSiQue question (see
@@ -100,7 +101,7 @@ def numbered_records(path: Path) -> list[tuple[int, dict]]:
     return records
 
 
-def _check(record: dict) -> None:
+def _check(record: dict[str, Any]) -> None:
     """What the world builder reads of a record, present and of the right shape (else ``KeyError``,
     ``TypeError`` or ``ValueError`` saying which field)."""
     if not isinstance(record, dict):
@@ -130,7 +131,7 @@ def _check(record: dict) -> None:
             raise ValueError(f"paragraph_support_idx {step['paragraph_support_idx']} is not a paragraph idx")
 
 
-def select(records: list[dict], hops: int, n_questions: int) -> tuple[list[dict], dict]:
+def select(records: list[dict[str, Any]], hops: int, n_questions: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The paper's selection: ``hops`` sub-questions, answerable, the first ``n_questions`` in file order."""
     shaped = [r for r in records if len(r["question_decomposition"]) == hops]
     answerable = [r for r in shaped if r.get("answerable", True)]
@@ -166,7 +167,7 @@ def hop_phrase(text: str, hop: int, answers: list[str], start: str) -> str:
     text = _words(text).replace("{", "{{").replace("}", "}}")
     bridge = "\0"
 
-    def fill(match: re.Match) -> str:
+    def fill(match: re.Match[str]) -> str:
         j = int(match.group(1))
         if j == hop - 1:
             return bridge
@@ -213,7 +214,7 @@ class _Builder:
             self.corpus.append(Paragraph(len(self.corpus), title, text))
         return self.seen[key]
 
-    def question(self, record: dict) -> Question:
+    def question(self, record: dict[str, Any]) -> Question:
         ids = {p["idx"]: self.paragraph(p["title"], p["paragraph_text"]) for p in record["paragraphs"]}
         self.contexts[str(record["id"])] = tuple(dict.fromkeys(ids[p["idx"]] for p in record["paragraphs"]))
         self.contexts[str(record["id"])] = tuple(ids.values())

@@ -10,6 +10,8 @@ Used in the chapters: `content-corruption`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from rcakit.rag.metrics import pooled_accuracy, predictions
@@ -26,19 +28,19 @@ def outcome_shares(cases: pd.DataFrame, by: str = "depth") -> pd.DataFrame:
     return table
 
 
-def outcome_counts(cases: pd.DataFrame, by: str) -> dict:
+def outcome_counts(cases: pd.DataFrame, by: str) -> dict[str, Any]:
     """``{group: {absorbed, resisted, derailed, n}}`` counts over injected, non-skipped content cases."""
     ran = live(cases)
     table = pd.crosstab(ran[by], ran["outcome"]).reindex(columns=list(OUTCOMES), fill_value=0)
     return {str(k): {**{o: int(row[o]) for o in OUTCOMES}, "n": int(row.sum())} for k, row in table.iterrows()}
 
 
-def outcome_record(shares: pd.DataFrame) -> dict:
+def outcome_record(shares: pd.DataFrame) -> dict[str, Any]:
     """``{depth: {absorbed, resisted, derailed, n}}`` from ``outcome_shares``."""
     return {str(d): {o: float(r[o]) for o in OUTCOMES} | {"n": int(r["n"])} for d, r in shares.iterrows()}
 
 
-def absorption(cases: pd.DataFrame) -> dict:
+def absorption(cases: pd.DataFrame) -> dict[str, Any]:
     """Absorbed content cases, how many of them were answer-fact corruptions (and their share), and the
     salient-entity corruptions absorbed out of all salient-entity corruptions (§7.3).
     """
@@ -62,7 +64,7 @@ def outcomes_by_type(cases: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def query_contamination(cases: pd.DataFrame) -> dict:
+def query_contamination(cases: pd.DataFrame) -> dict[str, Any]:
     """``{k, n, share, ci}``: content cases with a later query (n) whose later query recalls the replacement
     (k), and the share's Wilson 95% interval (``None`` when no case has a later query)."""
     ran = live(cases)
@@ -71,7 +73,7 @@ def query_contamination(cases: pd.DataFrame) -> dict:
     return {"k": k, "n": n, "share": k / n if n else None, "ci": list(wilson_ci(k, n)) if n else None}
 
 
-def bridge_slice(cases: pd.DataFrame) -> tuple[dict, dict]:
+def bridge_slice(cases: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
     """``pooled_accuracy`` of the failed bridge-entity corruptions (§7.2), pooled and ``{"hop d": ...}`` by depth."""
     preds = predictions(live(cases))
     bridge = preds[preds["strategy"] == "bridge_entity"]

@@ -13,7 +13,7 @@ Used in the chapters: `coverage-collapse`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import cast
+from typing import Any, cast
 
 import pandas as pd
 
@@ -22,7 +22,9 @@ from rcakit.rag.metrics import failed_share, predictions, predictions_with_hops,
 from rcakit.rag.protocol import PROBES, TRACE_READERS, Lab, failed, live
 
 
-def trace_reader_reach(cases: pd.DataFrame, depths: Iterable[int], readers: Iterable[str] = TRACE_READERS) -> dict:
+def trace_reader_reach(
+    cases: pd.DataFrame, depths: Iterable[int], readers: Iterable[str] = TRACE_READERS
+) -> dict[str, Any]:
     """Per depth: failed cases, those whose injected hop is absent from the trace (an early termination's
     hop was never run), and those that none of ``readers`` names.
     """
@@ -63,7 +65,7 @@ def hop_jaccard_summary(lab: Lab, threshold: float) -> pd.DataFrame:
     return above.agg(share=("above", "mean"), largest=("jaccard", "max"), n=("above", "size"))
 
 
-def coverage_mechanism(lab: Lab, cases: pd.DataFrame, threshold: float, depths: Iterable[int]) -> dict:
+def coverage_mechanism(lab: Lab, cases: pd.DataFrame, threshold: float, depths: Iterable[int]) -> dict[str, Any]:
     """Why coverage is a constant hop-1 predictor: the clean hop scores against ``threshold``, and the
     share of failed cases in which coverage predicts hop 1 (all of them, and those whose trace has a hop 1).
     """
@@ -86,7 +88,7 @@ TRACE_PROPERTIES = {
 }
 
 
-def trace_properties(cases: pd.DataFrame, depths: Iterable[int]) -> dict:
+def trace_properties(cases: pd.DataFrame, depths: Iterable[int]) -> dict[str, Any]:
     """``{property: {depth: share of failed cases}}`` for the injected fact kept (anywhere, at its hop) and
     the downstream facts intact: what a trace reader could still find (read with the world's certified facts).
     """
@@ -103,7 +105,7 @@ def per_intervention(cases: pd.DataFrame) -> pd.DataFrame:
     return base.join(acc)
 
 
-def intervention_record(by_kind: pd.DataFrame) -> dict:
+def intervention_record(by_kind: pd.DataFrame) -> dict[str, Any]:
     """``{intervention: {depth: {injected, recovery}}}`` from ``per_intervention``."""
     out = {}
     for key, row in by_kind.iterrows():
@@ -126,7 +128,7 @@ def branches_by_intervention(cases: pd.DataFrame, probe: str) -> pd.DataFrame:
     return counts.join(hits.add_suffix(" hits")).fillna(0).astype(int)
 
 
-def probe_on_kinds(by_kind: pd.DataFrame, depths: Iterable[int]) -> dict:
+def probe_on_kinds(by_kind: pd.DataFrame, depths: Iterable[int]) -> dict[str, Any]:
     """From ``branches_by_intervention``: per depth, early terminations named by the continue branch, failed
     early terminations, and query drifts named by a flip.
     A (kind, depth) with no failed case (a small sweep) counts 0.
@@ -147,7 +149,7 @@ def probe_on_kinds(by_kind: pd.DataFrame, depths: Iterable[int]) -> dict:
     return out
 
 
-def protocol_checks(cases: pd.DataFrame, hops: int) -> dict:
+def protocol_checks(cases: pd.DataFrame, hops: int) -> dict[str, Any]:
     """Two facts of the hop budget, counted over the run's cases (AgenticRAG-FP, the authors' agent).
 
     ``continue_on_full_trace``: failed cases whose trace holds all ``hops`` hops and that a probe's

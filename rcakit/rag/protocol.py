@@ -21,6 +21,7 @@ import os
 import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -45,8 +46,9 @@ from rcakit.rag.interventions import (
     query_contaminated,
 )
 from rcakit.rag.musique import SYNTHETIC, build_musique_world, resolve_world
-from rcakit.rag.readers import LLMReader, RuleReader
+from rcakit.rag.readers import HEED_WARNINGS, LLMReader, RuleReader
 from rcakit.rag.retrieval import Corpora
+from rcakit.rag.settings import AUTHORS
 from rcakit.rag.text import classify_outcome
 from rcakit.rag.trace import Hop, Trace
 from rcakit.rag.world import Question, World, build_world
@@ -79,13 +81,13 @@ class Lab:
     world: World
     agent: Agent
     seed: int
-    interventions: str = "generic"  # the structural style (rcakit.rag.interventions.STYLES)
-    intervention_set: str = "authors"  # the structural kinds a sweep injects (INTERVENTION_SETS)
+    interventions: str = AUTHORS.interventions  # the structural style (rcakit.rag.interventions.STYLES)
+    intervention_set: str = AUTHORS.intervention_set  # the structural kinds a sweep injects (INTERVENTION_SETS)
     max_probes: int | None = None  # hops the probes repair, 1..max_probes (None: every hop, the authors' default)
-    span_rule: str = "authors"  # how a content corruption picks its span (SPAN_RULES)
+    span_rule: str = AUTHORS.span_rule  # how a content corruption picks its span (SPAN_RULES)
     clean: dict[str, Trace] = field(default_factory=dict)
-    clean_usage: dict = field(default_factory=dict)
-    selection: dict = field(default_factory=dict)  # a MuSiQue world's selection counts (empty if synthetic)
+    clean_usage: dict[str, Any] = field(default_factory=dict)
+    selection: dict[str, Any] = field(default_factory=dict)  # a MuSiQue world's selection counts (empty if synthetic)
 
     @classmethod
     def build(
@@ -95,10 +97,10 @@ class Lab:
         seed: int,
         *,
         runner: Runner | None = None,
-        interventions: str = "generic",
-        intervention_set: str = "authors",
+        interventions: str = AUTHORS.interventions,
+        intervention_set: str = AUTHORS.intervention_set,
         max_probes: int | None = None,
-        span_rule: str = "authors",
+        span_rule: str = AUTHORS.span_rule,
     ) -> Lab:
         """The lab with every question's clean trace run, and the LLM reader's usage for them.
 
@@ -146,7 +148,7 @@ class CleanRun:
 
     agent: Agent
 
-    def __call__(self, question: Question) -> tuple[Trace, dict]:
+    def __call__(self, question: Question) -> tuple[Trace, dict[str, Any]]:
         chat = getattr(self.agent.reader, "chat", None)
         with case_usage() as scope:
             trace = self.agent.run(question)
@@ -159,25 +161,26 @@ def build_lab(
     n_entities: int = 2400,
     n_questions: int = 120,
     hops: int = 3,
-    top_k: int = 5,
+    top_k: int = AUTHORS.top_k,
     reading_noise: float = 0.2,
     distractor_rate: float = 0.3,
-    spare_hops: int = 0,
+    spare_hops: int = AUTHORS.spare_hops,
     reader_chat: Provider | None = None,
     world: str = SYNTHETIC,
     runner: Runner | None = None,
-    corpus: str = "question",
-    empty_search: str = "first_two",
-    retriever: str = "bm25",
-    reformulate: bool = False,
-    interventions: str = "generic",
-    heed_warnings: float = 0.5,
-    intervention_set: str = "authors",
-    max_probes: int | None = None,
-    tokenizer: str = "authors",
-    span_rule: str = "authors",
+    corpus: str = AUTHORS.corpus,
+    empty_search: str = AUTHORS.empty_search,
+    retriever: str = AUTHORS.retriever_for("content"),
+    reformulate: bool = AUTHORS.reformulate,
+    interventions: str = AUTHORS.interventions,
+    heed_warnings: float = HEED_WARNINGS,
+    intervention_set: str = AUTHORS.intervention_set,
+    max_probes: int | None = AUTHORS.max_probes,
+    tokenizer: str = AUTHORS.tokenizer,
+    span_rule: str = AUTHORS.span_rule,
 ) -> Lab:
-    """World, corpora, agent and clean traces, all from ``seed``; the authors' protocol by default.
+    """World, corpora, agent and clean traces, all from ``seed``; the authors' protocol by default
+    (``rcakit.rag.settings.AUTHORS``; the retriever is BM25, their content arm's, as the dense one needs torch).
 
     The protocol's choices (the authors' code, ``anote-ai/Research-AgenticRAG``): ``corpus`` (``question``: each
     question's own paragraphs; ``global``: one index over the world),
@@ -238,7 +241,7 @@ RUN_RULES = {
 }
 
 
-def protocol_record(lab: Lab) -> dict:
+def protocol_record(lab: Lab) -> dict[str, Any]:
     """The protocol a lab ran, for the results: corpus kind and paragraphs per question, retriever, hop
     budget, retrievals per hop, top_k, empty-search rule, intervention style and set, the probes' cap, the
     reader's reaction, and the rules that are not parameters (:data:`RUN_RULES`)."""
@@ -264,7 +267,7 @@ def protocol_record(lab: Lab) -> dict:
     }
 
 
-def _musique(world: str, n_questions: int, hops: int, reader_chat: Provider | None) -> tuple[World, dict]:
+def _musique(world: str, n_questions: int, hops: int, reader_chat: Provider | None) -> tuple[World, dict[str, Any]]:
     if not reader_chat:
         raise RcakitError(
             f"world {world!r}: the rule reader cannot read natural text; "
@@ -298,7 +301,7 @@ def failed(cases: pd.DataFrame) -> pd.DataFrame:
     return ran[~ran["correct"].astype(bool)]
 
 
-def diagnose(lab: Lab, trace: Trace, threshold: float) -> dict[str, list]:
+def diagnose(lab: Lab, trace: Trace, threshold: float) -> dict[str, list[Any]]:
     """Every offline diagnoser's [stage, hop, cost, branch] on one failed trace."""
     found = {name: run(lab, trace, threshold) for name, run in OFFLINE.items()}
     return {name: [d.stage, d.hop, d.cost, d.branch] for name, d in found.items()}
@@ -325,7 +328,7 @@ def injected_fact_kept(trace: Trace, depth: int, at_hop: bool = False) -> bool:
     return dg.states_fact(docs, gold.subject, gold.object)
 
 
-def _finish(lab: Lab, case: dict, injected: Trace, threshold: float) -> dict:
+def _finish(lab: Lab, case: dict[str, Any], injected: Trace, threshold: float) -> dict[str, Any]:
     depth = case["depth"]
     case.update(
         correct=injected.correct,
@@ -357,7 +360,7 @@ def _resumed(lab: Lab, qid: str, depth: int, hop: Hop) -> Trace:
     return lab.agent.resume_from(clean.question, clean.hops[: depth - 1] + (hop,), depth + 1)
 
 
-def injected_trace(lab: Lab, case: dict) -> Trace:
+def injected_trace(lab: Lab, case: dict[str, Any]) -> Trace:
     """The failed (or recovered) trace of a stored, non-skipped case, rebuilt from its seeds."""
     qid, depth, kind = case["qid"], int(case["depth"]), case["kind"]
     if kind != CONTENT:
@@ -368,14 +371,14 @@ def injected_trace(lab: Lab, case: dict) -> Trace:
     return _resumed(lab, qid, depth, made[1])
 
 
-def structural_case(lab: Lab, qid: str, depth: int, kind: str, *, threshold: float = 0.05) -> dict:
+def structural_case(lab: Lab, qid: str, depth: int, kind: str, *, threshold: float = 0.05) -> dict[str, Any]:
     """Inject ``kind`` at ``depth`` into question ``qid``'s clean trace, resume, diagnose if it fails."""
     injected = _structural(lab, qid, depth, kind)
     case = {"qid": qid, "depth": depth, "kind": kind, "true_stage": STAGE[kind], "skipped": False}
     return _finish(lab, case, injected, threshold)
 
 
-def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05) -> dict:
+def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05) -> dict[str, Any]:
     """Certified content corruption at ``depth``; a case with no certifiable span is marked skipped."""
     made = _corruption(lab, qid, depth)
     case = {"qid": qid, "depth": depth, "kind": CONTENT, "true_stage": STAGE[CONTENT], "skipped": made is None}
@@ -396,7 +399,7 @@ def content_case(lab: Lab, qid: str, depth: int, threshold: float = 0.05) -> dic
     return _finish(lab, case, injected, threshold)
 
 
-def case_store(chapter_id: str, params: dict, folder: str | os.PathLike | None = None) -> CaseStore:
+def case_store(chapter_id: str, params: dict[str, Any], folder: str | os.PathLike[str] | None = None) -> CaseStore:
     """The chapter's case store: ``<results folder>/cases`` unless ``folder`` says otherwise (a relative
     ``folder`` is taken from the results folder), keyed by the parameters and the code of ``CASE_CODE``.
     """
@@ -431,7 +434,7 @@ class SweepCase:
     arm: str
     threshold: float
 
-    def __call__(self, item: tuple[str, int, str]) -> dict:
+    def __call__(self, item: tuple[str, int, str]) -> dict[str, Any]:
         qid, d, k = item  # the sweep's items are (question id, depth, kind)
         chat = getattr(self.lab.agent.reader, "chat", None)
         with case_usage() as scope:
@@ -451,7 +454,7 @@ def sweep(
     store: CaseStore,
     *,
     threshold: float = 0.05,
-    progress: Callable[[Iterable], Iterator] | None = track,
+    progress: Callable[[Iterable[Any]], Iterator[Any]] | None = track,
     runner: Runner | None = None,
 ) -> pd.DataFrame:
     """Run (or resume) every eligible case of ``arm`` ("structural" or "content"); one row per case.

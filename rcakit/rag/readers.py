@@ -39,6 +39,11 @@ from rcakit.llm.prompts import clip, is_clipped
 from rcakit.rag.trace import Trace
 from rcakit.rag.world import Paragraph, Relation, World
 
+# How often the rule reader abstains on a read whose documents carry a warning: the rule reader's own setting,
+# not one of the authors' choices (their reader is a language model, which reacts on its own), chosen once,
+# before any attribution number was seen, as a model that defers to an in-context warning as often as not.
+HEED_WARNINGS = 0.5
+
 REFORMULATION_WORDS = {
     "directed_by": "film directed by director",
     "produced_by": "produced by studio production",
@@ -122,7 +127,7 @@ class RuleReader:
     :func:`rule_reformulation`.
     """
 
-    def __init__(self, world: World, noise: float, seed: int, heed_warnings: float = 0.5) -> None:
+    def __init__(self, world: World, noise: float, seed: int, heed_warnings: float = HEED_WARNINGS) -> None:
         if not 0.0 <= noise <= 1.0:
             raise RcakitError(f"reading_noise: expected a probability in [0, 1], got {noise}")
         if not 0.0 <= heed_warnings <= 1.0:
@@ -210,7 +215,7 @@ def parse_action(obj: Any) -> Action:
     return Action(obj["action"], " ".join(value.split()))
 
 
-parse_action.schema = ACTION_SCHEMA
+parse_action.schema = ACTION_SCHEMA  # pyright: ignore[reportFunctionMemberAccess] - read by rcakit.llm.structured
 
 
 class LLMReader:
@@ -247,7 +252,7 @@ class LLMReader:
         """Entity mentions, as the interventions need them: the rule reader's."""
         return self.fallback.mentions(sentence)
 
-    def messages(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> list[dict]:
+    def messages(self, docs: Sequence[Paragraph], relation: Relation, subject: str) -> list[dict[str, Any]]:
         """The read's prompt: the sub-question and every document, cut at ``max_doc_chars``."""
         lines = [f"Sub-question: {relation.sub_question(subject)}", "Documents:"]
         lines += [f"[{doc.id}] {doc.title}: {clip(doc.text, self.max_doc_chars)}" for doc in docs]

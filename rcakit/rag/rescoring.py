@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -163,7 +164,7 @@ def printed_cells(table3: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, st
     return out
 
 
-def ends_matched(cells: Mapping[str, Mapping[str, Cell]], printed: Mapping[tuple[str, str], tuple]) -> int:
+def ends_matched(cells: Mapping[str, Mapping[str, Cell]], printed: Mapping[tuple[str, str], tuple[Any, ...]]) -> int:
     """How many printed interval ends (``lo`` and ``hi`` of every printed cell) the recomputed ``cells``
     give to two decimals."""
     matched = 0
@@ -174,7 +175,7 @@ def ends_matched(cells: Mapping[str, Mapping[str, Cell]], printed: Mapping[tuple
     return matched
 
 
-def order_scan(runs: Sequence[AuthorsRun], printed: Mapping[tuple[str, str], tuple]) -> pd.DataFrame:
+def order_scan(runs: Sequence[AuthorsRun], printed: Mapping[tuple[str, str], tuple[Any, ...]]) -> pd.DataFrame:
     """For every order of pooling the runs: how many printed interval ends it reproduces; one row per order
     (the runs' labels joined by ' → '), most reproduced first, ties in permutation order. Beyond
     :data:`MAX_SCAN_RUNS` runs only the caption's and the given order are tried (the orders grow as n!)."""

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import Any
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -53,6 +54,7 @@ from scipy import sparse
 
 from rcakit import RcakitError
 from rcakit.rag.embeddings import Encoder, shared_encoder
+from rcakit.rag.settings import AUTHORS
 from rcakit.rag.text import TOKENIZERS, split_tokens
 from rcakit.rag.world import Paragraph, Question, World
 
@@ -77,10 +79,10 @@ class _Search:
     def _cached_search(self) -> None:
         self.search = functools.lru_cache(maxsize=200_000)(self._search)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "search"}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._cached_search()
 
@@ -95,7 +97,7 @@ class _Search:
 class Retriever(_Search):
     """Top-k BM25 search; ties broken by paragraph position, so results are deterministic."""
 
-    def __init__(self, corpus: list[Paragraph], tokenizer: str = "authors") -> None:
+    def __init__(self, corpus: list[Paragraph], tokenizer: str = AUTHORS.tokenizer) -> None:
         self.corpus, self.tokenizer = corpus, tokenizer
         self.bm25 = BM25Okapi([split_tokens(f"{p.title}: {p.text}", tokenizer) for p in corpus])
         self._vocab, self._weights = self._okapi_matrix()
@@ -135,10 +137,10 @@ class DenseRetriever(_Search):
         self._matrix: np.ndarray | None = None
         self._cached_search()
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("search", "_lock", "_matrix")}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._fresh()
 
@@ -165,7 +167,8 @@ class DenseRetriever(_Search):
 
 class Corpora:
     """What the agent searches: one index per question (``question``) or one for all (``global``), each
-    searched by ``retriever`` (``bm25`` or ``dense``).
+    searched by ``retriever`` (``bm25`` or ``dense``); the authors' choices by default
+    (``rcakit.rag.settings.AUTHORS``), with BM25, their content arm's retriever, which needs no torch.
 
     Per-question indexes are built on first use and kept (under a lock, since
     concurrent cases share them); a pickled ``Corpora`` starts with none.
@@ -174,10 +177,10 @@ class Corpora:
     def __init__(
         self,
         world: World,
-        kind: str = "question",
-        empty_search: str = "first_two",
-        retriever: str = "bm25",
-        tokenizer: str = "authors",
+        kind: str = AUTHORS.corpus,
+        empty_search: str = AUTHORS.empty_search,
+        retriever: str = AUTHORS.retriever_for("content"),
+        tokenizer: str = AUTHORS.tokenizer,
     ) -> None:
         for name, value, allowed in (
             ("corpus", kind, CORPUS_KINDS),
@@ -195,10 +198,10 @@ class Corpora:
         self._lock = threading.Lock()
         self._indexes: dict[str, Retriever | DenseRetriever] = {}
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_indexes")}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._fresh()
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 import string
 
+from rcakit.rag.settings import AUTHORS
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = re.compile("[" + re.escape(string.punctuation) + "]")
 
@@ -39,7 +41,7 @@ def tokens(text: str) -> list[str]:
 TOKENIZERS = ("authors", "normalised")
 
 
-def split_tokens(text: str, tokenizer: str = "authors") -> list[str]:
+def split_tokens(text: str, tokenizer: str = AUTHORS.tokenizer) -> list[str]:
     """``text`` split by ``tokenizer`` (:data:`TOKENIZERS`)."""
     if tokenizer == "authors":
         return str(text).lower().split()
@@ -48,13 +50,13 @@ def split_tokens(text: str, tokenizer: str = "authors") -> list[str]:
     raise ValueError(f"tokenizer: expected one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
 
 
-def document_text(title: str, text: str, tokenizer: str = "authors") -> str:
+def document_text(title: str, text: str, tokenizer: str = AUTHORS.tokenizer) -> str:
     """What a tokenizer reads of one paragraph: "title: text" for the authors' (the text alone when it has no
     title), the text alone otherwise."""
     return f"{title}: {text}" if tokenizer == "authors" and title else text
 
 
-def split_jaccard(a: str, b: str, tokenizer: str = "authors") -> float:
+def split_jaccard(a: str, b: str, tokenizer: str = AUTHORS.tokenizer) -> float:
     """Jaccard similarity of the two texts' token sets under ``tokenizer``; 0 when both are empty."""
     sa, sb = set(split_tokens(a, tokenizer)), set(split_tokens(b, tokenizer))
     union = sa | sb

@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from rcakit import RcakitError
 from rcakit.rag.entities import TYPE_COUNTS, draw_entities, draw_lookalikes
@@ -202,7 +203,7 @@ def _chain(start_type: str, hops: int, rng: random.Random) -> list[str] | None:
 CONTEXT_SIZE = 20  # paragraphs per question, as MuSiQue gives each question (supporting plus distractors)
 
 
-def question_context(q: Question, corpus: list[Paragraph], vocab: list[frozenset], size: int) -> tuple[int, ...]:
+def question_context(q: Question, corpus: list[Paragraph], vocab: list[frozenset[Any]], size: int) -> tuple[int, ...]:
     """Question ``q``'s own paragraphs: its supporting paragraphs plus the hardest distractors, shuffled.
 
     The supporting paragraph of each hop is the hop subject's own paragraph.

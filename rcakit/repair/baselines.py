@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import replace
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -60,7 +61,7 @@ def shapley_top2(case: Case, oracle: Oracle) -> RepairResult:
     return RepairResult(frozenset([s]), (s,))
 
 
-def centrality(case: Case, oracle: Oracle, graph: nx.DiGraph | None = None) -> RepairResult:
+def centrality(case: Case, oracle: Oracle, graph: nx.DiGraph[Any] | None = None) -> RepairResult:
     """Pointwise structural blame: the most between-central slice candidate, no replay."""
     view = case.graph if graph is None else graph
     score = nx.betweenness_centrality(view)

@@ -39,6 +39,7 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -54,7 +55,7 @@ N_SCHEDULES = 3
 MAX_GRAPHS = 50
 
 
-def true_family(case: Case, q: int = 2) -> frozenset:
+def true_family(case: Case, q: int = 2) -> frozenset[Any]:
     """F_{q,θ} under noiseless replay: all inclusion-minimal successes of size <= q.
 
     The reference every method is scored against (MRFR, GCJR §Technical
@@ -68,7 +69,7 @@ def true_family(case: Case, q: int = 2) -> frozenset:
     )
 
 
-def _add_chain(g: nx.DiGraph, agent: str, k: int, rng: np.random.Generator, *, p_tool: float) -> list[str]:
+def _add_chain(g: nx.DiGraph[Any], agent: str, k: int, rng: np.random.Generator, *, p_tool: float) -> list[str]:
     events, prev = [], None
     for i in range(k):
         name = f"{agent}{i}"
@@ -85,7 +86,7 @@ def _add_chain(g: nx.DiGraph, agent: str, k: int, rng: np.random.Generator, *, p
     return events
 
 
-def execution_graph(rng: np.random.Generator) -> tuple[nx.DiGraph, dict[str, list[str]]]:
+def execution_graph(rng: np.random.Generator) -> tuple[nx.DiGraph[Any], dict[str, list[str]]]:
     """One random A -> {B, C} -> D execution DAG with 6-14 candidates, fault-free."""
     n = int(rng.integers(6, 15))
     n_off = int(rng.integers(0, 3))
@@ -109,7 +110,7 @@ def execution_graph(rng: np.random.Generator) -> tuple[nx.DiGraph, dict[str, lis
     return g, chains
 
 
-def _plantings(kind: str, g: nx.DiGraph, chains: dict[str, list[str]]) -> list[tuple[str, ...]]:
+def _plantings(kind: str, g: nx.DiGraph[Any], chains: dict[str, list[str]]) -> list[tuple[str, ...]]:
     """Every fault placement of ``kind`` this graph allows, in a fixed order."""
     s = Structure(g)
     in_slice = [v for v in sorted(failure_slice(g, SINK)) if g.nodes[v]["intervenable"]]
@@ -124,7 +125,7 @@ def _plantings(kind: str, g: nx.DiGraph, chains: dict[str, list[str]]) -> list[t
     ]
 
 
-def _planted(kind: str, faults: tuple[str, ...]) -> frozenset:
+def _planted(kind: str, faults: tuple[str, ...]) -> frozenset[Any]:
     if kind in ("single", "alt_or"):
         return frozenset(frozenset([f]) for f in faults)
     return frozenset([frozenset(faults)])
@@ -146,14 +147,14 @@ def make_case(kind: str, rng: np.random.Generator, case_id: str) -> Case:
     raise RcakitError(f"make_case: no {kind} placement matched its planted family in {MAX_GRAPHS} graphs")
 
 
-def _n_orders(g: nx.DiGraph) -> int:
+def _n_orders(g: nx.DiGraph[Any]) -> int:
     """How many topological orders ``g`` has, counted up to ``N_SCHEDULES``."""
     return len(list(itertools.islice(nx.all_topological_sorts(g), N_SCHEDULES)))
 
 
 def _build(
     kind: str,
-    g: nx.DiGraph,
+    g: nx.DiGraph[Any],
     chains: dict[str, list[str]],
     *,
     faults: tuple[str, ...],

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 Family = frozenset[frozenset[str]]
 
@@ -33,7 +34,7 @@ class RepairResult:
     ranking: tuple[frozenset[str], ...]
 
 
-def minimal_sets(sets: Iterable[frozenset]) -> frozenset:
+def minimal_sets(sets: Iterable[frozenset[Any]]) -> frozenset[Any]:
     """The inclusion-minimal members of ``sets`` (an antichain)."""
     sets = set(sets)
     return frozenset(s for s in sets if not any(t < s for t in sets))

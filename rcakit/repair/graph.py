@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -44,10 +45,10 @@ class Case:
 
     case_id: str
     kind: str
-    graph: nx.DiGraph
+    graph: nx.DiGraph[Any]
     sink: str
-    family: frozenset
-    schedules: tuple
+    family: frozenset[Any]
+    schedules: tuple[Any, ...]
     seed: int
 
     @cached_property
@@ -77,7 +78,7 @@ class Case:
         return bits
 
 
-def failure_slice(graph: nx.DiGraph, sink: str) -> set[str]:
+def failure_slice(graph: nx.DiGraph[Any], sink: str) -> set[str]:
     """B(o) = Anc_G(o) ∪ {o} (GCJR §Methodology, slice)."""
     if sink not in graph:
         raise RcakitError(f"failure_slice: sink {sink!r} is not a node of the graph")
@@ -90,7 +91,7 @@ class Structure:
     Descendant sets are computed once, so the pair rules cost set look-ups.
     """
 
-    def __init__(self, graph: nx.DiGraph) -> None:
+    def __init__(self, graph: nx.DiGraph[Any]) -> None:
         self.graph = graph
         self.desc = {v: nx.descendants(graph, v) for v in graph}
         self.joins = {v for v in graph if graph.in_degree(v) >= 2}
@@ -117,7 +118,7 @@ class Structure:
         return all(self.admissible(u, v) for u, v in itertools.combinations(events, 2))
 
 
-def hide_edges(graph: nx.DiGraph, fraction: float, rng: np.random.Generator) -> nx.DiGraph:
+def hide_edges(graph: nx.DiGraph[Any], fraction: float, rng: np.random.Generator) -> nx.DiGraph[Any]:
     """A copy of ``graph`` with ``round(fraction · |E|)`` edges removed at random.
 
     The edges are removed in the order of one random permutation, so with the
@@ -133,7 +134,7 @@ def hide_edges(graph: nx.DiGraph, fraction: float, rng: np.random.Generator) -> 
     return view
 
 
-def random_topological_order(graph: nx.DiGraph, rng: np.random.Generator) -> tuple[str, ...]:
+def random_topological_order(graph: nx.DiGraph[Any], rng: np.random.Generator) -> tuple[str, ...]:
     """Kahn's algorithm with a random choice among the ready events."""
     indeg = dict(graph.in_degree)
     ready = sorted(v for v, d in indeg.items() if d == 0)
@@ -148,7 +149,9 @@ def random_topological_order(graph: nx.DiGraph, rng: np.random.Generator) -> tup
     return tuple(order)
 
 
-def distinct_schedules(graph: nx.DiGraph, rng: np.random.Generator, k: int = 3, tries: int = 100) -> tuple:
+def distinct_schedules(
+    graph: nx.DiGraph[Any], rng: np.random.Generator, k: int = 3, tries: int = 100
+) -> tuple[Any, ...]:
     """``k`` distinct topological orders of ``graph``, drawn with ``rng``.
 
     Random Kahn orders are drawn until k distinct ones are found; after
@@ -175,7 +178,7 @@ def distinct_schedules(graph: nx.DiGraph, rng: np.random.Generator, k: int = 3, 
     return tuple(orders)
 
 
-def is_schedule(graph: nx.DiGraph, order: tuple[str, ...]) -> bool:
+def is_schedule(graph: nx.DiGraph[Any], order: tuple[str, ...]) -> bool:
     """Whether ``order`` lists every event once with each edge pointing forward."""
     pos = {v: i for i, v in enumerate(order)}
     return len(pos) == len(order) == graph.number_of_nodes() and all(pos[u] < pos[v] for u, v in graph.edges)

@@ -46,7 +46,7 @@ from rcakit.repair.search import Method, in_domain
 SCORES = ("fem", "aj", "recall", "rs1", "repair_success1", "mv", "sc", "replays")  # per-case metric columns
 
 
-def family_scores(case: Case, result: RepairResult, truth: frozenset) -> dict:
+def family_scores(case: Case, result: RepairResult, truth: frozenset[Any]) -> dict[str, Any]:
     """FEM, AJ, recall, RS@1, repair_success1 and MV of one output (see module doc)."""
     pred = result.family
     union = pred | truth
@@ -61,7 +61,7 @@ def family_scores(case: Case, result: RepairResult, truth: frozenset) -> dict:
     }
 
 
-def format_family(family: Iterable[frozenset]) -> str:
+def format_family(family: Iterable[frozenset[Any]]) -> str:
     """A family as stable text, e.g. ``{B1, C0} | {A0}``; ``∅`` for no set."""
     sets = sorted("{" + ", ".join(sorted(s)) + "}" for s in family)
     return " | ".join(sets) if sets else "∅"
@@ -115,7 +115,7 @@ def scoped(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["in_scope"]]
 
 
-def summarise(frame: pd.DataFrame) -> dict:
+def summarise(frame: pd.DataFrame) -> dict[str, Any]:
     """The mean metrics of a group of cases, with macro FEM over the in-scope types present."""
     by_kind = frame[frame["kind"].isin(IN_SCOPE_KINDS)].groupby("kind")["fem"].mean()
     return {

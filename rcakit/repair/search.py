@@ -5,7 +5,7 @@ slices the graph, admits only structurally plausible multi-event sets and
 prunes sets that contain a successful smaller set; exhaustive search does
 none of that and keeps the final inclusion-minimality filter. The paper's
 ablations are further settings of the same switches (``ABLATIONS``).
-The search is typed against the :class:`~rcakit.repair.oracle.Oracle`
+The search is typed against the :class:`~rcakit.repair.Oracle`
 interface, so it runs unchanged on every replay oracle, and returns a
 :class:`~rcakit.repair.families.RepairResult`.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import networkx as nx
 
@@ -80,7 +81,7 @@ def replay_search(
     if config.admission and config.q > 1:
         admits = (structure or Structure(case.graph)).admissible_set
     means = {frozenset(): oracle.replay(()).mean}
-    successes: list[frozenset] = []
+    successes: list[frozenset[Any]] = []
     for k in range(1, config.q + 1):
         for combo in itertools.combinations(pool, k):
             s = frozenset(combo)
@@ -96,7 +97,7 @@ def replay_search(
     return RepairResult(family, ranked(family, means, pool))
 
 
-def gcjr(case: Case, oracle: Oracle, config: SearchConfig = GCJR, graph: nx.DiGraph | None = None) -> RepairResult:
+def gcjr(case: Case, oracle: Oracle, config: SearchConfig = GCJR, graph: nx.DiGraph[Any] | None = None) -> RepairResult:
     """Graph-Constrained Joint Replay on GCJR's view of the graph.
 
     ``graph`` is the dependency graph GCJR sees (default: the true one); the
@@ -118,7 +119,7 @@ def exhaustive(case: Case, oracle: Oracle, q: int = 2) -> RepairResult:
     return gcjr(case, oracle, replace(EXHAUSTIVE, q=q))
 
 
-def in_domain(case: Case, family: Iterable[frozenset[str]], graph: nx.DiGraph | None = None) -> bool:
+def in_domain(case: Case, family: Iterable[frozenset[str]], graph: nx.DiGraph[Any] | None = None) -> bool:
     """Whether every set of ``family`` lies in GCJR's candidate domain D_G.
 
     D_G: singletons of the slice, and admissible sets of slice events. GCJR

@@ -1,6 +1,6 @@
 """The runs of GCJR §Experiments: each method evaluated on every case, one tidy frame per method.
 
-One row per case and setting (:func:`rcakit.repair.metrics.evaluate_method`):
+One row per case and setting (:func:`rcakit.repair.evaluate_method`):
 
 - :func:`gcjr_and_exhaustive`: GCJR and exhaustive search on the benchmark,
   under all three schedules (GCJR §Results);
@@ -21,6 +21,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,7 @@ from rcakit.repair.search import GCJR, SearchConfig, ablation_configs, exhaustiv
 PAPER_HIDDEN_FRACTION = 0.1  # the hidden-edge ablation the paper prints (GCJR §Key results)
 
 
-def _require(values: Sequence, name: str) -> None:
+def _require(values: Sequence[Any], name: str) -> None:
     if len(values) == 0:
         raise RcakitError(f"{name}: the sweep needs at least one value")
 

@@ -28,7 +28,7 @@ class RefundPolicy(Protocol):
     """A step's stochastic policy (CAR §2): the action drawn from the decision ``context`` (the earlier
     steps' records) with the generator ``rng``; all its randomness comes from ``rng``, so a seed replays it."""
 
-    def __call__(self, context: tuple, rng: np.random.Generator, /) -> Any: ...
+    def __call__(self, context: tuple[Any, ...], rng: np.random.Generator, /) -> Any: ...
 
 
 def bernoulli_policy(p: float, yes: Any, no: Any) -> RefundPolicy:
@@ -46,7 +46,7 @@ class Record:
     """One executed step: its name, the context it decided from, action, observation."""
 
     name: str
-    context: tuple
+    context: tuple[Any, ...]
     action: Any
     observation: Any = None
 
@@ -58,7 +58,7 @@ class PolicyStep:
 
     name: str
     policy: RefundPolicy
-    observe: Callable[[tuple, Any], Any] | None = None
+    observe: Callable[[tuple[Any, ...], Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,10 @@ class Do:
     """An intervention: which steps are held at their observed values, and what
     is forced, replaced, edited or swapped. Build it with the ``do_*`` functions."""
 
-    hold: frozenset = frozenset()
+    hold: frozenset[Any] = frozenset()
     actions: Mapping[int, Any] = field(default_factory=dict)
     observations: Mapping[int, Any] = field(default_factory=dict)
-    contexts: Mapping[int, Callable[[tuple], tuple]] = field(default_factory=dict)
+    contexts: Mapping[int, Callable[[tuple[Any, ...]], tuple[Any, ...]]] = field(default_factory=dict)
     policies: Mapping[int, RefundPolicy] = field(default_factory=dict)
 
 
@@ -91,7 +91,7 @@ def do_replace_observation(k: int, observation: Any, observed_action: Any) -> Do
     return Do(hold=frozenset(range(k)), actions={k: observed_action}, observations={k: observation})
 
 
-def do_edit_context(k: int, edit: Callable[[tuple], tuple]) -> Do:
+def do_edit_context(k: int, edit: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> Do:
     """Hold steps before ``k``; step ``k`` decides from ``edit(context)`` instead."""
     return Do(hold=frozenset(range(k)), contexts={k: edit})
 
@@ -101,7 +101,7 @@ def do_swap_policy(k: int, policy: RefundPolicy, n_steps: int) -> Do:
     return Do(hold=frozenset(range(k)), policies={i: policy for i in range(k, n_steps)})
 
 
-def do_hold(steps: frozenset | set | range) -> Do:
+def do_hold(steps: frozenset[Any] | set[Any] | range) -> Do:
     """Hold an arbitrary coalition of steps; all others re-decide (Shapley's v(S), CAR §4)."""
     return Do(hold=frozenset(steps))
 
@@ -117,7 +117,7 @@ class SCM:
     steps: Sequence[PolicyStep]
     outcome: Callable[[tuple[Record, ...]], float]
     observed: tuple[Record, ...] = ()
-    analytic_v: Callable[[frozenset], float] | None = None
+    analytic_v: Callable[[frozenset[Any]], float] | None = None
 
     @property
     def n_steps(self) -> int:

@@ -37,7 +37,7 @@ REFUND_MAX_TRIES = 20  # draws of the language-model run before concluding it ne
 
 def policy_from_llm(
     provider: Provider,
-    render: Callable[[tuple], list[dict]],
+    render: Callable[[tuple[Any, ...]], list[dict[str, Any]]],
     parse: Callable[[str], Any],
     temperature: float = 0.8,
     max_tokens: int = 16,
@@ -51,7 +51,7 @@ def policy_from_llm(
     single-stream local model and a fixed seed replay is exact (CAR §3).
     """
 
-    def policy(context: tuple, rng: np.random.Generator) -> Any:
+    def policy(context: tuple[Any, ...], rng: np.random.Generator) -> Any:
         seed = int(rng.integers(2**31 - 1))
         reply = provider.chat(render(context), temperature=temperature, seed=seed, max_tokens=max_tokens)
         return parse(reply.text)
@@ -59,7 +59,7 @@ def policy_from_llm(
     return policy
 
 
-def refund_messages(context: tuple) -> list[dict]:
+def refund_messages(context: tuple[Any, ...]) -> list[dict[str, Any]]:
     """The refund decision's chat: policy, the ticket with its injection, the lookup result."""
     return [
         {"role": "system", "content": REFUND_SYSTEM},
@@ -100,7 +100,7 @@ def llm_refund_scm(
 
 def refund_attribution(
     provider: Provider, k_samples: int, run_seed: int, effects_seed: int, max_tries: int = REFUND_MAX_TRIES
-) -> tuple[dict, pd.DataFrame]:
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """The contrastive estimator on :func:`llm_refund_scm`'s run (CAR §2-4).
 
     Returns the numbers to record (``locus``, ``effects``; ``locus`` None when

@@ -66,9 +66,9 @@ class RolloutValue:
     rng: np.random.Generator
     rollouts: int = 0
     cache: bool = False
-    tallies: dict[frozenset, list[int]] = field(default_factory=dict)
+    tallies: dict[frozenset[Any], list[int]] = field(default_factory=dict)
 
-    def __call__(self, coalition: frozenset) -> float:
+    def __call__(self, coalition: frozenset[Any]) -> float:
         tally = self.tallies.setdefault(frozenset(coalition), [0, 0])
         if self.cache and tally[1]:
             return tally[0] / tally[1]
@@ -84,7 +84,7 @@ class SCMShapley(ShapleyEstimate):
     """A :class:`~rcakit.shapley.ShapleyEstimate` of an SCM's failure, with the rollout
     tallies of its value function: coalition -> ``[bad rollouts, rollouts]``."""
 
-    tallies: dict[frozenset, list[int]] = field(default_factory=dict)
+    tallies: dict[frozenset[Any], list[int]] = field(default_factory=dict)
 
 
 def scm_shapley(

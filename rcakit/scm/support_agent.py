@@ -70,25 +70,25 @@ SUPPORT_SYSTEM = (
 )
 
 
-def lookup_result(context: tuple, action: str) -> dict:
+def lookup_result(context: tuple[Any, ...], action: str) -> dict[str, Any]:
     """The order tool's answer; ``full_record`` attaches the customer note, with the injection."""
     return {**ORDER, "customer_note": INJECTED_NOTE} if action == "full_record" else dict(ORDER)
 
 
-def _lookup(context: tuple) -> Mapping | None:
+def _lookup(context: tuple[Any, ...]) -> Mapping[str, Any] | None:
     """The order record in a decision context, if the lookup ran."""
     found = [r.observation for r in context if r.name == "lookup_order"]
     return found[0] if found else None
 
 
-def is_injected(context: tuple) -> bool:
+def is_injected(context: tuple[Any, ...]) -> bool:
     """Whether the injected note is anywhere in a decision context."""
     return any(
         isinstance(r.observation, Mapping) and r.observation.get("customer_note") == INJECTED_NOTE for r in context
     )
 
 
-def scripted_refund(context: tuple, rng: np.random.Generator) -> str:
+def scripted_refund(context: tuple[Any, ...], rng: np.random.Generator) -> str:
     """The scripted refund decision: one uniform draw against the probability its context sets."""
     order = _lookup(context) or ORDER
     if order["refund_eligible"]:
@@ -98,14 +98,14 @@ def scripted_refund(context: tuple, rng: np.random.Generator) -> str:
     return "refund" if rng.random() < p else "no_refund"
 
 
-def scripted_reply(context: tuple, rng: np.random.Generator) -> str:
+def scripted_reply(context: tuple[Any, ...], rng: np.random.Generator) -> str:
     """The reply: the decision it reports, in one of :data:`REPLY_PHRASINGS` phrasings."""
     decided = [r.action for r in context if r.name == "decide_refund"]
     kind = "confirm_refund" if decided and decided[0] == "refund" else "explain_policy"
     return f"{kind}_v{int(rng.integers(REPLY_PHRASINGS))}"
 
 
-def decision_lines(context: tuple) -> list[tuple[str, bool]]:
+def decision_lines(context: tuple[Any, ...]) -> list[tuple[str, bool]]:
     """The refund decision's context as text lines, each flagged if it carries the injection."""
     lines = [(f"Ticket: {TICKET}", False)]
     lines += [(f"Ticket read as: {r.action}", False) for r in context if r.name == "read_ticket"]
@@ -119,7 +119,7 @@ def decision_lines(context: tuple) -> list[tuple[str, bool]]:
     return lines
 
 
-def support_messages(context: tuple) -> list[dict]:
+def support_messages(context: tuple[Any, ...]) -> list[dict[str, Any]]:
     """The refund decision's chat: the policy, then the decision context as text."""
     return [
         {"role": "system", "content": SUPPORT_SYSTEM},
@@ -158,7 +158,7 @@ def support_agent_scm(refund_policy: RefundPolicy | None = None) -> SCM:
     return SCM(steps, refund_against_policy, analytic_v=None if refund_policy else scripted_value)
 
 
-def scripted_value(coalition: frozenset) -> float:
+def scripted_value(coalition: frozenset[Any]) -> float:
     """v(S) of the scripted agent when the observed run fetched the note and refunded.
 
     Holding ``decide_refund`` replays the refund: 1. Holding ``lookup_order``

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,7 +64,7 @@ def overall_table(
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("locator")
 
 
-def tracing_margins(table: pd.DataFrame, tracer: str = "handoff_trace") -> dict:
+def tracing_margins(table: pd.DataFrame, tracer: str = "handoff_trace") -> dict[str, Any]:
     """How the tracing locator stands (LongRCA Table 4's two comparisons): its exact accuracy
     minus the best other locator's, and its role accuracy minus its exact accuracy."""
     others = table.drop(index=tracer)["exact"].max()
@@ -93,7 +94,7 @@ def strata_table(cases: dict[str, pd.DataFrame], by: str, hit: str = "exact") ->
 
 def results_block(
     cases: dict[str, pd.DataFrame], strata: bool = True, official: bool = False, official_n: int | None = None
-) -> dict:
+) -> dict[str, Any]:
     """``{locator: {overall, length_bins, distance_bins}}`` or, without strata, ``{locator: metrics}``."""
     table = overall_table(cases, official, official_n)
     out = {}
@@ -113,12 +114,12 @@ def results_block(
     return out
 
 
-def strata_numbers(cases: dict[str, pd.DataFrame]) -> dict:
+def strata_numbers(cases: dict[str, pd.DataFrame]) -> dict[str, Any]:
     """``{locator: {length_bins, distance_bins}}`` of exact accuracy with Wilson intervals (§6.3)."""
     return {name: {f"{by}_bins": bins_dict(stratify(frame, by)) for by in STRATA} for name, frame in cases.items()}
 
 
-def bin_spread(numbers: dict) -> dict:
+def bin_spread(numbers: dict[str, Any]) -> dict[str, Any]:
     """Over the non-empty bins of :func:`strata_numbers`: fewest and most cases, narrowest interval."""
     bins = [b for per in numbers.values() for by in per.values() for b in by.values() if b["n"]]
     return {
@@ -135,10 +136,10 @@ def bin_spread(numbers: dict) -> dict:
 class ScoredSet:
     """One trajectory set under the offline locators: per-case scores, the table shown, the numbers recorded."""
 
-    trajectories: list
-    cases: dict
+    trajectories: list[Any]
+    cases: dict[str, Any]
     table: pd.DataFrame
-    numbers: dict
+    numbers: dict[str, Any]
 
 
 def official_denominators(subsets: Mapping[str, Sequence[Trajectory]], complete: bool) -> dict[str, int]:
@@ -182,7 +183,7 @@ def score_synthetic(locators: Sequence[Locator], bench: Sequence[Trajectory]) ->
     return ScoredSet(list(bench), cases, table, numbers)
 
 
-def beside_published(published: Mapping[str, Mapping], scored: Mapping[str, ScoredSet]) -> pd.DataFrame:
+def beside_published(published: Mapping[str, Mapping[str, Any]], scored: Mapping[str, ScoredSet]) -> pd.DataFrame:
     """Who&When step accuracy (percent), the published rows, then ours: each offline locator under
     the strict and the official scorer, the analytic random baseline and both denominators (the
     denominators stay integers: the columns hold objects, so a count never prints with decimals)."""

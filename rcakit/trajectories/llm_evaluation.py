@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,7 @@ def llm_subset(trajectories: Sequence[Trajectory], n: int, seed: int) -> list[Tr
 
 
 def build_llm_locators(
-    providers: Mapping, seed: int = 0, prompt_tokens: int | None = None, max_questions: int | None = None
+    providers: Mapping[str, Any], seed: int = 0, prompt_tokens: int | None = None, max_questions: int | None = None
 ) -> list[LLMLocator]:
     """One locator per name in :data:`~rcakit.trajectories.llm_locators.LLM_LOCATORS`;
     ``providers[name]`` is each one's (cached) provider.
@@ -66,7 +66,7 @@ def build_llm_locators(
     ]
 
 
-def cost_row(locator: LLMLocator, cases: pd.DataFrame, totals: Mapping | None = None) -> dict:
+def cost_row(locator: LLMLocator, cases: pd.DataFrame, totals: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Accuracy beside cost for one LLM locator on scored ``cases``: the LongRCA metrics, its row
     of :func:`~rcakit.llm.accounting.cost_table` (cost columns only: no cache hits or seconds,
     which differ between a cold and a warm run), invalid predictions and long inputs.
@@ -80,7 +80,7 @@ def cost_row(locator: LLMLocator, cases: pd.DataFrame, totals: Mapping | None = 
     cost = cost_table({locator.name: totals}).loc[locator.name]
     return {
         **summarise(cases),
-        **{k: v.item() if hasattr(v, "item") else v for k, v in cost.items()},
+        **{str(k): v.item() if hasattr(v, "item") else v for k, v in cost.items()},
         "invalid": int((~cases["valid"]).sum()),
         **locator.inputs.counts(),
     }
@@ -113,7 +113,7 @@ class LocatorCase:
 
     locator: LLMLocator
 
-    def __call__(self, trajectory: Trajectory) -> dict:
+    def __call__(self, trajectory: Trajectory) -> dict[str, Any]:
         from rcakit.llm.cache import case_usage
 
         with case_usage() as scope:
@@ -137,7 +137,7 @@ def evaluate_llm(
     max_questions: int | None = None,
     progress: Progress | None = None,
     runner: Runner | None = None,
-) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, Any]]]:
     """Run every LLM locator on ``trajectories`` through the response cache, charging
     ``accounting["<subset>.<method>"]``; return ``(per-case scores, cost rows)`` by method.
 
@@ -176,10 +176,10 @@ class LLMComparison:
     ``numbers``: ``{set: {method: cost row + predicted_steps}}`` for the results.
     """
 
-    cases: dict
+    cases: dict[str, Any]
     table: pd.DataFrame
     spread: pd.DataFrame
-    numbers: dict
+    numbers: dict[str, Any]
 
 
 def compare_llm(

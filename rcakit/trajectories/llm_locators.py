@@ -49,11 +49,11 @@ SYSTEM = (
 class LongInputs:
     """Trajectories (by id) whose prompts were cut, split, or whose search stopped at its cap."""
 
-    truncated: set = field(default_factory=set)
-    segmented: set = field(default_factory=set)
-    unfinished: set = field(default_factory=set)
+    truncated: set[Any] = field(default_factory=set)
+    segmented: set[Any] = field(default_factory=set)
+    unfinished: set[Any] = field(default_factory=set)
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, Any]:
         """How many trajectories fall under each heading."""
         return {"truncated": len(self.truncated), "segmented": len(self.segmented), "unfinished": len(self.unfinished)}
 
@@ -63,7 +63,7 @@ def step_block(steps: Sequence[Step], keep: str = "head") -> Block:
     return Block(tuple((f"[{s.index}] {s.name}", s.content) for s in steps), keep)
 
 
-def user(text: str) -> list[dict]:
+def user(text: str) -> list[dict[str, Any]]:
     """The locators' system prompt and ``text`` as the user message."""
     return chat_messages(SYSTEM, text)
 
@@ -100,7 +100,7 @@ class LLMLocator(Locator):
         self,
         trajectory: Trajectory,
         blocks: Sequence[Block],
-        build: Callable[[list[str]], list],
+        build: Callable[[list[str]], list[Any]],
         validate: Callable[[Any], Any],
         *,
         seed: int,
@@ -130,7 +130,7 @@ class AllAtOnceLocator(LLMLocator):
     def diagnose(self, trajectory: Trajectory, seed: int) -> Prediction:
         roles = trajectory.speakers
 
-        def build(parts: list[str]) -> list[dict]:
+        def build(parts: list[str]) -> list[dict[str, Any]]:
             return user(
                 f"Run log:\n{parts[0]}\n\n{roles_line(roles)} Which role is responsible for the failure, and which "
                 'step index holds the decisive error? Reply {"role": ..., "step": ...}.'
@@ -163,7 +163,7 @@ class StepByStepLocator(LLMLocator):
     def diagnose(self, trajectory: Trajectory, seed: int) -> Prediction:
         steps = trajectory.steps
 
-        def build(parts: list[str]) -> list[dict]:
+        def build(parts: list[str]) -> list[dict[str, Any]]:
             task, history, current = parts
             return user(
                 f"Task:\n{task}\n\nLog so far:\n{history or '(nothing yet)'}\n\nCurrent step:\n{current}\n\n"
@@ -203,7 +203,7 @@ class BinarySearchLocator(LLMLocator):
         while lo < hi:
             mid: int = (lo + hi) // 2
 
-            def build(parts: list[str], lo: int = lo, mid: int = mid, hi: int = hi) -> list[dict]:
+            def build(parts: list[str], lo: int = lo, mid: int = mid, hi: int = hi) -> list[dict[str, Any]]:
                 return user(
                     f"Task:\n{parts[0]}\n\nFirst half (steps {lo}-{mid}):\n{parts[1]}\n\n"
                     f"Second half (steps {mid + 1}-{hi}):\n{parts[2]}\n\n"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import zlib
 from abc import abstractmethod
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -55,7 +55,7 @@ class RandomLocator(Locator):
         return Prediction(role=roles[int(rng.integers(len(roles)))], step=int(rng.integers(len(trajectory))))
 
 
-def expected_random_accuracy(trajectories: Iterable[Trajectory], k: int = 0) -> dict:
+def expected_random_accuracy(trajectories: Iterable[Trajectory], k: int = 0) -> dict[str, Any]:
     """Analytic expectation of :class:`RandomLocator`'s scores.
 
     Step within ``k``: mean over trajectories of ``|[r-k, r+k] ∩ [0, T-1]| / T``
@@ -226,7 +226,7 @@ class HandoffTraceLocator(Locator):
             senders = [h.sender for h in trajectory.handoffs]
             pool = senders or [s.speaker for s in trajectory.steps[1:]] or [trajectory.steps[0].speaker]
             votes = [(i, r) for i, r in enumerate(pool)]
-        tally: dict[str, list] = {}
+        tally: dict[str, list[Any]] = {}
         for at, role in sorted(votes):
             key = normalise_role(role)
             entry = tally.setdefault(key, [0, at, role])

@@ -91,7 +91,7 @@ def source_weighted_mae(cases: pd.DataFrame) -> float:
     return float((per_source["n"] * per_source["mae"]).sum() / per_source["n"].sum())
 
 
-def summarise(cases: pd.DataFrame) -> dict:
+def summarise(cases: pd.DataFrame) -> dict[str, Any]:
     """``{role_acc, exact, within5, mae, n}`` over all N cases (invalid = wrong)."""
     n = len(cases)
     return {
@@ -118,7 +118,7 @@ official_step_hit = official_hit  # the step column of the official scorer
 official_agent_hit = official_hit  # the agent column of the official scorer
 
 
-def who_and_when_official(trajectories: Sequence[Trajectory], predictions: Sequence[Prediction]) -> dict:
+def who_and_when_official(trajectories: Sequence[Trajectory], predictions: Sequence[Prediction]) -> dict[str, Any]:
     """The official scorer's agent and step accuracy, each over all N logs."""
     n = len(trajectories)
     pairs = list(zip(trajectories, predictions, strict=True))

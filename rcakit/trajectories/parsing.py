@@ -84,7 +84,7 @@ class LoadResult:
         return self.trajectories
 
 
-def field_of(record: dict, name: str, where: str, kind: type | tuple = str) -> Any:
+def field_of(record: dict[str, Any], name: str, where: str, kind: type | tuple[Any, ...] = str) -> Any:
     if name not in record:
         raise RecordError(f"{where}: {name}: missing field")
     value = record[name]
@@ -110,7 +110,7 @@ def _label_step(value: Any, n_steps: int, where: str) -> int:
     return step
 
 
-def label_of(record: dict, steps: tuple[Step, ...], where: str) -> Label | None:
+def label_of(record: dict[str, Any], steps: tuple[Step, ...], where: str) -> Label | None:
     present = [k for k in ("mistake_agent", "mistake_step") if k in record]
     if not present:
         return None
@@ -128,14 +128,14 @@ def label_of(record: dict, steps: tuple[Step, ...], where: str) -> Label | None:
     return Label(role=role, step=step, reason=str(reason))
 
 
-def history_of(record: dict, where: str) -> list:
+def history_of(record: dict[str, Any], where: str) -> list[Any]:
     history = field_of(record, "history", where, list)
     if not history:
         raise RecordError(f"{where}: history: empty history")
     return history
 
 
-def entry_of(history: list, i: int, where: str) -> dict:
+def entry_of(history: list[Any], i: int, where: str) -> dict[str, Any]:
     entry = history[i]
     if not isinstance(entry, dict):
         raise RecordError(f"{where}: history[{i}]: expected an object, got {type(entry).__name__}")

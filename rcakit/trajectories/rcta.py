@@ -37,7 +37,7 @@ class StepChoice:
         self.schema = self.shape.schema
         self.schema["properties"]["step"] = {"type": "integer", "enum": self.allowed}
 
-    def __call__(self, obj: Any) -> dict:
+    def __call__(self, obj: Any) -> dict[str, Any]:
         answer = self.shape(obj)
         if answer["step"] not in self.allowed:
             raise ValueError(f"field 'step' must be one of the listed steps {self.allowed}; got {answer['step']}")
@@ -123,8 +123,8 @@ class RCTALocator(LLMLocator):
         return fits
 
     @staticmethod
-    def _segment_build(trajectory: Trajectory, start: int, stop: int) -> Callable[[list[str]], list[dict]]:
-        def build(parts: list[str]) -> list[dict]:
+    def _segment_build(trajectory: Trajectory, start: int, stop: int) -> Callable[[list[str]], list[dict[str, Any]]]:
+        def build(parts: list[str]) -> list[dict[str, Any]]:
             return user(
                 f"Task: {clip(trajectory.steps[0].content, TASK_CHARS)}\n\n"
                 f"Segment (steps {start}-{stop - 1}):\n{parts[0]}\n\n"
@@ -202,7 +202,7 @@ class RCTALocator(LLMLocator):
         allowed = set(traces) | set(linked) | {i[0] for _, i in traces.values() if i is not None}
         blocks = [step_block(steps[:1]), outline, Block(tuple(notes)), step_block([steps[h] for h in linked])]
 
-        def build(parts: list[str]) -> list[dict]:
+        def build(parts: list[str]) -> list[dict[str, Any]]:
             return user(
                 f"Task:\n{parts[0]}\n\nOutline:\n{parts[1]}\n\nCandidates:\n{parts[2]}\n\n"
                 f"Handoff instructions:\n{parts[3] or '(none)'}\n\n{self.RULES}\n{roles_line(roles)} "

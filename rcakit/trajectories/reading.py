@@ -216,6 +216,6 @@ def _decoded(data: bytes, where: str) -> Any:
     return _parse(_decode(data, where), where)
 
 
-def _natural_key(path: Path) -> tuple:
+def _natural_key(path: Path) -> tuple[Any, ...]:
     numeric = path.stem.isascii() and path.stem.isdigit() and len(path.stem) < 30
     return (0, int(path.stem), "") if numeric else (1, 0, path.stem)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,7 +102,7 @@ def _decimals(value: float) -> int:
     return len(text.split(".")[1]) if isinstance(value, float) and "." in text else 0
 
 
-def release_checks(shape: pd.DataFrame, paper: Mapping) -> pd.DataFrame:
+def release_checks(shape: pd.DataFrame, paper: Mapping[str, Any]) -> pd.DataFrame:
     """The loaded release beside the paper's description of its data (§1, §3; Tables 6, 7, 8).
 
     ``shape`` comes from :func:`release_shape`; ``paper`` is the typed-in

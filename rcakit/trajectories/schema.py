@@ -115,7 +115,7 @@ class Trajectory:
     task: str
     steps: tuple[Step, ...]
     label: Label | None = None
-    meta: dict = field(default_factory=dict, compare=False, hash=False)
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __len__(self) -> int:
         return len(self.steps)

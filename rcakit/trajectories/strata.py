@@ -11,6 +11,7 @@ Used in the chapters: `longrca-strata`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ STRATA = {
 }
 
 
-def _stratum(by: str) -> tuple:
+def _stratum(by: str) -> tuple[Any, ...]:
     if by not in STRATA:
         raise RcakitError(f"by: {by!r} is not one of {', '.join(STRATA)}")
     return STRATA[by]
@@ -85,14 +86,14 @@ def published_total(long: pd.DataFrame) -> pd.Series:
     return grouped["k"].sum() / grouped["n"].sum()
 
 
-def bins_dict(frame: pd.DataFrame) -> dict:
+def bins_dict(frame: pd.DataFrame) -> dict[str, Any]:
     """``{bin: {acc, n, lo, hi}}`` for a results file."""
     return {str(b): {k: frame.loc[b, k] for k in ("acc", "n", "lo", "hi")} for b in frame.index}
 
 
-def nested_bins(long: pd.DataFrame) -> dict:
+def nested_bins(long: pd.DataFrame) -> dict[str, Any]:
     """``{method: {bin: {acc, n, lo, hi}}}`` from rows ``method, bin, acc, n, lo, hi``."""
-    return {m: bins_dict(g.set_index("bin")) for m, g in long.groupby("method", sort=False)}
+    return {str(m): bins_dict(g.set_index("bin")) for m, g in long.groupby("method", sort=False)}
 
 
 def separated_pairs(long: pd.DataFrame) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -152,7 +153,7 @@ class _Builder:
         self.bad = next(self.tokens)
         self.layout: list[str] = ["task"]
         style = "group" if self.crew is _GROUP else "pipeline"
-        self.meta: dict = {"kind": self.kind, "style": style, "artifact": self.bad}
+        self.meta: dict[str, Any] = {"kind": self.kind, "style": style, "artifact": self.bad}
 
     def clear(self) -> bool:
         return bool(self.rng.random() < self.cfg.signal_clarity)
@@ -323,7 +324,7 @@ def planted_features(trajectories: list[Trajectory]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def shape_statistics(trajectories: list[Trajectory]) -> dict:
+def shape_statistics(trajectories: list[Trajectory]) -> dict[str, Any]:
     """The §4.2 statistics of a labelled set, keyed like :data:`PUBLISHED_SHAPE`."""
     T = np.array([len(t) for t in trajectories])
     r = np.array([t.truth.step for t in trajectories])

@@ -155,8 +155,8 @@ def test_every_subpackage_lists_its_exports():
         names = {
             t.id
             for node in ast.parse(init.read_text()).body
-            if isinstance(node, ast.Assign)
-            for t in node.targets
+            if isinstance(node, ast.Assign | ast.AnnAssign)
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
             if isinstance(t, ast.Name)
         }
         assert "__all__" in names, f"{init}: no __all__"

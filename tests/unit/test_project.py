@@ -2,6 +2,7 @@
 
 import ast
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,6 @@ def _script(name):
 
 def test_environment_yml_mirrors_pyproject_lower_bounds():
     import re
-    import tomllib
 
     import yaml
 
@@ -206,3 +206,10 @@ def test_no_docstring_holds_a_control_character():
                 if any(c in doc for c in "\t\x0b\x0c\x08\x07"):
                     bad.append(f"{path.relative_to(root)}:{getattr(node, 'name', 'module')}")
     assert not bad, f"control characters (an escape in a plain string?) in the docstrings of {', '.join(bad)}"
+
+
+def test_the_package_ships_its_type_hints():
+    """PEP 561: ``py.typed`` beside the package and listed as package data, so an installed rcakit is typed."""
+    assert (project_root() / "rcakit" / "py.typed").is_file()
+    pyproject = tomllib.loads((project_root() / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["rcakit"]

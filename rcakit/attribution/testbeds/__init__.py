@@ -1,14 +1,14 @@
 """Three testbeds with certified ground truth, each exposing a replay oracle.
 
-Repair semantics are GCJR's on all three (:mod:`~rcakit.attribution.testbeds.base`):
+Repair semantics are GCJR's on all three (``rcakit.attribution.testbeds.base``):
 repairing a player removes its own injected fault, and a case's ground truth is
 the family of inclusion-minimal repair sets of size <= 2, certified by replay.
 
-- ``rag_hops`` (:mod:`~rcakit.attribution.testbeds.rag`): the hops of an
+- ``rag_hops`` (``rcakit.attribution.testbeds.rag``): the hops of an
   AgenticRAG-FP agent, one or two interventions at a time;
-- ``controlled_dag`` (:mod:`~rcakit.attribution.testbeds.dag`): GCJR's
+- ``controlled_dag`` (``rcakit.attribution.testbeds.dag``): GCJR's
   Controlled-DAG generator, its four types;
-- ``support_agent`` (:mod:`~rcakit.attribution.testbeds.support`): CAR's
+- ``support_agent`` (``rcakit.attribution.testbeds.support``): CAR's
   four-step support agent with one or two injected observations.
 
 :func:`build_testbeds` builds all three from one seed.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -45,7 +46,7 @@ class TestbedCase:
 
     case: FailedCase
     fault_type: str
-    truth: frozenset
+    truth: frozenset[Any]
     oracle: Callable[[ReplayMemo], Oracle]
 
 
@@ -58,7 +59,9 @@ def chain_case(case_id: str, players: list[str], sink: str, edges: Iterable[tupl
     return Case(case_id, "failed", g, sink, frozenset(), (order,), seed)
 
 
-def certified_family(players: Iterable[Hashable], succeeds: Callable[[frozenset], bool], q: int = 2) -> frozenset:
+def certified_family(
+    players: Iterable[Hashable], succeeds: Callable[[frozenset[Any]], bool], q: int = 2
+) -> frozenset[Any]:
     """The inclusion-minimal repair sets of size <= q, by replaying each set."""
     sets = (frozenset(c) for k in range(1, q + 1) for c in itertools.combinations(players, k))
     return minimal_sets(s for s in sets if succeeds(s))

@@ -10,6 +10,7 @@ Used in the chapters: `attribution-families`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from rcakit.attribution.interface import FailedCase
 from rcakit.attribution.oracle import Oracle, ReplayMemo
@@ -35,7 +36,7 @@ def dag_testbed(seed: int, cases_per_type: int, r: int = 3, noise: float = 0.0) 
         view = method_view(case)
 
         def oracle(memo: ReplayMemo, case: Case = case, view: Case = view) -> Oracle:
-            def replay_one(s: frozenset, j: int) -> tuple[bool, int]:
+            def replay_one(s: frozenset[Any], j: int) -> tuple[bool, int]:
                 return replay_once(case, s, j, noise), 0
 
             return Oracle(

@@ -49,7 +49,7 @@ def _apply(lab: Lab, trace: Trace, hop: int, kind: str) -> Trace | None:
     return None if made is None else lab.agent.resume_from(trace.question, trace.hops[: hop - 1] + (made[1],), hop + 1)
 
 
-def rag_replay(lab: Lab, qid: str, faults: tuple, repaired: frozenset) -> Trace | None:
+def rag_replay(lab: Lab, qid: str, faults: tuple[Any, ...], repaired: frozenset[Any]) -> Trace | None:
     """The run with the faults at hops outside ``repaired`` applied in hop order (None: not applicable)."""
     trace = lab.clean[qid]
     for hop, kind in faults:
@@ -65,11 +65,11 @@ def _suffix_words(trace: Trace, start: int) -> int:
     return sum(h.word_cost for h in trace.hops[start - 1 :]) + trace.extra_words
 
 
-def _rag_case(lab: Lab, qid: str, faults: tuple, depth: int) -> TestbedCase | None:
+def _rag_case(lab: Lab, qid: str, faults: tuple[Any, ...], depth: int) -> TestbedCase | None:
     players = [hop_name(h) for h in range(1, depth + 1)]
     outcomes = {}
 
-    def run(s: frozenset) -> Trace | None:
+    def run(s: frozenset[Any]) -> Trace | None:
         if s not in outcomes:
             outcomes[s] = rag_replay(lab, qid, faults, s)
         return outcomes[s]
@@ -90,7 +90,7 @@ def _rag_case(lab: Lab, qid: str, faults: tuple, depth: int) -> TestbedCase | No
     first = min(hops)
 
     def oracle(memo: ReplayMemo) -> Oracle:
-        def replay_one(s: frozenset, j: int) -> tuple[bool, int]:
+        def replay_one(s: frozenset[Any], j: int) -> tuple[bool, int]:
             trace = run(s)
             start = min([first] + [int(p[3:]) for p in s])
             return bool(trace is not None and trace.correct), _suffix_words(trace, start) if trace else 0
@@ -102,7 +102,7 @@ def _rag_case(lab: Lab, qid: str, faults: tuple, depth: int) -> TestbedCase | No
     return TestbedCase(FailedCase(case_id, "rag_hops", tuple(players), dag, failed), fault_type, truth, oracle)
 
 
-def _rag_type(truth: frozenset, hops: list[int]) -> str | None:
+def _rag_type(truth: frozenset[Any], hops: list[int]) -> str | None:
     sets = [frozenset([hop_name(h)]) for h in hops]
     if len(hops) == 1:
         return "single" if truth == frozenset(sets) else None
@@ -137,7 +137,7 @@ class CountingAgent:
         return trace
 
 
-def _rag_candidates(lab: Lab, depth: int, kinds: tuple) -> dict[str, list[tuple]]:
+def _rag_candidates(lab: Lab, depth: int, kinds: tuple[Any, ...]) -> dict[str, list[tuple[Any, ...]]]:
     """Every (question, faults) placement, by how many faults it has."""
     qids = [qid for qid, t in lab.clean.items() if eligible(t, depth)]
     singles = [(qid, ((h, k),)) for qid in qids for h in range(1, depth + 1) for k in kinds]

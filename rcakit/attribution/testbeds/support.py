@@ -30,7 +30,7 @@ CERTIFY_ROLLOUTS = 2000  # rollouts per set when certifying the support agent's 
 SUPPORT_THETA = 2 / 3  # the success share a repair must reach (GCJR's θ)
 
 
-def _noted_ticket(context: tuple, action: object) -> dict:
+def _noted_ticket(context: tuple[Any, ...], action: object) -> dict[str, Any]:
     """The ticket as the first step reads it in the double variant: the injected note appended."""
     return {"ticket": TICKET, "customer_note": INJECTED_NOTE}
 
@@ -53,7 +53,7 @@ def clean_observation(observation: Any) -> Any:
     return observation
 
 
-def repair_do(scm: SCM, steps: frozenset) -> Do:
+def repair_do(scm: SCM, steps: frozenset[Any]) -> Do:
     """The replay of repair set ``steps`` as a do-intervention (see the module docstring)."""
     observed = scm.observed
     changed = [k for k in steps if clean_observation(observed[k].observation) != observed[k].observation]
@@ -66,7 +66,7 @@ def repair_do(scm: SCM, steps: frozenset) -> Do:
     )
 
 
-def _injected_at(variant: str) -> Callable[[tuple], bool]:
+def _injected_at(variant: str) -> Callable[[tuple[Any, ...]], bool]:
     need = {"single": (1,), "double": (0, 1)}[variant]
     return lambda records: all(clean_observation(records[k].observation) != records[k].observation for k in need)
 
@@ -107,7 +107,7 @@ def _support_case(scm: SCM, variant: str, i: int, seed: int, rollouts: int) -> T
     edges = [*itertools.combinations(players, 2), ("lookup_order", "outcome"), ("decide_refund", "outcome")]
     dag = chain_case(case_id, players, "outcome", edges, seed=seed)
 
-    def share_good(steps: frozenset, rng: np.random.Generator, k: int) -> float:
+    def share_good(steps: frozenset[Any], rng: np.random.Generator, k: int) -> float:
         do = repair_do(scm, frozenset(index[s] for s in steps))
         return 1.0 - float(scm.sample_bad(rng, do, k).mean())
 
@@ -115,7 +115,7 @@ def _support_case(scm: SCM, variant: str, i: int, seed: int, rollouts: int) -> T
     truth = certified_family(players, lambda s: share_good(s, certify, CERTIFY_ROLLOUTS) >= SUPPORT_THETA)
 
     def oracle(memo: ReplayMemo) -> Oracle:
-        def replay_one(s: frozenset, j: int) -> tuple[bool, int]:
+        def replay_one(s: frozenset[Any], j: int) -> tuple[bool, int]:
             rng = np.random.default_rng([seed, 6, i, dag.mask(s), j])
             return share_good(s, rng, 1) == 1.0, 0
 

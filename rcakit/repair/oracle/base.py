@@ -39,7 +39,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def is_count(value: object, least: int = 1) -> bool:
 class Replay:
     """The outcome of replaying one set under r shared seeds."""
 
-    events: frozenset
+    events: frozenset[Any]
     successes: int
     r: int
     success: bool  # h_θ(S)

@@ -39,7 +39,7 @@ SYSTEM = "You are {role} in a team of four agents that solve arithmetic tasks. R
 ROLES = {"A": "Planner A", "B": "Solver B", "C": "Solver C", "D": "Aggregator D"}
 
 Charge = Callable[[int], None]  # the oracle's cost hook: charge(calls)
-AgentMessage = dict | None  # an agent's message; None when it is unusable
+AgentMessage = dict[str, Any] | None  # an agent's message; None when it is unusable
 
 
 def uncharged(calls: int) -> None:
@@ -71,10 +71,10 @@ class AgentPolicy(Protocol):
 
     def step(self, agent: str, left: int, op: str, right: int, key: Key) -> AgentMessage: ...
 
-    def aggregate(self, plan: dict, b: int, c: int, key: Key) -> AgentMessage: ...
+    def aggregate(self, plan: dict[str, Any], b: int, c: int, key: Key) -> AgentMessage: ...
 
 
-def aggregate(plan: dict, b: int, c: int) -> int:
+def aggregate(plan: dict[str, Any], b: int, c: int) -> int:
     """D's rule: add the results (``sum``), or answer the first whose last digit is the check (``pick``)."""
     if plan["combine"] == "sum":
         return b + c
@@ -103,7 +103,7 @@ class ScriptedPolicy:
         self.charge(1)
         return {"value": apply(op, left, right) + self._slipped(key)}
 
-    def aggregate(self, plan: dict, b: int, c: int, key: Key) -> AgentMessage:
+    def aggregate(self, plan: dict[str, Any], b: int, c: int, key: Key) -> AgentMessage:
         self.charge(1)
         return {"answer": aggregate(plan, b, c)}
 
@@ -120,7 +120,7 @@ class ScriptedPolicy:
 _PLAN_SHAPE = Shape(b=str, c=str, combine=("sum", "pick"), check=range(-1, 10))
 
 
-def _plan_shape(obj: Any) -> dict:
+def _plan_shape(obj: Any) -> dict[str, Any]:
     plan = _PLAN_SHAPE(obj)
     for name in ("b", "c"):
         if parse_expression(plan[name]) is None:
@@ -163,7 +163,7 @@ class ChargedChat:
         temperature: float = 0.0,
         seed: int = 0,
         max_tokens: int = 256,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> Reply:
         self._charge(1)
         return self._provider.chat(
@@ -188,7 +188,13 @@ class LLMPolicy:
         return LLMPolicy(self.provider, self.seed, charge, self.max_tokens)
 
     def _ask(
-        self, agent: str, prompt: str, validate: Callable[[Any], dict], key: Key, *, schema: dict | None = None
+        self,
+        agent: str,
+        prompt: str,
+        validate: Callable[[Any], dict[str, Any]],
+        key: Key,
+        *,
+        schema: dict[str, Any] | None = None,
     ) -> AgentMessage:
         messages = [
             {"role": "system", "content": SYSTEM.format(role=ROLES[agent])},
@@ -209,7 +215,7 @@ class LLMPolicy:
     def step(self, agent: str, left: int, op: str, right: int, key: Key) -> AgentMessage:
         return self._ask(agent, STEP_PROMPT.format(left=left, op=op, right=right), Shape(value=int), key)
 
-    def aggregate(self, plan: dict, b: int, c: int, key: Key) -> AgentMessage:
+    def aggregate(self, plan: dict[str, Any], b: int, c: int, key: Key) -> AgentMessage:
         prompt = (SUM_PROMPT if plan["combine"] == "sum" else PICK_PROMPT).format(b=b, c=c, check=plan["check"])
         return self._ask("D", prompt, Shape(answer=int), key)
 

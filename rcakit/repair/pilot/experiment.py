@@ -16,6 +16,7 @@ Used in the chapters: `gcjr-ablations`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -100,7 +101,7 @@ def run_pilot(
     theta: ThetaLike = THETA,
     timeout: float | None = None,
     base_url: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The pilot's numbers (GCJR §Key results, DualSolve-MAS): FEM, RS@1, MV and mean calls, and the saving.
 
     GCJR is scored against exhaustive search's family, exhaustive search
@@ -149,13 +150,13 @@ PILOT_ROWS = {  # label: (key in run_pilot's numbers, key in the paper's pilot b
 }
 
 
-def _dotted(tree: Mapping, dotted: str) -> object:
+def _dotted(tree: Mapping[str, Any], dotted: str) -> object:
     for part in dotted.split("."):
         tree = tree[part]
     return tree
 
 
-def pilot_beside_paper(numbers: Mapping, paper: Mapping) -> pd.DataFrame:
+def pilot_beside_paper(numbers: Mapping[str, Any], paper: Mapping[str, Any]) -> pd.DataFrame:
     """The pilot's numbers beside the paper's (GCJR §Key results, DualSolve-MAS).
 
     The counts shown apart (and FEM over the regular cases) have no paper value.

@@ -26,7 +26,7 @@ The clean counterpart of an event is its message in the clean run. A replay
 of a set S copies the failed run, puts the clean messages of S in place and
 re-executes only the events downstream of S, in topological order, under
 replay seed j; upstream events are never re-executed. :class:`WorkflowOracle`
-is a :class:`~rcakit.repair.oracle.SharedSeedOracle` that implements
+is a :class:`~rcakit.repair.SharedSeedOracle` that implements
 only the successes of a set; its cost is what the agents execute (each
 execution charges one call through the oracle's hook), so replaying ∅ costs
 nothing. Nodes carry the attributes of :mod:`rcakit.repair.graph` (``agent``,
@@ -42,6 +42,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -57,7 +58,7 @@ PLANNER, SINK = "A0", "D0"
 Messages = Mapping[str, AgentMessage]  # event -> its message in one run
 
 
-def workflow_graph(task: Task) -> nx.DiGraph:
+def workflow_graph(task: Task) -> nx.DiGraph[Any]:
     """The execution DAG of a task's run: plan, the solvers' steps, the answer (see the module doc)."""
     g = nx.DiGraph()
     g.add_node(PLANNER, agent="A", intervenable=True, fault=False, gate="any")
@@ -73,13 +74,13 @@ def workflow_graph(task: Task) -> nx.DiGraph:
     return g
 
 
-def last_step(graph: nx.DiGraph, agent: str) -> str:
+def last_step(graph: nx.DiGraph[Any], agent: str) -> str:
     """A solver's result event: its step with the highest index."""
     return max((v for v in graph if graph.nodes[v]["agent"] == agent), key=lambda v: int(v[1:]))
 
 
 def execute(
-    event: str, graph: nx.DiGraph, task: Task, messages: Messages, *, policy: AgentPolicy, key: Key
+    event: str, graph: nx.DiGraph[Any], task: Task, messages: Messages, *, policy: AgentPolicy, key: Key
 ) -> AgentMessage:
     """One agent execution from the messages it reads; an unusable input gives ``None`` without a call."""
     if event == PLANNER:
@@ -107,7 +108,7 @@ def corrupted(message: AgentMessage, offset: int) -> AgentMessage:
 
 
 def run(
-    graph: nx.DiGraph,
+    graph: nx.DiGraph[Any],
     task: Task,
     policy: AgentPolicy,
     key: tuple[str, int | str],
@@ -147,9 +148,9 @@ class WorkflowCase:
 
     case: Case
     task: Task
-    faults: dict
-    clean: dict = field(repr=False)
-    failed: dict = field(repr=False)
+    faults: dict[str, Any]
+    clean: dict[str, Any] = field(repr=False)
+    failed: dict[str, Any] = field(repr=False)
 
     @property
     def clean_correct(self) -> bool:
@@ -160,7 +161,7 @@ class WorkflowCase:
         return correct(self.task, self.failed)
 
 
-def plant_offsets(kind: str, graph: nx.DiGraph, rng: np.random.Generator) -> dict[str, int]:
+def plant_offsets(kind: str, graph: nx.DiGraph[Any], rng: np.random.Generator) -> dict[str, int]:
     """Faulty events and their offsets for ``kind`` (see the module doc); 1-9 never leaves a last digit unchanged."""
     results = [last_step(graph, "B"), last_step(graph, "C")]
     sign = 1 if rng.random() < 0.5 else -1
@@ -168,7 +169,7 @@ def plant_offsets(kind: str, graph: nx.DiGraph, rng: np.random.Generator) -> dic
     return {event: sign * int(rng.integers(1, 10)) for event in events}
 
 
-def schedules_of(graph: nx.DiGraph, k: int = 3) -> tuple:
+def schedules_of(graph: nx.DiGraph[Any], k: int = 3) -> tuple[Any, ...]:
     """Up to ``k`` distinct topological orders, the lexicographic one first (A, B's steps, C's steps, D)."""
     first = tuple(nx.lexicographical_topological_sort(graph))
     others = (tuple(o) for o in nx.all_topological_sorts(graph) if tuple(o) != first)
@@ -254,7 +255,7 @@ class WorkflowOracle(SharedSeedOracle):
         super().__init__(wcase.case, r, theta, schedule)
         self.wcase = wcase
         self.__policy = policy.bound(self.charge)
-        self.seed_splits: list[frozenset] = []
+        self.seed_splits: list[frozenset[Any]] = []
 
     def messages(self, events: Iterable[str], seed: int) -> dict[str, AgentMessage]:
         """The messages of one replay of ``events`` under replay seed ``seed``."""

@@ -284,37 +284,6 @@ def test_inside_a_run_the_warnings_go_to_the_runners_file(tmp_path, monkeypatch,
 # --- plug-in methods (methods) -----------------------------------------------------------------------
 
 
-def test_plugin_methods_must_import_and_be_callable(tmp_path, monkeypatch):
-    import sys
-
-    (tmp_path / "myplugins.py").write_text(
-        "def mine(case, oracle, budget):\n    return 0\n\ndef two(case, oracle):\n    return 0\n\nNOT_A_METHOD = 3\n"
-    )
-    (tmp_path / "brokenplugin.py").write_text("raise ValueError('needs a GPU\\nand more')\n")
-    base = params_of("attribution-families")
-    monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))  # the kernel's working folder: plug-ins import from it
-    monkeypatch.setattr(sys, "path", list(sys.path))
-
-    def refused_methods(methods: str) -> str:
-        with pytest.raises(RcakitError) as info:
-            inputs.check_parameters("attribution-families", {**base, "methods": methods})
-        assert "\n" not in str(info.value)
-        return str(info.value)
-
-    inputs.check_parameters("attribution-families", {**base, "methods": "builtin,myplugins:mine"})
-    assert "methods: cannot import 'nosuch.module:fn'" in refused_methods("builtin,nosuch.module:fn")
-    assert "methods: cannot import 'myplugins:absent'" in refused_methods("myplugins:absent")
-    assert "methods: 'myplugins:NOT_A_METHOD' is not callable" in refused_methods("myplugins:NOT_A_METHOD")
-    assert "methods: 'myplugins:two' cannot be called as method(case, oracle, budget)" in refused_methods(
-        "myplugins:two"
-    )
-    assert refused_methods("brokenplugin:x") == (
-        "attribution-families: methods: importing 'brokenplugin:x' failed: ValueError: needs a GPU and more"
-    )
-    assert "methods: the list is empty" in refused_methods(" , ")
-    assert str(tmp_path) not in sys.path  # the project folder is on the path only while checking
-
-
 # --- the Dask scheduler (scheduler) ------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from rcakit.chapters import _rag
 from rcakit.chapters import coverage_collapse as chapter
 from rcakit.rag import embeddings as E
 from rcakit.rag import metrics as M
+from rcakit.rag.settings import AUTHORS
 
 DENSE_INSTALLED = not E.missing_packages()
 
@@ -135,10 +136,11 @@ def test_the_branch_table_counts_each_branch_and_the_accuracy_without_the_fallba
 
 
 def test_the_chapters_default_to_the_authors_retriever_of_their_table():
-    assert _rag.AUTHORS_RETRIEVER == {"structural": "dense", "content": "bm25"}
-    for chapter_id, default in (("coverage-collapse", "dense"), ("content-corruption", "bm25")):
+    assert (AUTHORS.retriever_for("structural"), AUTHORS.retriever_for("content")) == ("dense", "bm25")
+    for arm, chapter_id in _rag.CHAPTERS.items():
         chapter = registry.get(chapter_id)
-        assert chapter.defaults["retriever"] == default and chapter.choices["retriever"] == ["bm25", "dense"]
+        assert chapter.defaults["retriever"] == AUTHORS.retriever_for(arm)
+        assert chapter.choices["retriever"] == ["bm25", "dense"]
         with pytest.raises(RcakitError, match="retriever"):
             registry.validate(chapter_id, {"retriever": "splade"})
 

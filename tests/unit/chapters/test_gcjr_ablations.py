@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import matplotlib
 import networkx as nx
 import numpy as np
@@ -14,7 +10,6 @@ from matplotlib.figure import Figure
 
 from rcakit import claims, prose
 from rcakit.chapters import gcjr_ablations as chapter
-from rcakit.paths import project_root
 from rcakit.repair import (
     ABLATIONS,
     KIND_LABELS,
@@ -71,37 +66,6 @@ def test_candidate_sets_section_quotes_the_worked_example():
     edges = [("A0", "B0"), ("A0", "C0"), ("B0", "D0"), ("C0", "D0"), ("D0", "out"), ("B0", "Bx0")]
     one = chapter._slice_reading(hand_built_case(edges, faults=["B0"]))
     assert one.startswith("Bx0 (drawn as “Bx log”) is a log line") and one.endswith("leaves it out.")
-
-
-FIGURE_SCRIPT = """
-import hashlib, io, matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from rcakit import plotting, repair
-from rcakit.chapters import gcjr_ablations as chapter
-plotting.set_theme()
-case = repair.controlled_dag_benchmark(cases_per_type=2, seed=0)[2]
-fig = chapter.dag_figure(case, figsize=(8, 3.4))
-buf = io.BytesIO()
-fig.savefig(buf, format="png")
-print(hashlib.sha256(buf.getvalue()).hexdigest())
-"""
-
-
-def test_dag_figure_bytes_do_not_depend_on_the_hash_seed():
-    digests = set()
-    for hash_seed in ("1", "2", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MPLBACKEND": "Agg"}
-        out = subprocess.run(
-            [sys.executable, "-c", FIGURE_SCRIPT],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=project_root(),
-        )
-        digests.add(out.stdout.strip())
-    assert len(digests) == 1
 
 
 def test_the_closed_forms_hold_at_q_1_and_q_3(bench):

@@ -1,4 +1,4 @@
-"""The chapter layer mirrors ``notebooks/``: one module per page, named by the page, with public names of a few kinds."""
+"""The chapter layer mirrors ``notebooks/``: one module per page, named by the page, public names by kind."""
 
 import importlib
 import inspect

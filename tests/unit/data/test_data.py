@@ -26,7 +26,7 @@ import pytest
 
 from rcakit import RcakitError, data
 from rcakit.book.cli import main
-from rcakit.data import download, formats, remote
+from rcakit.data import catalog, download, formats, remote
 from rcakit.paths import project_root
 from rcakit.trajectories import read_who_and_when
 from support.shared_data import (
@@ -375,7 +375,7 @@ def test_a_file_list_naming_paths_outside_the_data_home_is_refused_and_changes_n
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"rcakit: error: longrca-bench: file list: {url.rstrip('/')}/api/datasets/")
-    assert f"lists {hostile!r}, which is not a path inside the data set's folder" in done.stderr
+    assert f"lists {catalog.shown(hostile)}, which is not a path inside the data set's folder" in done.stderr
     assert sentinel.read_bytes() == before
     assert files_under(home) == set() and not data.lock_path(ds).exists()
 

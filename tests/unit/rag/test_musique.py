@@ -21,6 +21,7 @@ from rcakit.rag import diagnosers as dg
 from rcakit.rag import protocol as P
 from rcakit.rag.interventions import inject
 from rcakit.rag.musique import build_musique_world, hop_phrase, read_records, select
+from rcakit.rag.settings import EARLIER
 from support import FIXTURES
 
 FIXTURE = FIXTURES / "musique" / "musique_fixture.jsonl"
@@ -178,12 +179,7 @@ def test_false_premise_at_hop_2_fails_and_propagation_aware_names_it(world, tmp_
         hops=3,
         reader_chat=chat,
         world=str(FIXTURE),
-        top_k=3,
-        corpus="global",
-        empty_search="nothing",
-        spare_hops=1,
-        reformulate=True,
-        interventions="targeted",
+        **EARLIER.lab_params(),
     )
     clean = lab.clean[CHAIN]
     assert clean.correct and [h.entity for h in clean.hops] == ["Ilsa Varnholt", "Kestrelmoor", "Doravia"]

