@@ -54,7 +54,7 @@ import numpy as np
 from rcakit import RcakitError
 from rcakit.attribution.interface import Attribution, FailedCase, Method, NotApplicable
 from rcakit.attribution.oracle import Oracle
-from rcakit.rag import diagnosers as dg
+from rcakit.rag import diagnosers
 from rcakit.repair import baselines
 from rcakit.repair import search as repair_search
 from rcakit.scm.contrastive import contrastive_effects
@@ -79,12 +79,12 @@ def _need_trace(case: FailedCase) -> Trace:
 
 def coverage(case: FailedCase, oracle: Oracle, budget: int | None = None, threshold: float = 0.05) -> Attribution:
     """AgenticRAG-FP's coverage diagnoser (a post-hoc reader)."""
-    return Attribution("point", _hop_player(case, dg.coverage(_need_trace(case), threshold).hop))
+    return Attribution("point", _hop_player(case, diagnosers.coverage(_need_trace(case), threshold).hop))
 
 
 def rule_based(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """AgenticRAG-FP's rule-based diagnoser (a post-hoc reader)."""
-    return Attribution("point", _hop_player(case, dg.rule_based(_need_trace(case)).hop))
+    return Attribution("point", _hop_player(case, diagnosers.rule_based(_need_trace(case)).hop))
 
 
 def _probe(diagnoser: Diagnoser, case: FailedCase, oracle: Oracle) -> Attribution:
@@ -96,12 +96,12 @@ def _probe(diagnoser: Diagnoser, case: FailedCase, oracle: Oracle) -> Attributio
 
 def propagation_aware(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """Propagation-Aware (frozen-hop repair), on the oracle's counting agent."""
-    return _probe(dg.propagation_aware, case, oracle)
+    return _probe(diagnosers.propagation_aware, case, oracle)
 
 
 def suf_regen(case: FailedCase, oracle: Oracle, budget: int | None = None) -> Attribution:
     """Suf-Regen (repair hop h, regenerate the suffix), on the oracle's counting agent."""
-    return _probe(dg.suf_regen, case, oracle)
+    return _probe(diagnosers.suf_regen, case, oracle)
 
 
 def llm_judge(judge: Callable[[Trace, str], Diagnosis]) -> Method:

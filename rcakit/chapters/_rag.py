@@ -35,8 +35,7 @@ from rcakit.claims import published
 from rcakit.llm.accounting import cost_table
 from rcakit.parallel import Runner, report_served
 from rcakit.progress import track
-from rcakit.rag import diagnosers as dg
-from rcakit.rag import llm_methods as lm
+from rcakit.rag import diagnosers, llm_methods
 from rcakit.rag.embeddings import stack_versions
 from rcakit.rag.fidelity import agent_action_match, match_record
 from rcakit.rag.metrics import PROBE_CAPS, accuracy_points, attribution, capped_probes, failed_share, interval_pairs
@@ -64,7 +63,7 @@ class ArmRun:
 
     arm: str
     params: dict[str, Any]
-    models: lm.LLMPair
+    models: llm_methods.LLMPair
     lab: Lab
     cases: pd.DataFrame
     result: dict[str, Any]
@@ -84,7 +83,7 @@ class ArmRun:
         """The judge's results entry (``llm_methods.judge_record``), or ``None`` without a judge."""
         if self.models.judge is None or self.judged is None or self.same_cases is None:
             return None
-        return lm.judge_record(self.models.judge, self.judged, self.same_cases, self.depths)
+        return llm_methods.judge_record(self.models.judge, self.judged, self.same_cases, self.depths)
 
     def llm_numbers(self) -> dict[str, Any]:
         """The results entries of the LLM methods that ran: ``llm_cost``, ``llm_judge`` and
@@ -136,7 +135,7 @@ def run_arm(
     params = {**authors_protocol(arm), **params}
     chapter_id = chapter_id or CHAPTERS[arm]
     bar = (lambda desc: partial(track, desc=desc)) if progress is track else (lambda desc: progress)
-    models = lm.models_from_params(
+    models = llm_methods.models_from_params(
         params["provider"],
         params["judge_provider"],
         params["agent"],
@@ -164,10 +163,12 @@ def run_arm(
     run = ArmRun(arm, params, models, lab, cases, attribution(cases, depths), runner=runner)
     judge_usage = None
     if models.judge is not None and judge:
-        sample = lm.judge_sample(cases, params["llm_max_cases"], params["seed"])
-        run.judged, judge_usage = lm.judge_cases(lab, sample, models.judge, progress=bar("llm judge"), runner=runner)
-        run.same_cases = lm.merge_judge(run.result, run.judged, depths)
-    run.llm_cost = lm.llm_cost(models, lab, cases, judge_usage=judge_usage)
+        sample = llm_methods.judge_sample(cases, params["llm_max_cases"], params["seed"])
+        run.judged, judge_usage = llm_methods.judge_cases(
+            lab, sample, models.judge, progress=bar("llm judge"), runner=runner
+        )
+        run.same_cases = llm_methods.merge_judge(run.result, run.judged, depths)
+    run.llm_cost = llm_methods.llm_cost(models, lab, cases, judge_usage=judge_usage)
     if models.reader_chat and (arm == "structural" if replay is None else replay):
         questions = lab.world.questions[: params["llm_max_cases"]]
         run.replay = match_record(agent_action_match(lab.agent, questions, runner=runner))
@@ -556,15 +557,15 @@ def branch_table(result: dict[str, Any], depths: Iterable[int]) -> pd.DataFrame:
         for d in map(str, depths):
             if d not in result["probe_branch"].get(probe, {}):
                 continue
-            row = {(CASES, b): result["probe_branch"][probe][d][b] for b in dg.BRANCHES}
-            row.update({(BRANCH_ACCURACY, b): result["branch_accuracy"][probe][d][b] for b in dg.BRANCHES[:3]})
+            row = {(CASES, b): result["probe_branch"][probe][d][b] for b in diagnosers.BRANCHES}
+            row.update({(BRANCH_ACCURACY, b): result["branch_accuracy"][probe][d][b] for b in diagnosers.BRANCHES[:3]})
             row[(PROBE_ACCURACY, "all")] = result["accuracy"][probe][d]["point"]
             row[(PROBE_ACCURACY, "without fallback")] = result["accuracy_without_fallback"][probe][d]["point"]
             rows[(probe, int(d))] = row
     index = pd.MultiIndex.from_tuples(list(rows), names=["probe", "depth"])  # empty when no case failed
     columns = pd.MultiIndex.from_tuples(
-        [(CASES, b) for b in dg.BRANCHES]
-        + [(BRANCH_ACCURACY, b) for b in dg.BRANCHES[:3]]
+        [(CASES, b) for b in diagnosers.BRANCHES]
+        + [(BRANCH_ACCURACY, b) for b in diagnosers.BRANCHES[:3]]
         + [(PROBE_ACCURACY, "all"), (PROBE_ACCURACY, "without fallback")]
     )
     return pd.DataFrame(list(rows.values()), index=index, columns=columns)
@@ -606,7 +607,7 @@ def _quoted_points(
 
 def _every_depth(counts: dict[str, dict[str, int]], depths: Iterable[int]) -> dict[str, dict[str, int]]:
     """Branch counts for every depth: a depth with no failed case decided no case by any branch."""
-    return {str(d): counts.get(str(d), dict.fromkeys(dg.BRANCHES, 0)) for d in depths}
+    return {str(d): counts.get(str(d), dict.fromkeys(diagnosers.BRANCHES, 0)) for d in depths}
 
 
 def published_section(chapter_id: str, table: str) -> Section:
@@ -687,8 +688,8 @@ def judge_section(run: ArmRun) -> Section:
     summary = run.judge_summary
     if summary is None or run.judged is None or run.same_cases is None:
         return Section.skip(f"{NO_MODEL}, so no LLM judge read the failed cases")
-    counts = lm.hop_counts(run.judged, run.depths).rename(index="hop {}".format)
-    same = lm.same_case_table(run.same_cases, run.depths).T
+    counts = llm_methods.hop_counts(run.judged, run.depths).rename(index="hop {}".format)
+    same = llm_methods.same_case_table(run.same_cases, run.depths).T
     table = pd.concat({"judge's hop (0 = none or abstained)": counts, "accuracy on the judged cases": same}, axis=1)
     facts = {"judge": {k: v for k, v in summary.items() if k not in ("hop_counts", "same_cases")}}
     return Section(table=table.rename_axis("injected hop"), numbers={"llm_judge": summary}, facts=facts, decimals=2)

@@ -376,7 +376,7 @@ def baseline_section(frames: _Runs, gcjr_frame: pd.DataFrame) -> Section:
     """The five baselines' in-scope means beside GCJR's (GCJR §Results); the recorded rows leave GCJR out."""
     table = summary_table({**frames, "GCJR": gcjr_frame})
     return Section(
-        table=table[list(METRIC_LABELS)].rename(columns=METRIC_LABELS),
+        table=table[list(METRIC_LABELS)].rename(columns=METRIC_LABELS, index={"shapley_top2": "Shapley top-2"}),
         numbers={"baselines": table.drop(index="GCJR").to_dict("index")},
         facts={"random_fem": table.loc["random_pairs", "fem"]},
     )
@@ -399,7 +399,8 @@ def hidden_edge_section(sweep: pd.DataFrame) -> Section:
     curve = _hidden_edge_curve(sweep)[1]
     rows = _hidden_curve_records(curve)
     fem = {row["fraction"]: float(row["fem"]) for row in rows}
-    return Section(table=curve, numbers={"hidden_curve": rows}, facts={"hidden_fem_10": fem[PAPER_HIDDEN_FRACTION]})
+    shown = curve.rename(columns={"fem": "FEM"}, level=0).rename_axis("hidden fraction")
+    return Section(table=shown, numbers={"hidden_curve": rows}, facts={"hidden_fem_10": fem[PAPER_HIDDEN_FRACTION]})
 
 
 def noise_section(sweep: pd.DataFrame) -> Section:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from rcakit.rag import diagnosers as dg
+from rcakit.rag import diagnosers
 from rcakit.rag.protocol import PROBES, failed, live
 from rcakit.stats import bootstrap_accuracy_ci
 
@@ -71,7 +71,7 @@ def branch_record(grp: pd.DataFrame) -> dict[str, Any]:
     decided (``None`` when it decided none), and its share of all the probe's hits.
     """
     counts, accuracy, hits = {}, {}, {}
-    for b in dg.BRANCHES:
+    for b in diagnosers.BRANCHES:
         mine = grp[grp["branch"] == b]
         counts[b] = int(len(mine))
         accuracy[b] = float(mine["hit"].mean()) if len(mine) else None

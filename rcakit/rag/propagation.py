@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from rcakit.rag import diagnosers as dg
+from rcakit.rag import diagnosers
 from rcakit.rag.metrics import failed_share, predictions, predictions_with_hops, share_predicting
 from rcakit.rag.protocol import PROBES, TRACE_READERS, Lab, failed, live
 
@@ -47,7 +47,7 @@ def trace_reader_reach(
 def hop_answer_jaccard(lab: Lab) -> pd.DataFrame:
     """Coverage's score, Jaccard(gold answer, joined documents), of every non-empty hop of every clean correct trace."""
     rows = [
-        {"hop": h.index, "jaccard": dg.coverage_score(t.gold, h.docs, lab.tokenizer)}
+        {"hop": h.index, "jaccard": diagnosers.coverage_score(t.gold, h.docs, lab.tokenizer)}
         for t in lab.clean.values()
         if t.correct
         for h in t.hops
@@ -119,11 +119,11 @@ def branches_by_intervention(cases: pd.DataFrame, probe: str) -> pd.DataFrame:
     preds = predictions(live(cases))
     preds = preds[preds["diagnoser"] == probe]
     counts = pd.crosstab([preds["kind"], preds["depth"]], preds["branch"]).reindex(
-        columns=list(dg.BRANCHES), fill_value=0
+        columns=list(diagnosers.BRANCHES), fill_value=0
     )
     named = preds[preds["hit"].astype(bool)]  # an empty object column would select columns, not rows
     hits = pd.crosstab([named["kind"], named["depth"]], named["branch"]).reindex(
-        index=counts.index, columns=list(dg.BRANCHES[:3]), fill_value=0
+        index=counts.index, columns=list(diagnosers.BRANCHES[:3]), fill_value=0
     )
     return counts.join(hits.add_suffix(" hits")).fillna(0).astype(int)
 
@@ -144,7 +144,7 @@ def probe_on_kinds(by_kind: pd.DataFrame, depths: Iterable[int]) -> dict[str, An
 
     for d in depths:
         out["et_continue"][str(d)] = cell("early_termination", d, ["continue hits"])
-        out["et_failed"][str(d)] = cell("early_termination", d, list(dg.BRANCHES))
+        out["et_failed"][str(d)] = cell("early_termination", d, list(diagnosers.BRANCHES))
         out["drift_flip_hits"][str(d)] = cell("query_drift", d, ["flip hits"])
     return out
 

@@ -31,7 +31,7 @@ from rcakit.llm.base import Provider
 from rcakit.llm.cache import case_usage
 from rcakit.parallel import Runner
 from rcakit.progress import track
-from rcakit.rag import diagnosers as dg
+from rcakit.rag import diagnosers
 from rcakit.rag.agent import Agent, AgentSettings
 from rcakit.rag.interventions import (
     CONTAMINATION_RECALL,
@@ -58,14 +58,14 @@ ARMS = ("structural", "content")
 # The offline diagnosers, in the order the tables show them. Trace readers see only the final trace;
 # continue_retrieving and the probes re-execute the agent; the controls are a constant and an oracle.
 OFFLINE = {
-    "coverage": lambda lab, trace, threshold: dg.coverage(trace, threshold, lab.tokenizer),
-    "rule_based": lambda lab, trace, threshold: dg.rule_based(trace, lab.tokenizer),
-    "fallback_rule": lambda lab, trace, threshold: dg.fallback_rule(trace, lab.tokenizer),
-    "continue_retrieving": lambda lab, trace, threshold: dg.continue_retrieving(lab.agent, trace),
-    "propagation_aware": lambda lab, trace, threshold: dg.propagation_aware(lab.agent, trace, lab.max_probes),
-    "suf_regen": lambda lab, trace, threshold: dg.suf_regen(lab.agent, trace, lab.max_probes),
-    "constant_hop1": lambda lab, trace, threshold: dg.constant_hop1(trace),
-    "oracle_gold_hop": lambda lab, trace, threshold: dg.oracle_gold_hop(trace),
+    "coverage": lambda lab, trace, threshold: diagnosers.coverage(trace, threshold, lab.tokenizer),
+    "rule_based": lambda lab, trace, threshold: diagnosers.rule_based(trace, lab.tokenizer),
+    "fallback_rule": lambda lab, trace, threshold: diagnosers.fallback_rule(trace, lab.tokenizer),
+    "continue_retrieving": lambda lab, trace, threshold: diagnosers.continue_retrieving(lab.agent, trace),
+    "propagation_aware": lambda lab, trace, threshold: diagnosers.propagation_aware(lab.agent, trace, lab.max_probes),
+    "suf_regen": lambda lab, trace, threshold: diagnosers.suf_regen(lab.agent, trace, lab.max_probes),
+    "constant_hop1": lambda lab, trace, threshold: diagnosers.constant_hop1(trace),
+    "oracle_gold_hop": lambda lab, trace, threshold: diagnosers.oracle_gold_hop(trace),
 }
 DIAGNOSERS = tuple(OFFLINE)
 TRACE_READERS = DIAGNOSERS[:3]  # see only the final trace
@@ -313,7 +313,7 @@ def downstream_intact(trace: Trace, depth: int) -> bool:
     Frozen-hop repair can only flip an answer when this holds (it never re-retrieves later hops).
     """
     pooled = [d for hop in trace.hops for d in hop.docs]
-    return all(dg.states_fact(pooled, g.subject, g.object) for g in trace.question.hops[depth:])
+    return all(diagnosers.states_fact(pooled, g.subject, g.object) for g in trace.question.hops[depth:])
 
 
 def injected_fact_kept(trace: Trace, depth: int, at_hop: bool = False) -> bool:
@@ -325,7 +325,7 @@ def injected_fact_kept(trace: Trace, depth: int, at_hop: bool = False) -> bool:
         docs = trace.hops[depth - 1].docs if depth <= len(trace.hops) else ()
     else:
         docs = [d for hop in trace.hops for d in hop.docs]
-    return dg.states_fact(docs, gold.subject, gold.object)
+    return diagnosers.states_fact(docs, gold.subject, gold.object)
 
 
 def _finish(lab: Lab, case: dict[str, Any], injected: Trace, threshold: float) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Against ``FakeAnthropicServer`` on 127.0.0.1 (``$ANTHROPIC_BASE_URL``): system m
 ``system`` field, no seed (``replays`` is false), ``temperature`` dropped for a model that refuses it,
 the probe's ``GET /v1/models/{id}``, and two chapters run end to end with a warm rerun that makes no
 model call and no planted key in anything they wrote. What both API providers share is in
-``test_llm_clients.py``.
+``test_api_clients.py``.
 """
 
 from __future__ import annotations

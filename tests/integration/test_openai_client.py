@@ -4,7 +4,7 @@ Against ``FakeOpenAIServer`` on 127.0.0.1: the request's fields (seed, temperatu
 schema as ``response_format``), the fallback for a server without structured output, the server's URL
 (``base_url``, ``$OPENAI_BASE_URL``, the chapters' ``llm_base_url``), the probe's model list, spec
 errors, and two chapters run end to end with a warm rerun that makes no model call and no planted key
-in anything they wrote. What both API providers share is in ``test_llm_clients.py``.
+in anything they wrote. What both API providers share is in ``test_api_clients.py``.
 """
 
 from __future__ import annotations
