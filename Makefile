@@ -74,10 +74,15 @@ install-browser:
 
 TEST_ENV := RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results RCAKIT_DATA_DIR=$(TEST_BOOK)/data-home
 
+# The tests in two passes: those that execute no page on two workers (one file per worker at a time, so a
+# file's module fixtures and servers stay in one process), then the pages and the book in one process, since
+# they share the session's quick book.
 test: install-dev install-browser
 	$(PY) scripts/lint.py
 	rm -rf $(TEST_BOOK)
-	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests --durations=15
+	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests -m "not chapters and not seeds and not bounds" \
+	  -n 2 --dist loadfile --durations=15
+	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests -m "chapters and not seeds and not bounds" --durations=15
 	cp -r $(TEST_BOOK)/results $(TEST_BOOK)/results-first
 	$(TEST_ENV) PYTHONHASHSEED=123 PYTHONPATH=tests $(PY) -m pytest --nbval -p support.nbval_figures \
 	  $(TEST_BOOK)/chapters -p no:cacheprovider

@@ -77,7 +77,7 @@ def test_book_checks_every_chapter_before_running_any(monkeypatch):
 
     started = []
     monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(runner.chapters, "PAGES", ["car-shapley", "no-such-chapter"])
+    monkeypatch.setattr(runner.registry, "PAGES", ["car-shapley", "no-such-chapter"])
     assert cli.main(["book", "--no-build"]) == 2
     assert started == []
 

@@ -42,7 +42,7 @@ from rcakit.rag import build_world
 from rcakit.rag.relations import RELATIONS
 from rcakit.results import to_jsonable
 from rcakit.store import CaseStore
-from support import ROOT
+from support import ROOT, TESTS
 
 LATENCY = 0.02  # seconds the fake server waits before each reply
 STEPS = 3  # chained chats per case
@@ -398,6 +398,13 @@ open(out, "wb").write(as_bytes(values))
 """
 
 
+def _child_env() -> dict[str, str]:
+    """The environment of a child that imports this module: no progress bars, and ``tests/`` on its path for
+    ``support`` (pytest puts it on its own path only)."""
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "RCAKIT_PROGRESS": "0", "PYTHONPATH": path}
+
+
 def _sweep(tmp_path, name, workers):
     return subprocess.Popen(
         [
@@ -410,7 +417,7 @@ def _sweep(tmp_path, name, workers):
             str(workers),
             str(tmp_path / f"{name}.json"),
         ],
-        env={**os.environ, "RCAKIT_PROGRESS": "0"},
+        env=_child_env(),
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -830,7 +837,7 @@ def _arm(tmp_path, name, workers, out):
             str(workers),
             str(tmp_path / out),
         ],
-        env={**os.environ, "RCAKIT_PROGRESS": "0"},
+        env=_child_env(),
         stderr=subprocess.PIPE,
         text=True,
     )
