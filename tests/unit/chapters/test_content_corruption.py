@@ -15,28 +15,12 @@ from rcakit.rag import metrics as M
 from rcakit.rag import outcomes as O
 from rcakit.rag import protocol as P
 from rcakit.rag.text import classify_outcome, token_recall
+from support.rag_cases import content_row
 
 
 @pytest.fixture(scope="module")
 def lab():
     return P.build_lab(3, n_entities=600, n_questions=30, hops=3)
-
-
-def content_row(qid, depth, strategy, outcome, later=True, contaminated=False, hop=1):
-    return {
-        "qid": qid,
-        "depth": depth,
-        "kind": "content_corruption",
-        "true_stage": "retrieval",
-        "skipped": False,
-        "correct": outcome == "resisted",
-        "strategy": strategy,
-        "outcome": outcome,
-        "same_type": True,
-        "has_later_query": later,
-        "contaminated": contaminated,
-        "diagnoses": {} if outcome == "resisted" else {"suf_regen": ["retrieval", hop, 1, "flip"]},
-    }
 
 
 def fake_run(cases, arm="content", depths=(1, 2, 3), **extra):

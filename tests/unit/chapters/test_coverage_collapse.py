@@ -13,24 +13,9 @@ from rcakit.chapters import coverage_collapse as chapter
 from rcakit.rag import embeddings as E
 from rcakit.rag import metrics as M
 from rcakit.rag.settings import AUTHORS
+from support.rag_cases import structural_row
 
 DENSE_INSTALLED = not E.missing_packages()
-
-
-def structural_row(qid, depth, hop, branch, kind="stale_evidence", n_hops=3, **props):
-    return {
-        "qid": qid,
-        "depth": depth,
-        "kind": kind,
-        "true_stage": "retrieval",
-        "skipped": False,
-        "correct": False,
-        "n_hops": n_hops,
-        "fact_in_trace": props.get("fact_in_trace", False),
-        "fact_at_hop": props.get("fact_at_hop", False),
-        "downstream_intact": props.get("downstream_intact", False),
-        "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch], "coverage": ["retrieval", 1, 0, "none"]},
-    }
 
 
 def fake_run(cases, arm="content", depths=(1, 2, 3), **extra):

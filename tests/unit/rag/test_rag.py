@@ -33,6 +33,7 @@ from rcakit.rag.retrieval import Corpora, Retriever
 from rcakit.rag.settings import AUTHORS, EARLIER
 from rcakit.rag.text import split_tokens
 from rcakit.rag.world import Paragraph, build_world
+from support.rag_cases import content_row, structural_row
 
 
 @pytest.fixture(scope="module")
@@ -783,23 +784,6 @@ def test_live_and_failed_drop_skipped_and_recovered_cases():
     assert list(P.live(cases).index) == [1, 2] and list(P.failed(cases).index) == [2]
 
 
-def content_row(qid, depth, strategy, outcome, later=True, contaminated=False, hop=1):
-    return {
-        "qid": qid,
-        "depth": depth,
-        "kind": "content_corruption",
-        "true_stage": "retrieval",
-        "skipped": False,
-        "correct": outcome == "resisted",
-        "strategy": strategy,
-        "outcome": outcome,
-        "same_type": True,
-        "has_later_query": later,
-        "contaminated": contaminated,
-        "diagnoses": {} if outcome == "resisted" else {"suf_regen": ["retrieval", hop, 1, "flip"]},
-    }
-
-
 def test_content_metrics_on_hand_made_cases():
     cases = pd.DataFrame(
         [
@@ -836,19 +820,3 @@ def test_an_undefined_share_is_quoted_as_no_such_case():
 
     assert percent(0.97) == "97.0%" and percent(1.0, 0) == "100%" and percent(0.0) == "0.0%"
     assert percent(None) == NO_CASE and "None" not in NO_CASE and "nan" not in NO_CASE
-
-
-def structural_row(qid, depth, hop, branch, kind="stale_evidence", n_hops=3, **props):
-    return {
-        "qid": qid,
-        "depth": depth,
-        "kind": kind,
-        "true_stage": "retrieval",
-        "skipped": False,
-        "correct": False,
-        "n_hops": n_hops,
-        "fact_in_trace": props.get("fact_in_trace", False),
-        "fact_at_hop": props.get("fact_at_hop", False),
-        "downstream_intact": props.get("downstream_intact", False),
-        "diagnoses": {"propagation_aware": ["retrieval", hop, 10, branch], "coverage": ["retrieval", 1, 0, "none"]},
-    }
