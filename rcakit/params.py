@@ -4,7 +4,7 @@ The parameters cell stays the one place a default is written. The registry
 (:mod:`rcakit.book.registry`) reads it and :func:`params_class` turns it into a
 frozen dataclass: one field per line of the cell, in the cell's order, typed by
 its default (``int``, ``float``, ``bool``, ``str``, ``list[int]``, ...; a
-parameter whose default is ``None`` is ``str | None`` or ``float | None``), and
+parameter whose default is ``None`` is ``str | None``), and
 a ``Literal`` of the allowed values where the front matter lists ``choices``.
 :func:`rcakit.book.check_params` returns an instance: the checked values, read
 as attributes (``params.seed``) or, since the class is also a read-only
