@@ -40,9 +40,12 @@ COLOUR_NAMES = {
 VERDICT_COLOURS = {
     "agrees": GREEN,
     "differs": VERMILION,
+    "too few cases": SKY,
+    "holds": BLUE,
+    "fails": VERMILION,
     "not measured": GREY,
     "other parameters": ORANGE,
-    "reported": BLUE,
+    "reported": PURPLE,
 }
 OUTCOME_COLOURS = {
     "good": GREEN,

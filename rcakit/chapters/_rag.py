@@ -53,6 +53,7 @@ LAB_PARAMS = ("n_entities", "n_questions", "hops", "top_k", "reading_noise", "di
 # The protocol's choices are rcakit.rag.settings' AUTHORS (the chapters' defaults; a parameter set without them,
 # an older caller, runs the authors' protocol) and EARLIER (rcakit's targeted variant, for the side-by-side runs
 # of the chapters' Explore sections).
+BM25_COLUMN = "BM25 retriever"  # the Explore table's run with BM25 in place of the authors' dense retriever
 RUN_ONLY = ("workers", "scheduler")  # where the cases run: never part of what a stored case means
 Progress = Callable[..., Iterator[Any]] | None
 
@@ -203,15 +204,19 @@ def _authors(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def protocol_runs(arm: str, params: Mapping[str, Any], progress: Progress = track) -> dict[str, ArmRun]:
-    """The arm under the authors' protocol, for the structural arm with all six interventions, and under the
-    targeted variant (``rcakit.rag.settings.EARLIER``, six targeted interventions), each with the rule reader
-    on the synthetic world at ``params``' sizes and reader settings, so only the protocol differs; each has
-    its own case store (a rerun resumes them)."""
+    """The arm under the authors' protocol (for the structural arm also with all six interventions, and, when
+    the page runs the authors' dense retriever, with BM25 in its place) and under the targeted variant
+    (``rcakit.rag.settings.EARLIER``, six targeted interventions), each with the rule reader on the synthetic
+    world at ``params``' sizes and reader settings, so only the protocol differs; each has its own case store
+    (a rerun resumes them)."""
     base, chapter = _offline(params), CHAPTERS[arm]
     runs = {"authors' protocol": run_arm(arm, _authors(base), chapter_id=chapter, progress=progress)}
     if arm == "structural":  # the six kinds the authors implement, on their protocol otherwise
         six = {**_authors(base), "intervention_set": "all"}
         runs["all six interventions"] = run_arm(arm, six, chapter_id=chapter, progress=progress)
+        if base.get("retriever") == "dense":  # the retriever's effect, beside the authors' dense run
+            bm25 = {**_authors(base), "retriever": "bm25"}
+            runs[BM25_COLUMN] = run_arm(arm, bm25, chapter_id=chapter, progress=progress)
     runs["targeted variant"] = run_arm(arm, {**base, **EARLIER.as_params()}, chapter_id=chapter, progress=progress)
     return runs
 
@@ -296,7 +301,8 @@ PROTOCOL_ROWS = (
         {arm: AUTHORS.retriever_for(arm) for arm in ARMS},
         "bm25 ranks by Okapi BM25; dense by the cosine of all-MiniLM-L6-v2 embeddings of 'title: text', "
         "clamped at 0, so the first-two fallback almost never fires",
-        RERUN + " (the quick run takes BM25)",
+        "the Explore table's 'BM25 retriever' column, beside a dense run (the quick run takes BM25, so it "
+        "shows no such column)",
     ),
     ProtocolRow(
         "hop budget",
@@ -328,8 +334,10 @@ PROTOCOL_ROWS = (
         "interventions",
         "generic texts that name no wrong object",
         AUTHORS.interventions,
-        "targeted plants a wrong object of the right type and drifts to a look-alike",
-        TARGETED,
+        "rcakit words the generic texts itself: off-topic paragraphs, a confident notice that the entity does "
+        "not exist, a notice that the value on record is outdated and superseded; targeted plants a wrong "
+        "object of the right type and drifts to a look-alike",
+        TARGETED + "; the wording reaches only a language model (agent llm), not the rule reader",
     ),
     ProtocolRow(
         "intervention set",
@@ -371,6 +379,15 @@ PROTOCOL_ROWS = (
         "any hop >= 0, n+1 included",
         AUTHORS.judge_hops,
         "trace keeps the judge to hops 1..n",
+        "not measurable offline: the judge is a language model",
+    ),
+    ProtocolRow(
+        "LLM judge's sample",
+        "llm_max_cases",
+        "every failed case of each depth",
+        None,
+        "rcakit's judge reads a seeded sample of at most llm_max_cases failed cases per depth, so a run with a "
+        "model stays short; a value above the failed count reads them all",
         "not measurable offline: the judge is a language model",
     ),
     ProtocolRow(
@@ -431,10 +448,13 @@ STRUCTURAL_ONLY = ("interventions", "intervention_set", "heed_warnings")  # choi
 CONTENT_ONLY = ("span_rule",)  # a choice only the content arm meets
 
 
-def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.DataFrame:
+def protocol_table(
+    params: Mapping[str, Any], arm: str = "structural", effects: Mapping[str, str] | None = None
+) -> pd.DataFrame:
     """The chapter's protocol table: per choice, the authors' setting, this run's (its parameter and value),
-    why, and where the effect of a departure is measured; a run that departs from the authors' says so. The
-    content arm leaves out the structural interventions and the reader's reaction to their warnings."""
+    why, and where the effect of a departure is measured (``effects``, by parameter name, gives a measured
+    effect in its place); a run that departs from the authors' says so. The content arm leaves out the
+    structural interventions and the reader's reaction to their warnings."""
     params = {**authors_protocol(arm), "agent": "rule", "world": SYNTHETIC, **params}
     rows = []
     for row in PROTOCOL_ROWS:
@@ -456,7 +476,7 @@ def protocol_table(params: Mapping[str, Any], arm: str = "structural") -> pd.Dat
                 "authors' protocol": authors,
                 "this chapter": f"{row.name} = {_setting_text(value)}",
                 "why": why,
-                "effect measured in": row.effect,
+                "effect measured in": (effects or {}).get(row.name, row.effect),
             }
         )
     return pd.DataFrame(rows).set_index("choice")
@@ -498,7 +518,36 @@ def setup_section(run: ArmRun) -> Section:
     else:
         numbers["skipped"] = facts["skipped"] = int(cases["skipped"].sum())
         facts["injected"] = int(len(cases))
-    return Section(table=protocol_table(run.params, arm=run.arm), numbers=numbers, facts=facts)
+    effects = {}
+    if run.arm == "structural" and run.params.get("retriever") == "dense":
+        effect = retriever_effect(run)
+        effects["retriever"] = effect["text"]
+        numbers["retriever_effect"] = {k: v for k, v in effect.items() if k != "text"}
+    table = protocol_table(run.params, arm=run.arm, effects=effects)
+    return Section(table=table, numbers=numbers, facts=facts)
+
+
+def retriever_effect(run: ArmRun, names: Sequence[str] = ("propagation_aware",)) -> dict[str, Any]:
+    """What BM25 in place of the authors' dense retriever does to the run (its own case store; the Explore
+    table's 'BM25 retriever' column): failed n, recovery and ``names``' exact-hop accuracy per depth, dense
+    then BM25, and the same in words for the protocol table."""
+    bm25 = run_arm(run.arm, {**_offline(run.params), "retriever": "bm25"}, chapter_id=CHAPTERS[run.arm])
+
+    def per_depth(result: Mapping[str, Any], key: str, name: str | None = None) -> list[Any]:
+        block = result[key] if name is None else result[key].get(name, {})
+        return [block.get(str(d)) if name is None else block.get(str(d), {}).get("point") for d in run.depths]
+
+    numbers: dict[str, Any] = {}
+    for label, key, name in [("failed n", "failed_n", None), ("recovery", "recovery", None)] + [
+        (n.replace("_", " "), "accuracy", n) for n in names
+    ]:
+        numbers[label] = {"dense": per_depth(run.result, key, name), "bm25": per_depth(bm25.result, key, name)}
+
+    def text(values: list[Any]) -> str:
+        return "/".join("n/a" if v is None else (f"{v:.2f}" if isinstance(v, float) else f"{v}") for v in values)
+
+    words = "; ".join(f"{label} {text(v['dense'])} → {text(v['bm25'])}" for label, v in numbers.items())
+    return {**numbers, "text": f"measured, BM25 in place of dense at these sizes (hops 1/2/3): {words}"}
 
 
 def protocol_comparison_section(arm: str, params: Mapping[str, Any], names: Sequence[str]) -> Section:

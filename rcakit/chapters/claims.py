@@ -16,8 +16,9 @@ from typing import Any
 import pandas as pd
 
 from rcakit.book import registry
+from rcakit.claims.counting import tally
 from rcakit.claims.pages import COLUMNS, chapter_link, claims_table, kind_rows
-from rcakit.claims.summary import HEADLINE, headline_counts, in_book_order
+from rcakit.claims.summary import in_book_order
 from rcakit.tables import DASH, format_value
 
 
@@ -29,7 +30,7 @@ def every_claim_table(table: pd.DataFrame, titles: Mapping[str, str] | None = No
     rows); each claim links to the chapter section that computes it.
     """
     titles = titles or {}
-    counts = headline_counts(table)
+    counts = tally(table, "chapter")
     body = []
     for key, group in table.groupby("chapter", sort=False):
         chapter_id = str(key)
@@ -71,11 +72,14 @@ def changed_parameters_table(recorded: Mapping[str, Mapping[str, Any]]) -> pd.Da
 
 
 def _chapter_note(counts: Mapping[str, int]) -> str:
-    """``"mechanism claims: 2 agree, 1 differ, 4 not measured"``, or that there are none."""
+    """``"reproductions: 2 agree, 1 differ, 4 not measured; own claims: 2 of 2 hold"``, from :func:`tally`."""
     parts = [f"{counts['agrees']} agree", f"{counts['differs']} differ"]
-    parts += [f"{counts[v]} {v}" for v in ("not measured", "other parameters") if counts[v]]
-    mechanism = sum(int(counts[v]) for v in HEADLINE)
-    return "mechanism claims: " + ", ".join(parts) if mechanism else "no mechanism claims"
+    parts += [f"{counts[v]} {v}" for v in ("too few cases", "not measured", "other parameters") if counts[v]]
+    text = "reproductions: " + ", ".join(parts) if counts["reproductions"] else "no reproductions"
+    own = counts["own claims hold"] + counts["own claims fail"]
+    if own:
+        text += f"; own claims: {counts['own claims hold']} of {own} hold"
+    return text
 
 
 def _text(value: Any) -> str:

@@ -317,9 +317,19 @@ class RescoredRun:
     contamination: Section
     orders: Section
     beside: Section
+    bridge: Section
 
     def parts(self) -> tuple[Section, ...]:
-        return (self.table3, self.table4, self.per_run, self.counts, self.contamination, self.orders, self.beside)
+        return (
+            self.table3,
+            self.table4,
+            self.per_run,
+            self.counts,
+            self.contamination,
+            self.orders,
+            self.beside,
+            self.bridge,
+        )
 
     @classmethod
     def read(cls, value: str, run: ArmRun, *, order: str = "caption", param: str = "authors_runs") -> RescoredRun:
@@ -332,7 +342,7 @@ class RescoredRun:
         path = data.locate(value, param)
         if path is None:
             skipped = Section.skip(data.fetch_hint(DATA_SET, param))
-            return cls(*(skipped,) * 7)
+            return cls(*(skipped,) * 8)
         runs = rs.pool(read_runs(path), order)
         key = "authors_runs" if pinned_release(path) else "authors_runs_other"
         frame = rs.cases_frame(runs)
@@ -345,6 +355,7 @@ class RescoredRun:
             contamination=_authors_contamination_section(frame, key),
             orders=_orders_section(runs, order, key),
             beside=_beside_section(runs, cells, frame, run),
+            bridge=_authors_bridge_section(runs, key),
         )
 
 
@@ -469,6 +480,31 @@ def _authors_contamination_section(frame: pd.DataFrame, key: str) -> Section:
         }
     }
     return Section(table=table, numbers=numbers, facts=_authors(facts), decimals={"share": 3})
+
+
+BRIDGE = "bridge_entity"  # the corruption strategy of the paper's bridge-entity slice (§7.2)
+
+
+def _authors_bridge_section(runs: tuple[AuthorsRun, ...], key: str) -> Section:
+    """The bridge-entity slice of §7.2 from the authors' own runs: the failed bridge-entity corruptions counted
+    by corrupted hop, and each diagnoser's exact-hop accuracy on them, pooled over depths (hits of n);
+    recorded under ``bridge_slice`` and quoted (``authors_bridge_*``)."""
+    failed = [(run, c) for run in runs for c in run.cases if c.failed and c.strategy == BRIDGE]
+    by_hop = {str(d): sum(c.depth == d for _, c in failed) for d in rs.depths(runs)}
+    names = [n for n in TABLE3_ROWS[:4] if all(n in r.diagnosers for r in runs)]
+    hits = {name: sum(c.hit(name, run.criterion) for run, c in failed) for name in names}
+    n = len(failed)
+    accuracy = {name: (k / n if n else None) for name, k in hits.items()}
+    rows = {name: {"hits": hits[name], "failed cases": n, "accuracy": accuracy[name]} for name in names}
+    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("diagnoser")
+    numbers = {key: {"bridge_slice": {"n": n, "n_by_hop": by_hop, "accuracy": accuracy, "hits": hits}}}
+    facts = {
+        "bridge_n": n,
+        "bridge_by_hop": " / ".join(str(by_hop[d]) for d in sorted(by_hop, key=int)),
+        "bridge_hop1": by_hop.get("1", 0),
+        **{f"bridge_{name}": f"{hits[name]} of {n}" for name in names},
+    }
+    return Section(table=table, numbers=numbers, facts=_authors(facts), decimals={"accuracy": 2})
 
 
 def _orders_section(runs: tuple[AuthorsRun, ...], order: str, key: str) -> Section:

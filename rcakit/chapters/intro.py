@@ -18,45 +18,45 @@ from matplotlib.patches import Rectangle
 
 from rcakit.plotting import TEXT_WIDTH, VERDICT_COLOURS
 
-HEADLINE_VERDICTS = ["agrees", "differs", "not measured", "other parameters"]
+HEADLINE_VERDICTS = ["agrees", "differs", "too few cases", "not measured", "other parameters"]
+CHECK_VERDICTS = ["holds", "fails"]
 
 
 def headline_figure(counts: pd.DataFrame, figsize: tuple[float, float] = (TEXT_WIDTH, 3.2)) -> Figure:
     """The book's findings at a glance: per row (a paper), mechanism claims by verdict, identity checks apart.
 
-    ``counts`` is :func:`rcakit.claims.headline_counts`: columns ``agrees``,
-    ``differs``, ``not measured``, ``other parameters``, ``identities hold``,
-    ``identities fail``. The left panel counts the claims that test a paper;
-    the right panel the correctness checks, which reproduce nothing.
+    ``counts`` is :func:`rcakit.claims.headline_counts` (:func:`rcakit.claims.tally`): the
+    reproductions by verdict in the left panel (the claims that test a number a
+    paper printed); rcakit's own claims and the identity checks, which
+    reproduce nothing, in the right panel.
     """
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharey=True, width_ratios=[3, 1.3])
     rows = list(counts.index)[::-1]
     y = np.arange(len(rows))
-    _stacked(
-        left,
-        y,
-        counts.loc[rows],
-        ["agrees", "differs", "not measured", "other parameters"],
-        ["agrees", "differs", "not measured", "other parameters"],
+    _stacked(left, y, counts.loc[rows], HEADLINE_VERDICTS, HEADLINE_VERDICTS)
+    left.set_title("reproductions (a printed number tested)")
+    checks = counts.loc[rows].assign(
+        held=counts["own claims hold"] + counts["identities hold"],
+        failed=counts["own claims fail"] + counts["identities fail"],
     )
-    left.set_title("mechanism claims (the reproductions)")
-    _stacked(right, y, counts.loc[rows], ["identities hold", "identities fail"], ["agrees", "differs"])
-    right.set_title("identity checks")
+    _stacked(right, y, checks, ["held", "failed"], CHECK_VERDICTS)
+    right.set_title("own claims and checks")
     left.set_yticks(y, rows)
     for ax in (left, right):
         ax.set_xlabel("claims")
         ax.grid(axis="y", visible=False)
         ax.xaxis.get_major_locator().set_params(integer=True)
-    handles = [Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in HEADLINE_VERDICTS]
+    shown = HEADLINE_VERDICTS + CHECK_VERDICTS
+    handles = [Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in shown]
     fig.legend(
         handles,
-        HEADLINE_VERDICTS,
+        shown,
         loc="lower center",
-        ncol=len(HEADLINE_VERDICTS),
+        ncol=4,
         frameon=False,
         bbox_to_anchor=(0.5, -0.02),
     )
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig
 
 
@@ -75,6 +75,6 @@ def _stacked(ax: Axes, y: np.ndarray, counts: pd.DataFrame, columns: Sequence[st
                     ha="center",
                     va="center",
                     fontsize=9,
-                    color="white" if verdict in ("agrees", "differs") else "black",
+                    color="white" if verdict in ("agrees", "differs", "holds", "fails") else "black",
                 )
         left += values

@@ -16,6 +16,8 @@ Modules, each one concept:
   claim's chapter section needs, and why a claim is not measured;
 - :mod:`~rcakit.claims.verdicts`: the verdict rules, :func:`compare` and
   :func:`assert_holds`;
+- :mod:`~rcakit.claims.counting`: every count of claims the book prints, in one
+  function (:func:`tally`);
 - :mod:`~rcakit.claims.verdict_box`: what a chapter shows, the verdict box and
   the claims table beside the paper;
 - :mod:`~rcakit.claims.summary`: the book-wide table in book order, links to
@@ -28,6 +30,7 @@ Every name below is imported from ``rcakit.claims``.
 
 from __future__ import annotations
 
+from rcakit.claims.counting import TALLY, tally, totals
 from rcakit.claims.ledger import (
     KINDS,
     UNCLASSIFIED,
@@ -60,19 +63,43 @@ from rcakit.claims.summary import (
     section_link,
     verdict_counts,
 )
-from rcakit.claims.verdict_box import SHOWN_COLUMNS, glue_verdict, table, verdict_markdown
+from rcakit.claims.verdict_box import (
+    SHOWN_COLUMNS,
+    glue_verdict,
+    math_html,
+    short_verdict_markdown,
+    table,
+    verdict_markdown,
+)
 from rcakit.claims.verdicts import (
+    COUNTS_AS,
     EXACT_TOLERANCE,
+    FAILED,
+    PASSED,
     VERDICTS,
+    WIDE_INTERVAL,
     assert_holds,
     compare,
+    counts_as,
     is_exact,
     paper_text,
+    tests_paper,
     workbench_text,
 )
 
 __all__ = [
+    "COUNTS_AS",
     "EXACT_TOLERANCE",
+    "FAILED",
+    "PASSED",
+    "TALLY",
+    "WIDE_INTERVAL",
+    "counts_as",
+    "tests_paper",
+    "tally",
+    "totals",
+    "math_html",
+    "short_verdict_markdown",
     "HEADLINE",
     "KINDS",
     "SHOWN_COLUMNS",

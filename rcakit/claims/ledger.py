@@ -5,8 +5,9 @@ The file holds, per chapter id, the paper the chapter reproduces (``paper``,
 (``published``) and a list of claims. A claim names the table or section of
 the paper it comes from (``source``), the paper's value (``paper``) and the
 dotted key under which the chapter records its own number in
-``results/<chapter_id>.json`` (``measured``), with one rule (``expect``,
-``ci`` or ``tolerance``) and a ``kind``, one of :data:`KINDS`. The rules and
+``results/<chapter_id>.json`` (``measured``; a list of keys, first depth
+first, for a ``trend``), with one rule (``expect``, ``ci``, ``tolerance`` or
+``trend``) and a ``kind``, one of :data:`KINDS`. The rules and
 what each kind means are in :mod:`rcakit.claims.verdicts`.
 
 The file is read again whenever its modification time changes, and each
@@ -89,6 +90,10 @@ def _check_claim(chapter_id: str, claim: Mapping[str, Any]) -> None:
             raise RcakitError(
                 f"{where}: expect {claim['expect']!r} is not '<op> <number>' with op in {' '.join(OPERATORS)}"
             )
+    if "trend" in claim and (claim["trend"] not in ("falls", "rises") or not isinstance(claim.get("measured"), list)):
+        raise RcakitError(f"{where}: a trend is 'falls' or 'rises', measured as a list of keys (first depth first)")
+    if isinstance(claim.get("measured"), list) and "trend" not in claim:
+        raise RcakitError(f"{where}: a list of measured keys needs a trend rule")
     if "needs" in claim and not isinstance(claim["needs"], (list, str)):
         raise RcakitError(f"{where}: needs must be a parameter name or a list of them")
 

@@ -27,6 +27,7 @@ from rcakit.claims.summary import (
     kind_order,
     section_anchor,
 )
+from rcakit.claims.verdict_box import math_html
 from rcakit.claims.verdicts import paper_text, workbench_text
 from rcakit.tables import DASH
 
@@ -52,7 +53,7 @@ def verdict_badge(verdict: str) -> str:
 
 
 def _small(text: str) -> str:
-    return f"<br><small>{html.escape(text)}</small>" if text else ""
+    return f"<br><small>{math_html(text)}</small>" if text else ""
 
 
 def _cells(row: pd.Series) -> dict[str, str]:
@@ -65,7 +66,7 @@ def _cells(row: pd.Series) -> dict[str, str]:
         + ("<br><small>asserted</small>" if row.get("asserted", row["holds"]) else "")
     )
     return {
-        "claim": f'<a href="{html.escape(row["link"])}">{html.escape(row["claim"])}</a>' + _small(row.get("note", "")),
+        "claim": f'<a href="{html.escape(row["link"])}">{math_html(row["claim"])}</a>' + _small(row.get("note", "")),
         "verdict": verdict,
         "paper": html.escape(paper_text(row["paper"])) + _small(str(row["source"])),
         "workbench": workbench,
@@ -136,19 +137,21 @@ def _join(parts: list[str]) -> str:
 
 
 def findings_markdown(table: pd.DataFrame) -> str:
-    """The book's findings in four or five sentences, as a MyST admonition, from :func:`rcakit.claims.compare_all`.
+    """The book's findings in a few sentences, as a MyST admonition, from :func:`rcakit.claims.compare_all`.
 
-    Mechanism claims only in the counts; unmeasured and off-setting claims are
-    named apart and never counted as disagreeing; identity checks come last,
-    as checks of the code. Every number comes from the table.
+    Reproductions only (claims that test a number a paper printed) in the
+    agreement counts; unmeasured, too-wide and off-setting claims are named
+    apart and never counted as disagreeing; rcakit's own claims and the
+    identity checks come last. Every number is :func:`rcakit.claims.tally`'s.
     """
     n = headline_numbers(table)
     by_paper = headline_counts(table, by="paper_name")
     checked = by_paper["agrees"] + by_paper["differs"]
     sentences = [
-        f"This book checks {_count(n['mechanism'], 'mechanism claim')}, the claims that test a paper and could "
-        f"have come out the other way: in this build, {n['agrees']} of the {n['agrees'] + n['differs']} that were "
-        f"checked agree with the paper and {n['differs']} {'does' if n['differs'] == 1 else 'do'} not."
+        f"This book checks {_count(n['reproductions'], 'reproduction')}, the claims that test a number a paper "
+        f"printed and could have come out the other way: in this build, {n['agrees']} of the "
+        f"{n['agrees'] + n['differs']} that were checked agree with the paper and {n['differs']} "
+        f"{'does' if n['differs'] == 1 else 'do'} not."
     ]
     per_paper = [f"{p} {by_paper.loc[p, 'agrees']} of {checked[p]}" for p in by_paper.index if checked[p]]
     if per_paper:
@@ -161,6 +164,12 @@ def findings_markdown(table: pd.DataFrame) -> str:
             "of each chapter says why."
         )
     sentences += [s for s in [_unchecked_sentence(n)] if s]
+    own, own_hold = n["own_claims_hold"] + n["own_claims_fail"], n["own_claims_hold"]
+    if own:
+        sentences.append(
+            f"rcakit's own claims, with no printed number to test: {own_hold} of {own} "
+            f"{'holds' if own == 1 else 'hold'}."
+        )
     hold, total = n["identities_hold"], n["identities_hold"] + n["identities_fail"]
     sentences.append(
         f"Apart from these, {hold} of {_count(total, 'identity check')} "
@@ -171,8 +180,9 @@ def findings_markdown(table: pd.DataFrame) -> str:
 
 
 def _unchecked_sentence(n: Mapping[str, int]) -> str | None:
-    """The mechanism claims not checked in this build, and why, in one sentence (None if there are none)."""
-    parts = [f"{n['needs_input']} need a data set or a language model that this build did not have"] * bool(
+    """The reproductions not checked in this build, and why, in one sentence (None if there are none)."""
+    parts = [f"{n['too_few_cases']} had too few cases to tell"] * bool(n["too_few_cases"])
+    parts += [f"{n['needs_input']} need a data set or a language model that this build did not have"] * bool(
         n["needs_input"]
     )
     parts += [f"{n['not_recorded']} were not recorded in this build"] * bool(n["not_recorded"])

@@ -1,10 +1,10 @@
 """The book-wide summary: every chapter's claims in book order, linked to their sections, and the headline counts.
 
-Only ``mechanism`` claims of a page with a paper behind it test a paper, so
-only they are counted in a headline (a page with no paper, ``has_paper``
-False, has findings of its own, never reproductions); identity checks are counted apart, as checks of the code. Claims
-that were not measured or ran away from the paper's setting are named and
-never counted as disagreeing. The closing page (``claims``) and the landing
+Only reproductions (mechanism claims whose rule tests a number their paper
+printed) are counted in a headline as agreeing or differing; rcakit's own
+claims, identity checks and the other kinds are counted apart, all by
+:func:`rcakit.claims.tally`. Claims that were not measured or ran away
+from the paper's setting are named and never counted as disagreeing. The closing page (``claims``) and the landing
 page (``intro``) read these tables; :mod:`rcakit.claims.pages` lays them out.
 """
 
@@ -16,10 +16,12 @@ from typing import Any
 import pandas as pd
 
 from rcakit import RcakitError
+from rcakit.claims.counting import tally, totals
 from rcakit.claims.ledger import UNCLASSIFIED, chapters_with_claims, paper_name
 from rcakit.claims.verdicts import VERDICTS, compare
+from rcakit.tables import DASH
 
-HEADLINE = ("agrees", "differs", "not measured", "other parameters")
+HEADLINE = ("agrees", "differs", "too few cases", "not measured", "other parameters")  # a reproduction's verdicts
 
 # --- links to the chapter sections -------------------------------------------
 
@@ -69,7 +71,7 @@ def compare_all(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-# --- the summaries: mechanism claims only in a headline --------------------------
+# --- the summaries: reproductions only in a headline --------------------------
 
 
 def kind_order(kinds: Iterable[str]) -> list[str]:
@@ -79,74 +81,41 @@ def kind_order(kinds: Iterable[str]) -> list[str]:
     return [k for k in order if k in kinds] + sorted(kinds - set(order))
 
 
-def _mechanism(table: pd.DataFrame) -> pd.DataFrame:
-    """The mechanism claims that test a paper (a page with no paper behind it tests none)."""
-    tests_paper = table["has_paper"].astype(bool) if "has_paper" in table.columns else True
-    return table[(table["kind"] == "mechanism") & tests_paper]
-
-
 def headline_counts(table: pd.DataFrame, by: str = "chapter") -> pd.DataFrame:
-    """Per chapter (or per ``paper_name``), mechanism claims by verdict, and identity checks apart.
-
-    Columns: the :data:`HEADLINE` verdicts of the mechanism claims, then
-    ``identities hold`` and ``identities fail``. Other kinds are not counted.
-    """
-    groups = list(dict.fromkeys(table[by]))
-    mech = _mechanism(table)
-    counts = pd.crosstab(mech[by], mech["verdict"]).reindex(index=groups, columns=list(HEADLINE), fill_value=0)
-    identity = table[table["kind"] == "identity"]
-    counts["identities hold"] = (
-        identity[identity["verdict"] == "agrees"].groupby(by).size().reindex(groups, fill_value=0)
-    )
-    counts["identities fail"] = (
-        identity[identity["verdict"] == "differs"].groupby(by).size().reindex(groups, fill_value=0)
-    )
-    counts.index.name = by
-    counts.columns.name = None
-    return counts.astype(int)
+    """Per chapter (or per ``paper_name``), the claims counted by :func:`rcakit.claims.tally`:
+    reproductions by verdict, rcakit's own claims, identities and the other kinds apart."""
+    return tally(table, by)
 
 
 def headline_numbers(table: pd.DataFrame) -> dict[str, int]:
-    """The numbers a page's headline quotes, mechanism claims only, identities apart.
-
-    ``mechanism``; ``agrees``, ``differs``, ``other_parameters``; ``not_measured``,
-    split into ``needs_input`` (its section needs a data set or a model the run
-    did not have) and ``not_recorded`` (the chapter has not run, or did not
-    record it); ``identities_hold``, ``identities_fail``.
-    """
-    mech = _mechanism(table)
-    unmeasured = mech[mech["verdict"] == "not measured"]
-    needs_input = int(unmeasured["why"].str.startswith("needs").sum())
-    identity = table[table["kind"] == "identity"]
-    return {
-        "mechanism": len(mech),
-        "agrees": int((mech["verdict"] == "agrees").sum()),
-        "differs": int((mech["verdict"] == "differs").sum()),
-        "other_parameters": int((mech["verdict"] == "other parameters").sum()),
-        "not_measured": len(unmeasured),
-        "needs_input": needs_input,
-        "not_recorded": len(unmeasured) - needs_input,
-        "identities_hold": int((identity["verdict"] == "agrees").sum()),
-        "identities_fail": int((identity["verdict"] == "differs").sum()),
-    }
+    """The numbers a page's headline quotes (:func:`rcakit.claims.totals`), keyed in snake case for
+    glue names: ``reproductions``, ``agrees``, ``differs``, ``too_few_cases``, ``not_measured`` (split into
+    ``needs_input`` and ``not_recorded``), ``other_parameters``, ``own_claims_hold``, ``identities_hold``…"""
+    return {key.replace(" ", "_"): value for key, value in totals(table).items()}
 
 
 def mechanism_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per chapter: mechanism claims that agree, differ, are not measured, and the claims by kind."""
+    """Per chapter: reproductions that agree, differ, have too few cases or are not measured; rcakit's own
+    claims and the identity checks that hold; the claims by kind. Every count is :func:`tally`'s."""
     chapters = list(dict.fromkeys(table["chapter"]))
-    heads = headline_counts(table)
+    heads = tally(table, "chapter").reindex(chapters)
     counts = pd.crosstab(table["chapter"], table["kind"]).reindex(index=chapters, fill_value=0)
     counts = counts[kind_order(counts.columns)]
+
+    def of(held: str, failed: str) -> list[str]:  # of those checked: unmeasured claims count neither way
+        return [f"{a} of {a + f}" if a + f else DASH for a, f in zip(heads[held], heads[failed], strict=True)]
+
     checked = heads["agrees"] + heads["differs"]
     return pd.DataFrame(
         {
-            "mechanism claims that agree": [f"{a} of {n}" for a, n in zip(heads["agrees"], checked, strict=True)],
-            "differ": heads["differs"].to_numpy(),
-            "not measured": heads["not measured"].to_numpy(),
-            "other parameters": heads["other parameters"].to_numpy(),
-            "identity checks that hold": [
-                f"{h} of {h + f}" for h, f in zip(heads["identities hold"], heads["identities fail"], strict=True)
+            "reproductions that agree": [
+                f"{a} of {n}" if n else DASH for a, n in zip(heads["agrees"], checked, strict=True)
             ],
+            "differ": heads["differs"].to_numpy(),
+            "too few cases": heads["too few cases"].to_numpy(),
+            "not measured": heads["not measured"].to_numpy(),
+            "own claims that hold": of("own claims hold", "own claims fail"),
+            "identity checks that hold": of("identities hold", "identities fail"),
             "by kind": [", ".join(f"{n} {k}" for k, n in row.items() if n) for _, row in counts.iterrows()],
         },
         index=pd.Index(chapters, name="chapter"),

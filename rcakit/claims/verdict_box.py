@@ -9,23 +9,37 @@ as markup is escaped, so a claim's text is shown as written.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
+from rcakit.claims.counting import counted_as, totals
 from rcakit.claims.ledger import UNCLASSIFIED
-from rcakit.claims.verdicts import VERDICTS, paper_text, workbench_text
+from rcakit.claims.verdicts import paper_text, workbench_text
 from rcakit.tables import Table, format_table
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>$|~#])")
+INLINE_MATH = re.compile(r"(\$[^$]+\$)")  # MyST's dollar math in a claim's text: typeset, never escaped
 SHOWN_COLUMNS = ("claim", "kind", "paper", "workbench", "rule", "verdict", "asserted")
 
 
 def _md(text: str) -> str:
-    """``text`` with every character that Markdown or MyST would read as markup escaped."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+    """``text`` with every character that Markdown or MyST would read as markup escaped, but its ``$…$`` math,
+    which the page typesets."""
+    parts = INLINE_MATH.split(str(text))
+    return "".join(part if i % 2 else _MARKDOWN_SPECIAL.sub(r"\\\1", part) for i, part in enumerate(parts))
+
+
+def math_html(text: str) -> str:
+    """``text`` escaped for HTML, its ``$…$`` math as MathJax's ``\\(…\\)`` (a table cell is HTML, which
+    MyST's dollar math does not reach)."""
+    parts = INLINE_MATH.split(str(text))
+    return "".join(
+        "\\(" + html.escape(part[1:-1]) + "\\)" if i % 2 else html.escape(part) for i, part in enumerate(parts)
+    )
 
 
 def _sentence(text: str) -> str:
@@ -54,48 +68,36 @@ def _has_paper(table: pd.DataFrame) -> bool:
 def verdict_markdown(table: pd.DataFrame) -> str:
     """A short MyST admonition from a chapter's :func:`compare` table: what reproduces, what does not, why.
 
-    Mechanism claims are the verdict: those that agree, those that differ, those
-    not measured and why (the input the section needs), those tied to the
-    paper's setting when the run used other parameters; each with the rule its
-    verdict follows (a tolerance, a one-sided bound, an interval). Identities are
-    counted apart as correctness checks, with any that fail named; the other
-    kinds are counted in one line. A claim with no paper value on a page with a
-    paper (a comparison of rcakit's own) is counted apart, never as agreeing
-    with the paper. On a page with no paper behind it the
-    mechanism claims are the workbench's own findings: the box says which hold,
-    never that they agree with a paper.
+    The reproductions (mechanism claims whose rule tests a number the paper
+    printed) are the verdict: those that agree, those that differ, those whose
+    interval is too wide to tell, those not measured and why (the input the
+    section needs), those tied to the paper's setting when the run used other
+    parameters; each with the rule its verdict follows. rcakit's own claims (no
+    printed number to test) hold or fail, counted apart; identities are counted
+    apart as correctness checks, with any that fail named; the other kinds are
+    counted in one line. Every count is :func:`rcakit.claims.totals`'.
+    On a page with no paper behind it every mechanism claim is the workbench's
+    own finding: the box says which hold, never that they agree with a paper.
     """
     paper = _has_paper(table)
-    mechanism = table[table["kind"] == "mechanism"]
-    groups = {v: mechanism[mechanism["verdict"] == v] for v in VERDICTS}
+    n = totals(table)
     title = "what reproduces here" if paper else "what holds here"
     lines = [f":::{{admonition}} Verdict: {title}", ":class: verdict tip", ""]
-    if len(mechanism):
-        own = mechanism["paper"].isna() if paper else pd.Series(False, index=mechanism.index)
-        agrees, differs = (mechanism["verdict"] == "agrees"), (mechanism["verdict"] == "differs")
-        checked, own_checked = int(((agrees | differs) & ~own).sum()), int(((agrees | differs) & own).sum())
-        what = "agree with the paper" if paper else "hold (no paper is behind this page: none is a reproduction)"
-        lead = (
-            f"**Mechanism claims checked here that {what}: {int((agrees & ~own).sum())} of {checked}**"
-            if checked
-            else "**No mechanism claim of the paper's could be checked in this run**"
-            if own_checked
-            else "**No mechanism claim could be checked in this run**"
-        )
-        if own_checked:  # rcakit's own comparisons on a page with a paper: no paper value to agree with
-            lead += f"; rcakit's own claims (no paper value) that hold: {int((agrees & own).sum())} of {own_checked}"
-        lines.append(lead + _not_counted(groups) + ".")
-    else:
-        lines.append("**This page reproduces no published number**: its claims are correctness checks.")
+    lines.append(_lead(n, paper) + ".")
+    where = counted_as(table)
+    mine, own = table[where == "reproduction"], table[where == "own claim"]
     sections = [
-        ("Reproduces" if paper else "Holds", "agrees"),
-        ("Does not reproduce" if paper else "Does not hold", "differs"),
-        ("Not measured", "not measured"),
-        ("Not at the paper's setting", "other parameters"),
-        ("Reported without a rule", "reported"),
+        ("Reproduces", mine, "agrees"),
+        ("Does not reproduce", mine, "differs"),
+        ("Too few cases to tell", mine, "too few cases"),
+        ("Not measured", pd.concat([mine, own]), "not measured"),
+        ("Not at the paper's setting", pd.concat([mine, own]), "other parameters"),
+        ("rcakit's own claims that hold" if paper else "Holds", own, "holds"),
+        ("rcakit's own claims that fail" if paper else "Does not hold", own, "fails"),
+        ("Reported without a rule", pd.concat([mine, own]), "reported"),
     ]
-    for heading, verdict in sections:
-        rows = groups[verdict]
+    for heading, rows, verdict in sections:
+        rows = rows[rows["verdict"] == verdict]
         if len(rows):
             lines += ["", f"**{heading}:**", ""]
             lines += _missing_lines(rows) if verdict == "not measured" else [_line(r, paper) for r in _records(rows)]
@@ -109,12 +111,36 @@ def verdict_markdown(table: pd.DataFrame) -> str:
     return "\n".join([*lines, ":::"])
 
 
-def _not_counted(groups: Mapping[str, pd.DataFrame]) -> str:
-    unmeasured, elsewhere = len(groups["not measured"]), len(groups["other parameters"])
-    parts = [f"{unmeasured} not measured"] * bool(unmeasured) + [f"{elsewhere} not at the paper's setting"] * bool(
-        elsewhere
-    )
-    return f" ({' and '.join(parts)}, not counted as disagreeing)" if parts else ""
+def _lead(n: Mapping[str, int], paper: bool) -> str:
+    """The box's first line: reproductions that agree of those checked (on a page with a paper), rcakit's
+    own claims that hold, and what was not counted."""
+    own_checked = n["own claims hold"] + n["own claims fail"]
+    own = f"{n['own claims hold']} of {own_checked}"
+    if not paper:
+        if not own_checked:
+            return "**No claim of the workbench's own could be checked in this run**" + _not_counted(n)
+        return f"**The workbench's own claims that hold: {own}** (no paper is behind this page)" + _not_counted(n)
+    checked = n["agrees"] + n["differs"]
+    if checked:
+        lead = f"**Reproductions that agree with the paper: {n['agrees']} of {checked}**"
+    elif n["reproductions"]:
+        lead = "**No claim that tests a number the paper printed could be checked in this run**"
+    else:
+        lead = "**This page reproduces no published number**: no claim here tests a number the paper printed"
+    lead += _not_counted(n)
+    if own_checked:
+        lead += f"; rcakit's own claims (no printed number to test) that hold: {own}"
+    return lead
+
+
+def _not_counted(n: Mapping[str, int]) -> str:
+    parts = [
+        f"{n['too few cases']} with too few cases to tell",
+        f"{n['not measured']} not measured",
+        f"{n['other parameters']} not at the paper's setting",
+    ]
+    shown = [part for part, k in zip(parts, ("too few cases", "not measured", "other parameters"), strict=True) if n[k]]
+    return f" ({' and '.join(shown)}, not counted either way)" if shown else ""
 
 
 def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
@@ -135,10 +161,10 @@ _IDENTITY_WORDS = {"other parameters": "not checkable at these parameters"}
 def _identity_line(identities: pd.DataFrame) -> str | None:
     if not len(identities):
         return None
-    checked = identities[identities["verdict"].isin(["agrees", "differs"])]
-    failing = checked[checked["verdict"] == "differs"]
+    checked = identities[identities["verdict"].isin(["holds", "fails"])]
+    failing = checked[checked["verdict"] == "fails"]
     held = len(checked) - len(failing)
-    others = identities["verdict"].value_counts().drop(["agrees", "differs"], errors="ignore")
+    others = identities["verdict"].value_counts().drop(["holds", "fails"], errors="ignore")
     parts = [f"{held} of {len(checked)} hold"] if len(checked) else []
     parts += [f"{n} {_IDENTITY_WORDS.get(str(v), v)}" for v, n in others.items()]
     text = "**Correctness checks** (identities, not reproductions): " + "; ".join(parts)
@@ -176,16 +202,38 @@ def _others_line(table: pd.DataFrame) -> str | None:
     return f"Also compared, not counted as reproductions: {', '.join(others)} (the table below says why)."
 
 
-def glue_verdict(table: pd.DataFrame, name: str = "verdict") -> None:
-    """Glue the verdict box (:func:`verdict_markdown`) for the chapter's first screen, displaying nothing.
+def _names(rows: pd.DataFrame, most: int = 3) -> str:
+    names = [_md(c) for c in rows["claim"]]
+    return "; ".join(names[:most]) + (f"; and {len(names) - most} more" if len(names) > most else "")
 
-    The chapter shows it near its top with a ``glue:md`` directive on
-    ``verdict`` in the ``myst`` format.
+
+def short_verdict_markdown(table: pd.DataFrame) -> str:
+    """The verdict in at most three lines, for a lecture's first screen: how many reproductions agree, which
+    differ, and what was not counted (every count :func:`rcakit.claims.totals`'); the full box
+    (:func:`verdict_markdown`) gives each claim's rule and note."""
+    paper, n = _has_paper(table), totals(table)
+    where = counted_as(table)
+    lines = [_lead(n, paper) + "."]
+    differing = table[(where == "reproduction") & (table["verdict"] == "differs")]
+    failing = table[table["verdict"] == "fails"]
+    if len(differing):
+        lines.append(f"Does not reproduce: {_names(differing)}.")
+    if len(failing):
+        lines.append(f"Fails: {_names(failing)}.")
+    return "\n".join(f"- {line}" for line in lines[:3])
+
+
+def glue_verdict(table: pd.DataFrame, name: str = "verdict") -> None:
+    """Glue the verdict box (:func:`verdict_markdown`) as ``name`` and its three-line form
+    (:func:`short_verdict_markdown`) as ``name_short``, displaying nothing.
+
+    The chapter shows them with a ``glue:md`` directive in the ``myst`` format.
     """
     from IPython.display import Markdown
     from myst_nb import glue
 
     glue(name, Markdown(verdict_markdown(table)), display=False)
+    glue(f"{name}_short", Markdown(short_verdict_markdown(table)), display=False)
 
 
 def table(comparison: pd.DataFrame, columns: Iterable[str] = SHOWN_COLUMNS) -> Table:

@@ -6,7 +6,24 @@ A claim's verdict follows the first rule it has (the claims come from
 - ``expect``: a comparison the measured value must satisfy, e.g. ``">= 0.45"``;
 - ``ci``: the dotted key of a measured ``[lo, hi]``; agrees if the paper's value is inside;
 - ``tolerance``: agrees if ``|measured - paper| <= tolerance``;
+- ``trend`` (``falls`` or ``rises``): ``measured`` is a list of keys, one per
+  depth, and the rule compares the deepest value with the first;
 - otherwise the row is shown with the verdict ``reported``.
+
+What a verdict word means (:data:`VERDICTS`):
+
+- ``agrees`` / ``differs``: only for a claim whose rule tests a number the
+  paper printed (:func:`tests_paper`): the paper's value inside the run's
+  interval, within the tolerance of it, a bound the printed value itself meets
+  (a direction: ``> 0`` for a printed gap of 0.27), or the printed numbers'
+  trend;
+- ``holds`` / ``fails``: every other rule, checked against the claim's own
+  value (an identity's expected value, rcakit's own claim with no printed
+  number, a bound the printed number does not meet, such as ``>= 1`` beside a
+  printed 0.91);
+- ``too few cases``: an interval wider than :data:`WIDE_INTERVAL` tells
+  neither way;
+- ``not measured``, ``other parameters``, ``reported``: below.
 
 Each claim says what kind of agreement it can be (``kind``, one of
 :data:`KINDS`): an ``identity`` holds by construction
@@ -59,8 +76,14 @@ from rcakit.claims.needs import input_parameters, why_missing
 from rcakit.results import lookup, to_jsonable
 from rcakit.tables import DASH, format_value, is_missing
 
-VERDICTS = ("agrees", "differs", "not measured", "other parameters", "reported")
+VERDICTS = ("agrees", "differs", "too few cases", "holds", "fails", "not measured", "other parameters", "reported")
+PASSED = ("agrees", "holds")
+FAILED = ("differs", "fails")
 EXACT_TOLERANCE = 1e-6  # a tolerance at most this large is an equality up to rounding, not a statistical margin
+# An interval wider than this (half of a rate's whole range) tells neither way: at 95% a Wilson interval is
+# that wide with fewer than about 15 cases at a rate near one half. Its claim reads "too few cases".
+WIDE_INTERVAL = 0.5
+TRENDS = ("falls", "rises")
 
 
 def paper_text(value: Any) -> str:
@@ -74,7 +97,14 @@ def paper_text(value: Any) -> str:
         value = int(value)
     if isinstance(value, float):
         return f"{value:.6g}"
-    return format_value(value, 3) if isinstance(value, (int, list, tuple)) else str(value)
+    if isinstance(value, (list, tuple)):  # a trend's values, first depth to deepest
+        return " → ".join(paper_text(v) for v in value)
+    return format_value(value, 3) if isinstance(value, int) else str(value)
+
+
+def trend_text(values: Any) -> str:
+    """A trend's values, first depth to deepest: ``0.00 → 0.00 → 0.49``."""
+    return " → ".join(workbench_text(v) for v in values)
 
 
 def workbench_text(value: Any, ci: str = "") -> str:
@@ -86,9 +116,14 @@ def workbench_text(value: Any, ci: str = "") -> str:
     return f"{text} {ci}" if ci else text
 
 
-def _get(tree: Mapping[str, Any], key: str | None) -> Any:
+def _get(tree: Mapping[str, Any], key: str | list[str] | None) -> Any:
+    """The value under a dotted key; for a list of keys (a ``trend`` claim's depths), the list of their
+    values, None if any is missing."""
     if key is None:
         return None
+    if isinstance(key, list):
+        values = [_get(tree, k) for k in key]
+        return None if any(v is None for v in values) else values
     try:
         value = lookup(tree, key)
     except (KeyError, IndexError, TypeError):
@@ -111,18 +146,60 @@ def _target(claim: Mapping[str, Any], measured: Mapping[str, Any], params: Mappi
     return _get(measured, key)
 
 
-def _check(claim: Mapping[str, Any], value: Any, ci: Any, target: Any) -> str:
-    """agrees / differs / reported by the claim's rule, against ``target`` when it is given."""
+def _follows(trend: str, values: Any) -> bool:
+    """Whether ``values`` (first depth to deepest) fall or rise from the first to the last."""
+    first, last = float(values[0]), float(values[-1])
+    return last < first if trend == "falls" else last > first
+
+
+def tests_paper(claim: Mapping[str, Any]) -> bool:
+    """Whether the claim's rule tests a number the paper printed, so that its verdict may read "agrees".
+
+    The paper's value must be printed (``paper`` not null) and the rule held
+    against it: an interval or a tolerance around it, an ``expect`` bound that
+    the printed number itself meets (the paper's direction), or a ``trend``
+    that the printed numbers follow. An identity, a claim checked against its
+    own ``expected`` value, or a bound the printed number does not meet tests
+    the code or rcakit's own claim, never the paper.
+    """
+    paper = claim.get("paper")
+    if paper is None or claim.get("kind") in ("identity", "not comparable") or "expected" in claim:
+        return False
+    if "trend" in claim:
+        return isinstance(paper, list) and len(paper) > 1 and _follows(claim["trend"], paper)
+    if "expect" in claim:
+        op, _, threshold = str(claim["expect"]).partition(" ")
+        return isinstance(paper, (int, float)) and bool(OPERATORS[op](paper, float(threshold)))
+    return isinstance(paper, (int, float)) and ("ci" in claim or "tolerance" in claim)
+
+
+def _passes(claim: Mapping[str, Any], value: Any, ci: Any, target: Any) -> bool | None:
+    """Whether the value meets the claim's rule (against ``target`` when it is given); None without a rule."""
     reference = claim["paper"] if target is None else target
+    if "trend" in claim:
+        return _follows(claim["trend"], value)
     if "expect" in claim:
         op, _, threshold = str(claim["expect"]).partition(" ")
         bound = float(threshold) if target is None else float(target)
-        return "agrees" if OPERATORS[op](value, bound) else "differs"
+        return bool(OPERATORS[op](value, bound))
     if ci is not None and None not in ci:
-        return "agrees" if ci[0] <= reference <= ci[1] else "differs"
+        return bool(ci[0] <= reference <= ci[1])
     if "tolerance" in claim:
-        return "agrees" if abs(value - reference) <= claim["tolerance"] else "differs"
-    return "reported"
+        return bool(abs(value - reference) <= claim["tolerance"])
+    return None
+
+
+def _check(claim: Mapping[str, Any], value: Any, ci: Any, target: Any, has_paper: bool = True) -> str:
+    """The verdict by the claim's rule: agrees / differs when it tests the paper's printed number, holds /
+    fails otherwise, too few cases when its interval is wider than :data:`WIDE_INTERVAL`, reported
+    without a rule."""
+    passed = _passes(claim, value, ci, target)
+    if passed is None:
+        return "reported"
+    paper = has_paper and tests_paper(claim) and target is None
+    if paper and "ci" in claim and ci is not None and None not in ci and ci[1] - ci[0] > WIDE_INTERVAL:
+        return "too few cases"
+    return ("agrees" if passed else "differs") if paper else ("holds" if passed else "fails")
 
 
 def _verdict(
@@ -133,6 +210,7 @@ def _verdict(
     target: Any,
     params: Mapping[str, Any] | None,
     inputs: Mapping[str, str],
+    has_paper: bool = True,
 ) -> str:
     if value is None or ("expected" in claim and target is None):
         return "not measured"
@@ -140,7 +218,7 @@ def _verdict(
     off_setting = params is not None and any(params.get(k) != v for k, v in setting.items())
     if off_setting and "expected" not in claim:
         return "other parameters"
-    return _check(claim, value, ci, target)
+    return _check(claim, value, ci, target, has_paper)
 
 
 def is_exact(claim: Mapping[str, Any]) -> bool:
@@ -186,6 +264,8 @@ def _rule(claim: Mapping[str, Any], ci: Any, target: Any = None) -> str:
     """
     held = "its expected value at these parameters"
     held = f"{_number(target)} ({held})" if target is not None else held
+    if "trend" in claim:
+        return f"{claim['trend']} from the first depth to the deepest"
     if "expect" in claim:
         op, _, threshold = str(claim["expect"]).partition(" ")
         sign = _OPERATOR_TEXT.get(op, op)
@@ -207,7 +287,9 @@ def _reference_note(claim: Mapping[str, Any], target: Any, verdict: str) -> str:
     So a row never reads "paper 0.783, workbench 1.000, agrees" without saying
     what 1.000 was held to. A claim's own ``note`` says it better and wins.
     """
-    if verdict not in ("agrees", "differs"):
+    if verdict == "too few cases":
+        return f"the interval is wider than {WIDE_INTERVAL:g}: it tells neither way"
+    if verdict not in ("agrees", "differs", "holds", "fails"):
         return ""
     op, _, threshold = str(claim.get("expect", "")).partition(" ")
     reference = target if target is not None else (float(threshold) if op == "==" else None)
@@ -216,6 +298,28 @@ def _reference_note(claim: Mapping[str, Any], target: Any, verdict: str) -> str:
         return ""
     held = "its value at these parameters, " if target is not None else ""
     return f"checked against {held}{paper_text(reference)}, not the paper's {paper_text(paper)}"
+
+
+def _note(claim: Mapping[str, Any], target: Any, verdict: str) -> str:
+    """The claim's own note (or reason), else which number the rule held it to; an interval too wide to tell
+    says so first."""
+    own = str(claim.get("note") or claim.get("reason") or "")
+    if verdict == "too few cases":
+        return _reference_note(claim, target, verdict) + (f". {own}" if own else "")
+    return own or _reference_note(claim, target, verdict)
+
+
+COUNTS_AS = ("reproduction", "own claim", "identity", "published", "calibrated", "context")
+
+
+def counts_as(claim: Mapping[str, Any], has_paper: bool = True) -> str:
+    """Where a claim is counted (:data:`COUNTS_AS`): a mechanism claim that tests a number its paper printed
+    is a ``reproduction``; any other mechanism claim is rcakit's ``own claim``; a not-comparable claim is
+    ``context``; the other kinds are counted under their own name."""
+    kind = str(claim.get("kind", UNCLASSIFIED))
+    if kind == "mechanism":
+        return "reproduction" if has_paper and tests_paper(claim) else "own claim"
+    return {"not comparable": "context"}.get(kind, kind)
 
 
 def _why(
@@ -249,14 +353,14 @@ def compare(chapter_id: str, measured: Mapping[str, Any], params: Mapping[str, A
         value = _get(measured, claim["measured"])
         ci = _get(measured, claim.get("ci"))
         target = _target(claim, measured, params or {})
-        verdict = _verdict(claim, value, ci=ci, target=target, params=params, inputs=inputs)
+        verdict = _verdict(claim, value, ci=ci, target=target, params=params, inputs=inputs, has_paper=has_paper)
         rows.append(
             {
                 "claim": claim["claim"],
                 "kind": claim.get("kind", UNCLASSIFIED),
                 "source": claim["source"],
                 "paper": claim["paper"],
-                "workbench": value,
+                "workbench": trend_text(value) if "trend" in claim and value is not None else value,
                 "CI": "" if ci is None or None in ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
                 "rule": _rule(claim, ci, target),
                 "verdict": verdict,
@@ -265,11 +369,13 @@ def compare(chapter_id: str, measured: Mapping[str, Any], params: Mapping[str, A
                     if verdict == "not measured"
                     else ""
                 ),
-                "note": str(claim.get("note") or claim.get("reason") or _reference_note(claim, target, verdict)),
+                "note": _note(claim, target, verdict),
                 "section": claim.get("section"),
                 "holds": bool(claim.get("holds", False)),
                 "asserted": _asserted(claim, params, inputs),
                 "has_paper": has_paper,
+                "tests_paper": has_paper and tests_paper(claim),
+                "counts_as": counts_as(claim, has_paper),
             }
         )
     return pd.DataFrame(rows)
@@ -282,6 +388,6 @@ def assert_holds(table: pd.DataFrame) -> None:
     have) is not a failure.
     """
     asserted = table["asserted"] if "asserted" in table else table["holds"]
-    bad = table[asserted.astype(bool) & table["verdict"].isin(["differs"])]
+    bad = table[asserted.astype(bool) & table["verdict"].isin(FAILED)]
     if len(bad):
         raise AssertionError("claims not reproduced: " + "; ".join(bad["claim"]))

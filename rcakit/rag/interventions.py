@@ -57,7 +57,8 @@ STRUCTURAL = (
 AUTHORS_SET = ("empty_retrieval", "irrelevant_documents", "false_premise", "stale_evidence")
 INTERVENTION_SETS = {"authors": AUTHORS_SET, "all": STRUCTURAL, **{k: (k,) for k in STRUCTURAL}}
 STYLES = ("generic", "targeted")
-# The generic texts (the authors' design; the sentences are the workbench's own).
+# The generic texts: the authors' design, in rcakit's own words (the project writes its own sentences). What
+# each must carry to match the authors' intervention is WHAT_EACH_CARRIES, and a test holds each text to it.
 OFF_TOPIC = (
     Paragraph(-1, "Xylophone", "A xylophone is played by striking wooden bars with mallets."),
     Paragraph(-2, "Arctic tern", "The Arctic tern migrates farther each year than any other bird."),
@@ -68,6 +69,12 @@ FALSE_PREMISE = Paragraph(
     -4, "Notice", "The entity this question asks about does not exist, so no specific answer applies."
 )
 STALE_NOTICE = Paragraph(-5, "Notice", "The previously reported value is outdated and has been superseded.")
+WHAT_EACH_CARRIES = {
+    "irrelevant_documents": "off-topic paragraphs that share no word with any entity name or relation of the world",
+    "false_premise": "a confident statement, with no hedge, that the entity asked about does not exist, so no "
+    "specific answer applies",
+    "stale_evidence": "a statement that the value on record is outdated and has been superseded, naming no new value",
+}
 CONTENT = "content_corruption"
 # Every fault here is scored as a retrieval-stage fault, as in the authors' code: a drifted query
 # retrieves the wrong evidence, and early termination is the stage their continue-retrieving probe names.

@@ -154,14 +154,18 @@ def score_real_logs(locators: Sequence[Locator], trajectories: Sequence[Trajecto
     cases = evaluate(locators, trajectories)
     table = overall_table(cases, official=True, official_n=official_n)
     numbers = results_block(cases, strata=False, official=True, official_n=official_n)
+    numbers.update(tracing_margins(table))
     if "random" in numbers:
         within5 = expected_random_accuracy(trajectories, k=5)
-        numbers["random"].update(
+        random = numbers["random"]
+        random.update(
             expected_exact=expected_random_accuracy(trajectories)["step"],
             expected_within5=within5["step"],
             expected_role=within5["role"],
         )
-    numbers.update(tracing_margins(table))
+        # the tracer's role - step gap beyond a uniform pick's, which the label space alone gives
+        uniform_gap = random["expected_role"] - random["expected_exact"]
+        numbers["handoff_trace_role_gap_over_random"] = numbers["handoff_trace_role_gap"] - uniform_gap
     return ScoredSet(list(trajectories), cases, table, numbers)
 
 

@@ -55,7 +55,9 @@ def fake_claims(tmp_path, monkeypatch):
     monkeypatch.setenv("RCAKIT_ROOT", str(tmp_path))
 
     def write(entries):
+        """The entries, each with a paper behind it unless it names its own (``"paper": "No paper: …"``)."""
         path = tmp_path / "data" / "claims.yaml"
+        entries = {cid: {"paper": "P: a paper", **entry} for cid, entry in entries.items()}
         path.write_text(yaml.safe_dump(entries), encoding="utf-8")
         return path
 
@@ -118,7 +120,7 @@ def test_compare_returns_the_kind_and_takes_numpy_values(fake_claims):
     }
     table = claims.compare("car-shapley", measured, {"q": 0.3}).set_index("claim")
     assert list(table.columns[:1]) == ["kind"]
-    assert table.loc["efficiency", "kind"] == "identity" and table.loc["efficiency", "verdict"] == "agrees"
+    assert table.loc["efficiency", "kind"] == "identity" and table.loc["efficiency", "verdict"] == "holds"
     assert table.loc["phi_0", "verdict"] == "agrees" and table.loc["phi_0", "CI"] == "[0.430, 0.470]"  # numpy CI
     assert table.loc["phi_2", "verdict"] == "differs"  # 0 outside [0.43, 0.47]
 
@@ -157,7 +159,7 @@ def toy_table():
     rows = [
         ("a", "mechanism", "agrees", True),
         ("a", "mechanism", "differs", False),
-        ("a", "identity", "agrees", True),
+        ("a", "identity", "holds", True),
         ("b", "published", "agrees", False),
         ("b", "not comparable", "reported", False),
         ("b", "mechanism", "other parameters", True),
@@ -194,17 +196,18 @@ def toy_table():
 def test_not_measured_is_never_counted_as_disagreeing():
     table = toy_table()
     heads = claims.headline_counts(table)
-    assert heads.loc["b"].to_dict() == {
+    counted = heads.loc["b", ["reproductions", "agrees", "differs", "not measured", "other parameters"]]
+    assert counted.to_dict() == {
+        "reproductions": 2,
         "agrees": 0,
         "differs": 0,
         "not measured": 1,
         "other parameters": 1,
-        "identities hold": 0,
-        "identities fail": 0,
     }
+    assert heads.loc["b", ["identities hold", "identities fail"]].tolist() == [0, 0]
     summary = claims.mechanism_summary(table)
-    assert summary.loc["b", "mechanism claims that agree"] == "0 of 0"  # neither unmeasured nor off-setting
-    assert summary.loc["a", "mechanism claims that agree"] == "1 of 2"
+    assert summary.loc["b", "reproductions that agree"] == "—"  # neither unmeasured nor off-setting is counted
+    assert summary.loc["a", "reproductions that agree"] == "1 of 2"
     assert summary.loc["a", "identity checks that hold"] == "1 of 1"
     assert summary.loc["b", "by kind"] == "2 mechanism, 1 published, 1 not comparable"
 
@@ -239,10 +242,10 @@ def test_an_identity_is_checked_at_any_parameters_against_its_expected_value(fak
     at_paper = claims.compare("car-shapley", {"x": 0.455, "closed": 0.455}, {"q": 0.3}).set_index("claim")
     elsewhere = claims.compare("car-shapley", {"x": 0.375, "closed": 0.375}, {"q": 0.5}).set_index("claim")
     wrong = claims.compare("car-shapley", {"x": 0.455, "closed": 0.375}, {"q": 0.5}).set_index("claim")
-    assert at_paper["verdict"].tolist() == ["agrees", "agrees"]
-    assert elsewhere.loc["closed form", "verdict"] == "agrees"  # never "other parameters"
+    assert at_paper["verdict"].tolist() == ["holds", "agrees"]  # an identity holds; the tolerance tests the paper
+    assert elsewhere.loc["closed form", "verdict"] == "holds"  # never "other parameters"
     assert elsewhere.loc["tied", "verdict"] == "other parameters"  # tied to the paper's setting
-    assert wrong.loc["closed form", "verdict"] == "differs"
+    assert wrong.loc["closed form", "verdict"] == "fails"
     assert elsewhere.loc["closed form", "asserted"] and elsewhere.loc["closed form", "rule"] == (
         "within ±1e-12 of 0.375 (its expected value at these parameters)"
     )
@@ -260,8 +263,8 @@ def test_expected_can_name_a_parameter_and_replaces_an_expect_threshold(fake_cla
             }
         }
     )
-    assert claims.compare("car-shapley", {"x": 0.5}, {"q": 0.5})["verdict"].tolist() == ["agrees"]
-    assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["verdict"].tolist() == ["differs"]
+    assert claims.compare("car-shapley", {"x": 0.5}, {"q": 0.5})["verdict"].tolist() == ["holds"]
+    assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["verdict"].tolist() == ["fails"]
     assert claims.compare("car-shapley", {"x": 0.3}, {"q": 0.5})["rule"].tolist() == [
         "= 0.5 (its expected value at these parameters)"
     ]
@@ -279,9 +282,9 @@ def test_an_interval_identity_holds_its_expected_value(fake_claims):
     )
     table = claims.compare("car-shapley", {"x": 0.49, "x_ci": [0.45, 0.55]}, {"p_bad": 0.5})
     assert table[["verdict", "rule", "asserted"]].values.tolist() == [
-        ["agrees", "0.5 (its expected value at these parameters) inside the 95% interval", False]
+        ["holds", "0.5 (its expected value at these parameters) inside the 95% interval", False]
     ]
-    assert claims.compare("car-shapley", {"x": 0.3, "x_ci": [0.25, 0.35]}, {"p_bad": 0.5})["verdict"][0] == "differs"
+    assert claims.compare("car-shapley", {"x": 0.3, "x_ci": [0.25, 0.35]}, {"p_bad": 0.5})["verdict"][0] == "fails"
 
 
 def test_an_identity_whose_expected_value_was_not_recorded_is_not_measured(fake_claims):
@@ -323,7 +326,7 @@ def test_a_section_that_needs_data_or_a_model_is_not_measured_and_says_why(fake_
     assert claims.compare("longrca-strata", {}, params).loc[2, "why"] == "the chapter has not run"
     # an input named in `when` is not the paper's setting: a run on another path is still checked
     measured = claims.compare("longrca-strata", {"x": 58}, params).set_index("claim")
-    assert measured.loc["loaded", "verdict"] == "agrees"
+    assert measured.loc["loaded", "verdict"] == "holds"
 
 
 def test_assert_holds_asserts_only_exact_claims_that_hold_for_every_seed(fake_claims):
@@ -342,7 +345,8 @@ def test_assert_holds_asserts_only_exact_claims_that_hold_for_every_seed(fake_cl
     )
     wrong = {"x": 0, "y": 5, "y_ci": [4, 6], "z": 2, "w": 0.1, "v": 0.241}
     table = claims.compare("car-shapley", wrong).set_index("claim")
-    assert table.loc[["exact", "interval", "estimate", "mechanism"], "verdict"].eq("differs").all()
+    assert table.loc[["exact", "interval", "estimate"], "verdict"].eq("fails").all()
+    assert table.loc["mechanism", "verdict"] == "differs"  # a bound the paper's 1.0 meets: it tests the paper
     assert table["asserted"].to_dict() == {
         "exact": True,
         "interval": False,
@@ -410,8 +414,8 @@ def parse_myst(text: str):
 def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
     text = claims.verdict_markdown(toy_table())
     assert text.startswith(":::{admonition}") and text.endswith(":::")
-    assert "**Mechanism claims checked here that agree with the paper: 1 of 2**" in text
-    assert "1 not measured and 1 not at the paper's setting, not counted as disagreeing" in text
+    assert "**Reproductions that agree with the paper: 1 of 2**" in text
+    assert "1 not measured and 1 not at the paper's setting, not counted either way" in text
     reproduces, differs = text.index("**Reproduces:**"), text.index("**Does not reproduce:**")
     assert reproduces < text.index("a0 ") < differs < text.index("a1 ")
     # the rule beside the values, then the note that says why
@@ -430,12 +434,13 @@ def test_the_verdict_box_is_one_admonition_with_its_markup_escaped():
     from docutils import nodes
 
     table = toy_table()
-    table.loc[0, "claim"] = "phi_0 * {glue:text}`x` $a$ [link](y)"
+    table.loc[0, "claim"] = "phi_0 * {glue:text}`x` $a_1$ [link](y)"
     doc = parse_myst(claims.verdict_markdown(table))
     (box,) = [n for n in doc.findall(nodes.Element) if "verdict" in n.get("classes", [])]
     assert "Verdict" in box.astext()
-    assert "phi_0 * {glue:text}`x` $a$ [link](y)" in box.astext()  # shown as written, nothing interpreted
-    assert not list(box.findall(nodes.math)) and not list(box.findall(nodes.reference))
+    assert "phi_0 * {glue:text}`x` a_1 [link](y)" in box.astext()  # shown as written, but the math
+    assert [m.astext() for m in box.findall(nodes.math)] == ["a_1"]  # typeset
+    assert not list(box.findall(nodes.reference))
 
 
 def test_published_numbers_that_need_the_papers_data_say_so_in_the_box():
@@ -453,11 +458,13 @@ def test_a_page_with_no_paper_says_what_holds_and_is_never_counted_as_a_reproduc
     table = toy_table().assign(has_paper=False)
     text = claims.verdict_markdown(table)
     assert "Verdict: what holds here" in text and "agree with the paper" not in text
+    table.loc[table["kind"] == "mechanism", "verdict"] = ["holds", "fails", "other parameters", "not measured"]
+    text = claims.verdict_markdown(table)
     assert "**Holds:**" in text and "**Does not hold:**" in text and "Reproduces:" not in text
     assert "(here \\[0.100, 2\\]; rule: \\> 0)" in text  # no paper value where there is no paper
     with_paper = toy_table().assign(has_paper=True)
     both = pd.concat([with_paper, table.assign(chapter="c")], ignore_index=True)
-    assert claims.headline_numbers(both)["mechanism"] == claims.headline_numbers(with_paper)["mechanism"] == 4
+    assert claims.headline_numbers(both)["reproductions"] == claims.headline_numbers(with_paper)["reproductions"] == 4
 
 
 def test_each_rule_is_stated_in_words_with_its_kind_of_bound(fake_claims):
@@ -497,6 +504,7 @@ def test_glue_verdict_glues_markdown_and_displays_nothing(monkeypatch):
     monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.update({name: (value, display)}))
     claims.glue_verdict(toy_table())
     value, display = glued["verdict"]
+    assert glued["verdict_short"][0].data == claims.short_verdict_markdown(toy_table())
     assert isinstance(value, Markdown) and value.data == claims.verdict_markdown(toy_table()) and display is False
 
 
@@ -511,8 +519,8 @@ def test_every_claim_table_shows_every_row_grouped_linked_and_coloured():
     assert page.count('<a href="a.html#s">') == 3 and page.count('<a href="b.html#s">') == 4
     assert page.count("<small>asserted</small>") == 1  # the asserted column, not holds
     assert "a0 &lt;x&gt; &amp; y" in page and "<x>" not in page  # claim text is escaped
-    assert "Chapter A" in page and "(mechanism claims: 1 agree, 1 differ)" in page
-    assert "(mechanism claims: 0 agree, 0 differ, 1 not measured, 1 other parameters)" in page
+    assert "Chapter A" in page and "(reproductions: 1 agree, 1 differ)" in page
+    assert "(reproductions: 0 agree, 0 differ, 1 not measured, 1 other parameters)" in page
     kinds = re.findall(r'<tr class="claims-kind"><td colspan="5"><em>(\w[\w ]*)</em>', page)
     assert kinds == ["mechanism", "identity", "mechanism", "published", "not comparable"]  # a heading row per kind
     assert page.index("a0 ") < page.index("a2 ") < page.index("b5 ") < page.index("b3 ") < page.index("b4 ")
@@ -651,20 +659,19 @@ def test_a_chapter_comparison_links_each_claim_to_its_section_on_the_page():
 def test_headline_numbers_split_what_was_not_measured_by_why():
     table = toy_table()
     table.loc[len(table)] = table.iloc[6].to_dict() | {"claim": "b7", "why": "the chapter has not run"}
-    assert claims.headline_numbers(table) == {
-        "mechanism": 5,
+    numbers = claims.headline_numbers(table)
+    assert {k: numbers[k] for k in ("reproductions", "agrees", "differs", "other_parameters")} == {
+        "reproductions": 5,
         "agrees": 1,
         "differs": 1,
         "other_parameters": 1,
-        "not_measured": 2,
-        "needs_input": 1,
-        "not_recorded": 1,
-        "identities_hold": 1,
-        "identities_fail": 0,
     }
+    assert (numbers["not_measured"], numbers["needs_input"], numbers["not_recorded"]) == (2, 1, 1)
+    assert (numbers["identities_hold"], numbers["identities_fail"]) == (1, 0)
     text = claims.findings_markdown(table)
     assert "1 need a data set or a language model" in text and "1 were not recorded" in text
     assert text.count("\n") == 4 and "class: verdict" in text
+    assert "5 reproductions" in text and "1 of the 2 that were checked agree" in text
 
 
 def test_headline_figure_shows_mechanism_verdicts_and_identities_apart():
@@ -681,8 +688,8 @@ def test_headline_figure_shows_mechanism_verdicts_and_identities_apart():
     assert [t.get_text() for t in left.get_yticklabels()] == ["B", "A"]  # first source on top
     widths = {(to_hex(p.get_facecolor()).upper(), p.get_width()) for p in left.patches if p.get_width()}
     assert widths == {(plotting.GREEN, 1), (plotting.VERMILION, 1), (plotting.GREY, 1), (plotting.ORANGE, 1)}
-    assert sum(p.get_width() for p in right.patches) == 1  # one identity, apart from the mechanism claims
-    assert "identity" in right.get_title() and "mechanism" in left.get_title()
+    assert sum(p.get_width() for p in right.patches) == 1  # one identity, apart from the reproductions
+    assert "checks" in right.get_title() and "reproductions" in left.get_title()
     matplotlib.pyplot.close(fig)
 
 
@@ -734,12 +741,12 @@ def test_the_verdict_box_groups_unmeasured_claims_by_what_they_wait_for():
 
 def test_the_verdict_box_never_counts_a_claim_with_no_paper_value_as_agreeing_with_the_paper():
     table = toy_table()
-    own = table.iloc[[0]].assign(claim="own", paper=None)  # rcakit's own comparison that holds
+    own = table.iloc[[0]].assign(claim="own", paper=None, verdict="holds")  # rcakit's own comparison that holds
     text = claims.verdict_markdown(pd.concat([table, own], ignore_index=True))
-    assert "**Mechanism claims checked here that agree with the paper: 1 of 2**" in text
-    assert "rcakit's own claims (no paper value) that hold: 1 of 1" in text
+    assert "**Reproductions that agree with the paper: 1 of 2**" in text
+    assert "rcakit's own claims (no printed number to test) that hold: 1 of 1" in text
     alone = claims.verdict_markdown(pd.concat([table[table["kind"] != "mechanism"], own], ignore_index=True))
-    assert "No mechanism claim of the paper's could be checked" in alone and "that hold: 1 of 1" in alone
+    assert "This page reproduces no published number" in alone and "that hold: 1 of 1" in alone
 
 
 def test_paper_values_print_as_a_reader_reads_them():

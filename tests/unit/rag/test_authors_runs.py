@@ -262,6 +262,11 @@ def test_the_section_records_the_pinned_release_under_its_own_key_and_another_fo
     numbers = collect(*RescoredRun.read(str(RUNS), Arm()).parts())
     assert set(numbers) == {"authors_runs"}
     assert numbers["authors_runs"]["ends_reproduced"] == 16 and numbers["authors_runs"]["label_differences"] == 0
+    # §7.2's bridge-entity slice, recounted: 11 failed cases, all at hop 1; Suf-Regen 11, Propagation-Aware 8
+    bridge = numbers["authors_runs"]["bridge_slice"]
+    assert (bridge["n"], bridge["n_by_hop"]) == (11, {"1": 11, "2": 0, "3": 0})
+    assert bridge["hits"]["suf_regen"] == 11 and bridge["hits"]["propagation_aware"] == 8
+    assert bridge["hits"]["coverage"] == 11  # coverage names hop 1: the slice is a hop-1 slice
     two = tmp_path / "two"
     two.mkdir()
     for path in sorted(RUNS.glob("*.json"))[:2]:
@@ -317,5 +322,24 @@ def test_content_corruption_on_the_authors_runs_builds_its_page_and_records_ever
     measured = json.loads((tmp_path / "results" / "content-corruption.json").read_text(encoding="utf-8"))
     table = claims.compare("content-corruption", measured)
     mine = table[table["section"] == "The authors' own runs, rescored"]
-    assert len(mine) == 34 and set(mine["verdict"]) == {"agrees", "differs"}
+    assert len(mine) == 37 and set(mine["verdict"]) == {"agrees", "differs", "holds"}  # holds: the label identity
     assert mine[mine["verdict"] == "differs"]["claim"].str.contains("3 of 129").all()
+
+
+def test_the_bridge_slice_counts_only_failed_bridge_entity_cases_by_hop(tmp_path):
+    """§7.2's slice from the records: a failed bridge-entity corruption counts (hits of each diagnoser),
+    an answer-fact one or a recovered one does not."""
+    from rcakit.chapters.content_corruption import _authors_bridge_section
+
+    record = run_file(predicted=(1, 2))
+    record["raw_by_depth"]["1"]["metadata"][1]["strategy"] = "bridge_entity"  # its diagnosers all say hop 2
+    record["raw_by_depth"]["1"]["recovered_metadata"][0]["strategy"] = "bridge_entity"
+    runs = read_runs(write(tmp_path, "a.json", record))
+    section = _authors_bridge_section(runs, "authors_runs")
+    bridge = section.numbers["authors_runs"]["bridge_slice"]
+    assert (bridge["n"], bridge["n_by_hop"]) == (1, {"1": 1})
+    assert bridge["hits"] == {"coverage": 0, "llm_judge": 0, "propagation_aware": 0, "suf_regen": 0}
+    record["raw_by_depth"]["1"]["metadata"][0]["strategy"] = "bridge_entity"  # predicted hop 1: a hit
+    section = _authors_bridge_section(read_runs(write(tmp_path, "a.json", record)), "authors_runs")
+    assert section.numbers["authors_runs"]["bridge_slice"]["accuracy"]["suf_regen"] == 0.5
+    assert section.facts["authors"]["bridge_suf_regen"] == "1 of 2"

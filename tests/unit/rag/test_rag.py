@@ -297,6 +297,39 @@ def test_continue_probe_is_a_plain_re_answer_on_a_full_trace(lab):
             assert lab.agent.resume_from(out.question, out.hops, 4).hops == out.hops  # nothing retrieved
 
 
+HEDGES = {"may", "might", "perhaps", "possibly", "reportedly", "unclear", "could", "likely", "probably"}
+
+
+def test_each_generic_text_carries_what_the_authors_intervention_must(lab):
+    """rcakit words the authors' generic texts itself; each must still carry what the intervention is
+    (``WHAT_EACH_CARRIES``): off-topic paragraphs, a confident false premise, a superseded record."""
+    assert set(I.WHAT_EACH_CARRIES) == {"irrelevant_documents", "false_premise", "stale_evidence"}
+
+    def content(text):  # content words: the world's relations are named with "by", "in", "at"
+        return {w for w in split_tokens(text, "normalised") if len(w) > 3}
+
+    world = set().union(*(content(name) for name in lab.world.types))
+    world |= set().union(*(content(relation.replace("_", " ")) for relation in lab.world.relations))
+    for paragraph in OFF_TOPIC:
+        assert not content(f"{paragraph.title} {paragraph.text}") & world, paragraph
+    premise = set(split_tokens(FALSE_PREMISE.text, "normalised"))
+    assert "does not exist" in FALSE_PREMISE.text and "no specific answer" in FALSE_PREMISE.text
+    assert not premise & HEDGES  # confident: no hedge
+    stale = STALE_NOTICE.text
+    assert "outdated" in stale and "superseded" in stale and not any(c.isdigit() for c in stale)
+    assert not set(split_tokens(stale, "normalised")) & HEDGES
+
+
+def test_the_text_check_fails_on_a_hedged_premise(lab, monkeypatch):
+    hedged = Paragraph(
+        -4, "Notice", "The entity this question asks about may not exist, so no specific answer applies."
+    )
+    monkeypatch.setattr(I, "FALSE_PREMISE", hedged)
+    monkeypatch.setitem(globals(), "FALSE_PREMISE", hedged)
+    with pytest.raises(AssertionError):
+        test_each_generic_text_carries_what_the_authors_intervention_must(lab)
+
+
 @pytest.mark.parametrize("kind", [k for k in STRUCTURAL if k != "early_termination"])
 def test_targeted_intervention_semantics(lab, kind):
     trace = _ok(lab, 2)[0]
@@ -738,11 +771,11 @@ def test_coverage_collapse_claims_fail_when_coverage_is_broken(tmp_path, monkeyp
         table = claims.compare(chapter, {**result, "accuracy_ci": M.interval_pairs(result)}, params)
         return {c: table[table["claim"].str.startswith(c)]["verdict"].item() for c in checked}
 
-    assert set(verdicts("right").values()) == {"agrees"}
+    assert set(verdicts("right").values()) == {"holds"}  # definitional context, checked against its rule
     failed = set()
     for mutant in (latest_below, own_hop_reference):
         monkeypatch.setattr(dg, "coverage", mutant)
-        failed |= {c for c, v in verdicts(mutant.__name__).items() if v == "differs"}
+        failed |= {c for c, v in verdicts(mutant.__name__).items() if v == "fails"}
     assert failed == set(checked)  # each collapse claim (the paper's 0 in the interval) fails under a broken coverage
 
 

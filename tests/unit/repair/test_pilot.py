@@ -328,7 +328,7 @@ def test_pilot_claims_agree_for_scripted_agents_and_fail_on_a_broken_search(case
     pilot_rows = lambda table: table[table["claim"].str.startswith("Pilot")].set_index("claim")  # noqa: E731
     good = pilot_rows(claims.compare("gcjr-ablations", {"pilot": run_pilot(cases[:6])}, {"pilot_policy": "scripted"}))
     asserted = good[good["holds"]]
-    assert len(asserted) == 3 and (asserted["verdict"] == "agrees").all()
+    assert len(asserted) == 3 and (asserted["verdict"] == "holds").all()  # identities: checks, not agreements
     assert set(good.loc[~good["holds"], "kind"]) == {"not comparable"}
     with_llm = pilot_rows(claims.compare("gcjr-ablations", {"pilot": run_pilot(cases[:6])}, {"pilot_policy": "llm"}))
     assert (with_llm.loc[asserted.index, "verdict"] == "other parameters").all()
@@ -338,7 +338,7 @@ def test_pilot_claims_agree_for_scripted_agents_and_fail_on_a_broken_search(case
         bad = run_pilot(cases[:6])
         table = claims.compare("gcjr-ablations", {"pilot": bad}, {"pilot_policy": "scripted"}).set_index("claim")
         for key in broken_keys:
-            assert table.loc[claim_measuring(f"pilot.gcjr.{key}"), "verdict"] == "differs", (config, key)
+            assert table.loc[claim_measuring(f"pilot.gcjr.{key}"), "verdict"] == "fails", (config, key)
 
 
 def claim_measuring(key: str) -> str:

@@ -292,7 +292,7 @@ def test_a_broken_search_fails_the_cost_check(bench, broken):
     measured = {"cost": {"gcjr_formula_match": float(check["gcjr_match"].mean()), "exhaustive_formula_match": 1.0}}
     table = claims.compare("gcjr-ablations", measured).set_index("claim")
     row = table[table.index.str.startswith("Oracle-counted GCJR calls")]
-    assert row["kind"].item() == "identity" and row["verdict"].item() == "differs"
+    assert row["kind"].item() == "identity" and row["verdict"].item() == "fails"
 
 
 # --- hidden edges -----------------------------------------------------------------------
@@ -595,9 +595,9 @@ def _measured(frame) -> dict:
 def test_identity_claims_fail_on_a_broken_search(bench, broken, claim_start):
     table = claims.compare("gcjr-ablations", _measured(evaluate_method(bench, gcjr))).set_index("claim")
     row = table[table.index.str.startswith(claim_start)]
-    assert row["kind"].item() == "identity" and row["verdict"].item() == "agrees"
+    assert row["kind"].item() == "identity" and row["verdict"].item() == "holds"
     table = claims.compare("gcjr-ablations", _measured(evaluate_method(bench, broken))).set_index("claim")
-    assert table[table.index.str.startswith(claim_start)]["verdict"].item() == "differs"
+    assert table[table.index.str.startswith(claim_start)]["verdict"].item() == "fails"
 
 
 def test_noiseless_sc_claim_fails_for_an_order_dependent_search(bench):
@@ -609,7 +609,7 @@ def test_noiseless_sc_claim_fails_for_an_order_dependent_search(bench):
         return gcjr(case, oracle)
 
     table = claims.compare("gcjr-ablations", _measured(evaluate_method(bench, order_dependent))).set_index("claim")
-    assert table[table.index.str.startswith("GCJR schedule consistency SC, noiseless")]["verdict"].item() == "differs"
+    assert table[table.index.str.startswith("GCJR schedule consistency SC, noiseless")]["verdict"].item() == "fails"
 
 
 # --- claims and published numbers ------------------------------------------------------
@@ -711,11 +711,11 @@ def test_every_asserted_identity_claim_fails_on_broken_code(bench):
     )
     formula = cost.cost_summary(cost.cost_check(inside, g, ex, r=3), 3)["formula_reduction"]
     context = {"closed": chapter._closed_forms(2), "cost": {"formula_reduction": formula}}
-    assert verdict_of("replay_reduction", replay_reduction({"GCJR": g, "exhaustive": ex}), context) == "agrees"
+    assert verdict_of("replay_reduction", replay_reduction({"GCJR": g, "exhaustive": ex}), context) == "holds"
     # gcjr.sc and cost.gcjr_formula_match have their own tests above, the pilot's identities in test_pilot.py
     assert {k for k in asserted if not k.startswith("pilot.")} - set(broken) == {"gcjr.sc", "cost.gcjr_formula_match"}
     for key, value in broken.items():
-        assert verdict_of(key, value, context) == "differs", (key, value)
+        assert verdict_of(key, value, context) == "fails", (key, value)
 
 
 def test_rs1_is_one_for_an_empty_family_when_nothing_repairs():

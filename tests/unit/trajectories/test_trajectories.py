@@ -579,13 +579,13 @@ def test_every_log_scored_claims_fail_when_annotations_name_other_agents(monkeyp
             out[subset] = evaluation.results_block(evaluation.evaluate(offline_locators(0), ts), strata=False)
         return {"who_and_when": out}
 
-    assert _verdicts(numbers(), "Who&When") == ["agrees", "agrees"]
+    assert _verdicts(numbers(), "Who&When") == ["holds", "holds"]
 
     def handoff_only(text):  # the LongRCA rule alone: strip only a trailing (-> X)
         return " ".join(schema.split_handoff(text)[0].casefold().split()) if isinstance(text, str) else ""
 
     monkeypatch.setattr(parsing, "normalise_role", handoff_only)
-    assert _verdicts(numbers(), "Who&When") == ["differs", "agrees"]  # log 24 is rejected: 57, not 58
+    assert _verdicts(numbers(), "Who&When") == ["fails", "holds"]  # log 24 is rejected: 57, not 58
 
 
 # ---------------------------------------------------------------- shared definitions and the chapter's loops
@@ -640,6 +640,11 @@ def test_real_log_scoring_merges_the_analytic_random_baseline_and_the_margins():
     assert random["expected_role"] == pytest.approx(1 / 4)  # User, Planner, Executor, Verifier
     assert scored.numbers["terminal"]["exact_official"] == pytest.approx(1 / 3)  # "9" in "9"; "3" lacks "2"
     assert set(scored.numbers) >= {"handoff_trace_gain", "handoff_trace_role_gap"}
+    # the tracer's role - step gap beyond the one a uniform pick gets from the label space alone
+    uniform = random["expected_role"] - random["expected_exact"]
+    assert scored.numbers["handoff_trace_role_gap_over_random"] == pytest.approx(
+        scored.numbers["handoff_trace_role_gap"] - uniform
+    )
 
 
 def test_load_report_names_every_rejected_record(tmp_path):
