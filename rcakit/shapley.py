@@ -52,9 +52,11 @@ from rcakit import RcakitError
 ValueFunction = Callable[[frozenset[Any]], float]
 INTERVALS = ("normal", "student", "walks")  # CAR's z interval over pairs; Student's t over pairs; walks as draws
 PAD = 1.0  # the bound of a marginal contribution v(S + i) - v(S) to values in [0, 1]: the padded pseudo-rows
-COUPLED = (
-    0.5  # shapley_rollouts: a paired draw counts as coupled when adjacent coalitions' outcomes correlate this much
-)
+# shapley_rollouts: a paired draw counts as coupled when its shared noise removes at least this share of a
+# marginal contribution's variance (coupling). A paired difference's variance is 1 - kappa times a fresh one's,
+# and on the benchmark's uncoupled game (bench_rollouts.py, unseeded-10) Leverage SHAP's variance was a quarter
+# of uncoupled paired walks' at equal rollouts, so pairing pays once 1 - kappa < 1/4.
+COUPLED = 0.75
 
 
 @dataclass(frozen=True)
@@ -657,24 +659,29 @@ def shapley_leverage(
 
 
 def coupling(along: np.ndarray, known: bool) -> float:
-    r"""How much of a paired draw's noise two coalitions of one row share, from probe pairs walked twice.
+    r"""The share of a fresh difference's variance that a paired draw's shared noise removes, measured on
+    probe pairs walked twice.
 
     ``along`` holds the values along each probe pair's walks twice (pair ``p``: walks ``4p .. 4p + 3``, the
     first copy's forward and reverse walks, then the second's), each copy from its own row of the draw, so
     the copies share nothing. For adjacent coalitions :math:`S \subset T` of a walk let :math:`d_S` and
-    :math:`d_T` be the differences between the two copies' outcomes: their means are 0 and
-    :math:`E[d_S d_T] = 2 \operatorname{Cov}(x_S, x_T)` within a row, so
-    :math:`\kappa = \sum d_S d_T / \sqrt{\sum d_S^2 \sum d_T^2}` estimates the correlation of two adjacent
-    coalitions' outcomes inside a row: about 1 when the draw shares its noise (a paired difference then
-    has :math:`2(1 - \kappa)` times one outcome's variance), about 0 when it only claims to. NaN when the
-    copies never differ (no noise, nothing to share).
+    :math:`d_T` be the differences between the two copies' outcomes. Then
+    :math:`E[(d_T - d_S)^2] = 2 \operatorname{Var}(x_T - x_S)` within a row, and
+    :math:`E[d_S^2 + d_T^2] = 2 (\operatorname{Var} x_S + \operatorname{Var} x_T)`, the variance of a
+    difference of fresh outcomes, so
+
+    .. math:: \kappa = 1 - \frac{\sum (d_T - d_S)^2}{\sum (d_S^2 + d_T^2)}
+
+    is the share of a marginal contribution's variance that pairing removes: about 1 when the outcomes of
+    adjacent coalitions move together, about 0 when the draw only claims to pair (for two outcomes of equal
+    variance it is their correlation). NaN when the copies never differ (no noise, nothing to share).
     """
     stop = along.shape[1] - (1 if known else 0)
     copies = along.reshape(-1, 2, 2, along.shape[1])[..., :stop]  # pair, copy, direction, coalition
     d = copies[:, 0] - copies[:, 1]
-    left, right = d[..., :-1].ravel(), d[..., 1:].ravel()
-    scale = np.sqrt(np.sum(left**2) * np.sum(right**2))
-    return float(np.sum(left * right) / scale) if scale > 0 else float("nan")
+    left, right = d[..., :-1], d[..., 1:]
+    fresh = float(np.sum(left**2 + right**2))
+    return 1 - float(np.sum((right - left) ** 2)) / fresh if fresh > 0 else float("nan")
 
 
 def shapley_rollouts(
@@ -694,9 +701,10 @@ def shapley_rollouts(
 
     Given ``paired`` (a draw that claims common random numbers), the rule: the first
     :math:`\max(4, P / 20)` of the :math:`P` pairs the budget buys are walked twice, each copy in its own row,
-    and :func:`coupling` measures :math:`\kappa`, the correlation of adjacent coalitions' outcomes inside a
-    row. When :math:`\kappa \ge` :data:`COUPLED` (a paired difference then has at most the variance of
-    one outcome, half that of a fresh difference) or the copies never differed, the draw counts as
+    and :func:`coupling` measures :math:`\kappa`, the share of a marginal contribution's variance that the
+    draw's shared noise removes. When :math:`\kappa \ge` :data:`COUPLED` (a paired difference then has at most a quarter of the
+    variance of a fresh one, which is what Leverage SHAP gains over uncoupled walks on the benchmark's
+    uncoupled game) or the copies never differed, the draw counts as
     coupled: :func:`shapley_paired` walks the rest, and the probe's rows join its rows. Otherwise the rest
     of the budget goes to :func:`shapley_leverage`, on ``draw`` when given, else on ``paired`` one
     coalition per row (rows are independent, so that is a fresh draw). A budget of fewer than 16 pairs is
