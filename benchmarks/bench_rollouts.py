@@ -236,6 +236,12 @@ SHAPIQ = (
 # is left out (RMSE 0.2-0.3 on these noisy games at every budget tried, 1-4 s a call)
 
 
+SHAPIQ_OPTIONS: dict[str, dict[str, object]] = {
+    "RegressionMSR": {"index": "SV"},
+    "ProxySHAP": {"index": "SV", "max_order": 1},
+}  # the Shapley-value setting of approximators that default to interactions
+
+
 def shapiq_approximators() -> dict[str, Callable[..., object]]:
     """The installed shapiq's approximators among :data:`SHAPIQ`, by name; the missing ones are printed."""
     import shapiq
@@ -253,7 +259,7 @@ def _shapiq_call(
     make: Callable[..., object], n: int, seed: int, queries: int, value: Callable
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """One approximator's values (and posterior variances when it gives them) from ``queries`` queries."""
-    approximator = make(n=n, random_state=seed)
+    approximator = make(n=n, random_state=seed, **SHAPIQ_OPTIONS.get(getattr(make, "__name__", ""), {}))
     variances = None
     if hasattr(approximator, "approximate_with_variance"):
         found, spread = approximator.approximate_with_variance(queries, value)  # type: ignore[attr-defined]

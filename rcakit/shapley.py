@@ -702,9 +702,9 @@ def shapley_rollouts(
     Given ``paired`` (a draw that claims common random numbers), the rule: the first
     :math:`\max(4, P / 20)` of the :math:`P` pairs the budget buys are walked twice, each copy in its own row,
     and :func:`coupling` measures :math:`\kappa`, the share of a marginal contribution's variance that the
-    draw's shared noise removes. When :math:`\kappa \ge` :data:`COUPLED` (a paired difference then has at most a quarter of the
-    variance of a fresh one, which is what Leverage SHAP gains over uncoupled walks on the benchmark's
-    uncoupled game) or the copies never differed, the draw counts as
+    draw's shared noise removes. When :math:`\kappa \ge` :data:`COUPLED` (a paired difference then has
+    at most a quarter of the variance of a fresh one, which is what Leverage SHAP gains over uncoupled
+    walks on the benchmark's uncoupled game) or the copies never differed, the draw counts as
     coupled: :func:`shapley_paired` walks the rest, and the probe's rows join its rows. Otherwise the rest
     of the budget goes to :func:`shapley_leverage`, on ``draw`` when given, else on ``paired`` one
     coalition per row (rows are independent, so that is a fresh draw). A budget of fewer than 16 pairs is
