@@ -343,6 +343,13 @@ def shapiq_best(
     return f"{label[0]} (K = {label[1]})", need[label]
 
 
+def _ratio_text(car: float, other: float, largest: int) -> str:
+    """CAR's budget to the target over another's; when CAR never reached it, a bound from the largest budget."""
+    if not np.isfinite(other):
+        return "-"
+    return f"{car / other:.1f}x" if np.isfinite(car) else f">= {largest / other:.1f}x"
+
+
 def budget_text(budget: float, lowest: int) -> str:
     """A budget to RMSE 0.02 as printed: at or below the lowest budget measured it is only a bound."""
     if not np.isfinite(budget):
@@ -374,9 +381,7 @@ def report(
     summary = pd.DataFrame(
         {
             f"rollouts to RMSE {TARGET}": [budget_text(need[name], budgets[0]) for name in rmse.columns],
-            "ratio to CAR": [
-                f"{need['car'] / need[name]:.1f}x" if np.isfinite(need[name]) else "-" for name in rmse.columns
-            ],
+            "ratio to CAR": [_ratio_text(need["car"], need[name], budgets[-1]) for name in rmse.columns],
             "worst player coverage from 960": [
                 f"{worst.loc[name, 'worst']:.3f}" if name in worst.index else "-" for name in rmse.columns
             ],
@@ -397,7 +402,9 @@ def report(
         shapiq_name, shapiq_need = shapiq_best(game, budgets, shapiq_seeds, found)
         shapiq_text = f", best shapiq {shapiq_name} {budget_text(shapiq_need, budgets[0])}"
     ratio = need["car"] / need[DEFAULT]
-    bound = "at least " if need[DEFAULT] <= budgets[0] else ""
+    bound = "at least " if need[DEFAULT] <= budgets[0] or not np.isfinite(need["car"]) else ""
+    if not np.isfinite(need["car"]):  # CAR never reached the target: the ratio is at least the largest budget's
+        ratio = budgets[-1] / need[DEFAULT]
     low = worst.loc[DEFAULT] if DEFAULT in worst.index else None
     coverage = f"worst player {low['worst']:.3f} (floor {low['floor']:.3f})" if low is not None else "no interval"
     return (
