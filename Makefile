@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 TEST_BOOK := $(CURDIR)/.test-book
 export RCAKIT_PROGRESS ?= 1
 
-.PHONY: book build unit integration clean-venv seeds bounds format install-browser test lint test-llm smoke-llm install-llm llama-wheel llama-wheel-file lab install-book install-dev bench clean
+.PHONY: book build unit integration clean-venv seeds bounds format install-browser test lint test-llm smoke-llm install-llm llama-wheel llama-wheel-file lab install-book install-dev bench bench-rollouts clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -116,6 +116,12 @@ lab: $(PY)
 
 bench: install-dev
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script; done
+
+# The rollout benchmark with shapiq >= 1.8 (Python >= 3.12) in a second venv, .venv-shapiq, without the
+# book extra (no torch): make bench-rollouts BENCH_ARGS=--quick
+BENCH_ARGS ?=
+bench-rollouts:
+	scripts/bench_rollouts_py312.sh $(BENCH_ARGS)
 
 clean:
 	rm -rf book/_build book/chapters results $(TEST_BOOK)

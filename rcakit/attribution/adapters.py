@@ -189,12 +189,13 @@ def shapley_by_rollouts(
 ) -> Attribution:
     """rcakit's default Shapley estimator by rollouts (``rcakit.shapley.shapley_rollouts``), as a ranking.
 
-    Antithetic pairs of walks whose coalitions share their seed replays: rollout j of pair p replays
-    every coalition of the pair under seed p·k + j (common random numbers where the testbed's seeds are
-    shared across sets, independent pairs always), one rollout per visit, and :math:`v(N)` rolled out
-    (the repair game does not know it). Without a ``budget`` it spends what :func:`shapley_monte_carlo`
-    spends, so the two compare at equal cost; a budget below one pair (2n seed replays) gives the
-    players in their logged order.
+    Antithetic pairs of walks whose coalitions share their seed replays: rollout j of the p-th row drawn
+    replays every coalition of the row under seed p·k + j (common random numbers where the testbed's seeds
+    are shared across sets, independent rows always, across the estimator's calls too), one rollout per
+    visit, and :math:`v(N)` rolled out (the repair game does not know it); the default checks that the
+    draw is coupled and otherwise uses Leverage SHAP on the same seeded replays. Without a ``budget`` it
+    spends what :func:`shapley_monte_carlo` spends, so the two compare at equal cost; a budget below one
+    pair (2n seed replays) gives the players in their logged order.
     """
     players = case.dag.candidates
     n = len(players)
@@ -203,15 +204,18 @@ def shapley_by_rollouts(
     if budget < 2 * n:
         return Attribution("ranking", tuple(players))
 
+    drawn = [0]  # rows drawn so far: every row of every call gets seeds of its own
+
     def paired(masks: np.ndarray, k: int) -> np.ndarray:
         out = np.zeros(masks.shape, dtype=np.int64)
-        for p, row in enumerate(masks):
+        for p, row in enumerate(masks, start=drawn[0]):
             for column, mask in enumerate(row):
                 coalition = frozenset(players[i] for i in coalition_of(int(mask), n))
-                out[p, column] = sum(oracle.rollout(coalition, p * k + j) for j in range(k))
+                out[p - drawn[0], column] = sum(oracle.rollout(coalition, p * k + j) for j in range(k))
+        drawn[0] += len(masks)
         return out
 
-    estimate = shapley_rollouts(n, budget, paired=paired, full=None, seed=seed)
+    estimate = shapley_rollouts(n, budget, paired=paired, seed=seed)
     return Attribution("ranking", _ranking(case, estimate.values))
 
 

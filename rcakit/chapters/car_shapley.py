@@ -63,7 +63,7 @@ from rcakit.scm.examples import or_failure_scm
 from rcakit.scm.shapley_sweeps import SCMShapley, closed_form, efficiency_from_v_empty, rmse_ratio
 from rcakit.scm.support_agent import SupportReport, decision_lines, is_injected, llm_support_report
 from rcakit.sections import Section
-from rcakit.shapley import shapley_exact
+from rcakit.shapley import KnownFull, shapley_exact
 
 
 class CarStreams(NamedTuple):
@@ -145,30 +145,34 @@ def _coverage_numbers(summary: Mapping[str, Any], setting: str) -> dict[str, Any
 
 
 def _rollout_numbers(
-    rmse: Mapping[Any, Mapping[Any, float]],
-    coverage: Mapping[Any, Mapping[Any, float]],
-    spent: Mapping[Any, Mapping[Any, float]],
+    tables: Mapping[str, Mapping[Any, Mapping[Any, Any]]],
     compared: Mapping[str, tuple[Sequence[float], Sequence[float], Mapping[str, Any]]],
+    full: KnownFull | None,
 ) -> dict[str, Any]:
-    """``interaction.by_rollouts``: RMSE, coverage and rollouts spent (``rollouts``, the mean over seeds)
-    per estimator and budget and, per estimator compared
-    with CAR (``pooled``, ``paired``), its RMSE ratios to CAR at CAR's budget and at half of it (each
-    ``[ratio, lo, hi]``) and its interval's coverage of phi_0 at CAR's budget with its Wilson interval.
-    The pooled keys keep their names (``same_budget_ratio``, ``pooled_phi_0_coverage``); the
-    others carry the estimator's name first (``paired_same_budget_ratio``, ``paired_phi_0_coverage``)."""
+    """``interaction.by_rollouts``: per estimator and budget (``tables``) the RMSE, the coverage of the
+    worst-covered player (``coverage``), every player's coverage (``coverage_by_player``) and the rollouts
+    spent (``rollouts``, the mean over seeds); per estimator compared with CAR (``pooled``, ``paired``),
+    its RMSE ratios to CAR at CAR's budget and at half of it (each ``[ratio, lo, hi]``), its interval's
+    coverage of phi_0 and of its worst-covered player at CAR's budget, each with its Wilson interval; and
+    how v(N) entered (``v_full``: the proven value, or None when it was rolled out, ``v_full_proven``).
+    The pooled ratio keys keep their names (``same_budget_ratio``); the others carry the estimator's name
+    first (``paired_same_budget_ratio``)."""
     found: dict[str, Any] = {
-        key: {name: {str(b): v for b, v in row.items()} for name, row in table.items()}
-        for key, table in (("rmse", rmse), ("coverage", coverage), ("rollouts", spent))
+        key: {name: {str(b): v for b, v in row.items()} for name, row in table.items()} for key, table in tables.items()
     }
-    for name, (same, halved, phi_0) in compared.items():
+    found |= {"v_full": None if full is None else full.value, "v_full_proven": full is not None}
+    for name, (same, halved, cover) in compared.items():
         ratio = "" if name == "pooled" else f"{name}_"
         found |= {
             f"{ratio}same_budget_ratio": same[0],
             f"{ratio}same_budget_ratio_ci": list(same[1:]),
             f"{ratio}half_budget_ratio": halved[0],
             f"{ratio}half_budget_ratio_ci": list(halved[1:]),
-            f"{name}_phi_0_coverage": phi_0["coverage"],
-            f"{name}_phi_0_coverage_ci": [phi_0["lo"], phi_0["hi"]],
+            f"{name}_phi_0_coverage": cover["phi_0"]["coverage"],
+            f"{name}_phi_0_coverage_ci": [cover["phi_0"]["lo"], cover["phi_0"]["hi"]],
+            f"{name}_worst_coverage": cover["worst"]["coverage"],
+            f"{name}_worst_coverage_ci": [cover["worst"]["lo"], cover["worst"]["hi"]],
+            f"{name}_worst_player": cover["worst"]["player"],
         }
     return {"interaction": {"by_rollouts": found}}
 
@@ -422,18 +426,20 @@ def convergence_section(table: pd.DataFrame) -> Section:
     return Section(table=cast(pd.DataFrame, means), decimals=4)
 
 
-def rollouts_section(study: pd.DataFrame, car_budget: int) -> Section:
+def rollouts_section(study: pd.DataFrame, car_budget: int, full: KnownFull | None = None) -> Section:
     r"""CAR's estimator against pooled and paired values of :math:`v(S)` by rollouts
-    (:func:`rcakit.scm.rollout_study`).
+    (:func:`rcakit.scm.rollout_study`), with ``full`` the proof of :math:`v(N)` the study used (None: it
+    was rolled out).
 
-    The table: RMSE (``car-t`` has CAR's values, so only CAR's column) and coverage (mean over players)
-    per estimator and budget; the rollouts each spent (whole pairs only, so at most the budget) are
-    recorded beside them. Recorded too, for ``pooled`` and, when the study has it, ``paired`` (common
-    random numbers, rcakit's default where the policy is seeded): the ratio of its RMSE to CAR's at
-    ``car_budget`` and at half of it to CAR at ``car_budget``, each with its bootstrap interval, and its
-    interval's coverage of :math:`\phi_0` at ``car_budget`` with its Wilson interval. The one fact is
-    ``reading``, the paragraph that states them (Markdown); a study in which CAR's estimator did not run
-    at ``car_budget`` (too few rollouts for two pairs) records nothing and its reading says why.
+    The table: RMSE (``car-t`` has CAR's values, so only CAR's column) and the coverage of the
+    worst-covered player (not the mean over players, which idle players at 1.00 lift) per estimator and
+    budget; every player's coverage and the rollouts each spent (whole pairs only, so at most the budget)
+    are recorded beside them. Recorded too, for ``pooled`` and, when the study has it, ``paired``: the
+    ratio of its RMSE to CAR's at ``car_budget`` and at half of it to CAR at ``car_budget``, each with its
+    bootstrap interval, and its interval's coverage of :math:`\phi_0` and of its worst-covered player at
+    ``car_budget`` with their Wilson intervals. The one fact is ``reading``, the paragraph that states them
+    and how :math:`v(N)` entered (Markdown); a study in which CAR's estimator did not run at ``car_budget``
+    (too few rollouts for two pairs) records nothing and its reading says why.
     """
     half = car_budget // 2
 
@@ -448,41 +454,65 @@ def rollouts_section(study: pd.DataFrame, car_budget: int) -> Section:
         empty = pd.DataFrame({"RMSE": [float("nan")], "coverage": [float("nan")]}, index=pd.Index([car_budget]))
         empty.index.name = "rollouts"
         return Section(table=empty, facts={"reading": Markdown(reading)})
+    players = [c for c in study.columns if c.startswith("covered ") and c != "covered phi_0"]
     grouped = study.groupby(["estimator", "budget"])
     rmse = cast(pd.DataFrame, grouped["squared error"].mean().pow(0.5).unstack(0))
-    coverage = cast(pd.DataFrame, grouped["covered"].mean().unstack(0))
+    by_player = grouped[players].mean()
+    worst = cast(pd.DataFrame, by_player.min(axis=1).unstack(0))
     spent = cast(pd.DataFrame, grouped["rollouts"].mean().unstack(0)).drop(columns="car-t")
+    each = {
+        name: {str(b): [float(x) for x in by_player.loc[(name, b)]] for b in by_player.loc[name].index}
+        for name in by_player.index.get_level_values(0).unique()
+    }
     compared = {
         name: _against_car(study, name, car_budget)
         for name in ("pooled", "paired")
         if ran(name, car_budget) and ran(name, half)
     }
-    table = pd.concat({"RMSE": rmse.drop(columns="car-t"), "coverage": coverage}, axis=1)  # car-t: car's values
+    table = pd.concat({"RMSE": rmse.drop(columns="car-t"), "worst player's coverage": worst}, axis=1)
     table.index.name = "rollouts"
     words = {"pooled": "pooling", "paired": "common random numbers inside each pair"}
     interval = {"pooled": "jackknife", "paired": "padded"}
     seeds = study["seed"].nunique()
-    reading = f"Over {seeds} seeds, at CAR's budget ({car_budget:,} rollouts) and with half of it ({half:,}):"
-    for name, (same, halved, phi_0) in compared.items():
+    proof = (
+        f"$v(N) = {full.value:g}$ was not rolled out: {full.source} (`rcakit.scm.full_replay`)."
+        if full is not None
+        else "$v(N)$ was rolled out like every other coalition."
+    )
+    reading = f"{proof} Over {seeds} seeds, at CAR's budget ({car_budget:,} rollouts) and with half of it ({half:,}):"
+    for name, (same, halved, cover) in compared.items():
+        phi_0, low = cover["phi_0"], cover["worst"]
         reading += (
             f"\n\n- {words[name]} gives **{same[0]:.2f}** times CAR's RMSE at the same budget (95% bootstrap "
             f"interval [{same[1]:.2f}, {same[2]:.2f}]) and **{halved[0]:.2f}** times it with half the rollouts "
-            f"([{halved[1]:.2f}, {halved[2]:.2f}]); its {interval[name]} interval held the analytic $\\phi_0$ in "
-            f"**{phi_0['coverage']:.3f}** of the runs at CAR's budget (Wilson [{phi_0['lo']:.3f}, {phi_0['hi']:.3f}])."
+            f"([{halved[1]:.2f}, {halved[2]:.2f}]); at CAR's budget its {interval[name]} interval held the analytic "
+            f"$\\phi_0$ in **{phi_0['coverage']:.3f}** of the runs (Wilson [{phi_0['lo']:.3f}, {phi_0['hi']:.3f}]), "
+            f"and its worst-covered player's, step {low['player']}, in **{low['coverage']:.3f}** "
+            f"([{low['lo']:.3f}, {low['hi']:.3f}])."
         )
-    numbers = _rollout_numbers(rmse.to_dict(), coverage.to_dict(), spent.to_dict(), compared)
+    tables = {"rmse": rmse.to_dict(), "coverage": worst.to_dict(), "rollouts": spent.to_dict()}
+    numbers = _rollout_numbers(tables, compared, full)
+    numbers["interaction"]["by_rollouts"]["coverage_by_player"] = each
     return Section(table=table, numbers=numbers, facts={"reading": Markdown(reading)}, decimals=4)
 
 
 def _against_car(
     study: pd.DataFrame, name: str, car_budget: int
-) -> tuple[tuple[float, float, float], tuple[float, float, float], dict[str, float]]:
-    """``name``'s RMSE ratio to CAR at CAR's budget and at half of it, and its coverage of phi_0 there."""
+) -> tuple[tuple[float, float, float], tuple[float, float, float], dict[str, dict[str, Any]]]:
+    """``name``'s RMSE ratio to CAR at CAR's budget and at half of it, and its coverage there of phi_0
+    and of its worst-covered player (the lowest share; the first such player on a tie), with Wilson
+    intervals."""
     same = rmse_ratio(study, (name, car_budget), ("car", car_budget))
     halved = rmse_ratio(study, (name, car_budget // 2), ("car", car_budget))
-    held = study[(study["estimator"] == name) & (study["budget"] == car_budget)]["covered phi_0"]
-    cov = stats.accuracy_with_ci(list(held))
-    return same, halved, {"coverage": cov["acc"], "lo": cov["lo"], "hi": cov["hi"]}
+    chosen = study[(study["estimator"] == name) & (study["budget"] == car_budget)]
+    players = [c for c in study.columns if c.startswith("covered ") and c != "covered phi_0"]
+    shares = chosen[players].mean()
+    worst = int(np.argmin(shares.to_numpy()))
+    cover = {}
+    for key, column, player in (("phi_0", "covered phi_0", 0), ("worst", players[worst], worst)):
+        cov = stats.accuracy_with_ci(list(chosen[column]))
+        cover[key] = {"coverage": cov["acc"], "lo": cov["lo"], "hi": cov["hi"], "player": player}
+    return same, halved, cover
 
 
 def _attribution_facts(report: SupportReport) -> dict[str, Any]:

@@ -60,8 +60,10 @@ from rcakit.scm.shapley_sweeps import (
     CoverageVariant,
     RolloutValue,
     SCMShapley,
+    binomial_floor,
     coverage_study,
     efficiency_from_v_empty,
+    full_replay,
     interval_coverage,
     permutation_budgets,
     rmse_ratio,
@@ -71,6 +73,7 @@ from rcakit.scm.shapley_sweeps import (
     scm_shapley,
     shapley_convergence,
     shapley_reruns,
+    worst_player_coverage,
 )
 from rcakit.scm.support_agent import (
     SupportReport,
@@ -99,6 +102,7 @@ __all__ = [
     "SupportReport",
     "action_match_rate",
     "bernoulli_policy",
+    "binomial_floor",
     "contrastive_effects",
     "coverage_study",
     "decision_lines",
@@ -109,6 +113,7 @@ __all__ = [
     "do_resample",
     "do_swap_policy",
     "efficiency_from_v_empty",
+    "full_replay",
     "interaction_scm",
     "interval_coverage",
     "llm_refund_scm",
@@ -133,4 +138,5 @@ __all__ = [
     "support_agent_scm",
     "support_report",
     "uniform_policy",
+    "worst_player_coverage",
 ]

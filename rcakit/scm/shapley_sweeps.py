@@ -23,12 +23,14 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from rcakit import stats
 from rcakit.scm.causal_model import SCM, do_hold
 from rcakit.shapley import (
     INTERVALS,
     BatchDraw,
+    KnownFull,
     PairedDraw,
     ShapleyEstimate,
     ValueFunction,
@@ -37,9 +39,11 @@ from rcakit.shapley import (
     shapley_car,
     shapley_enumerated,
     shapley_exact,
+    shapley_leverage,
     shapley_paired,
     shapley_permutation,
     shapley_pooled,
+    shapley_rollouts,
 )
 
 
@@ -341,6 +345,17 @@ def shapley_convergence(
     return pd.DataFrame(rows)
 
 
+def full_replay(model: SCM) -> KnownFull:
+    r"""The proof that an SCM's :math:`v(N)` needs no rollout, with its value (CAR §3).
+
+    In :meth:`SCM.rollout` a held step takes its recorded action and observation and draws nothing, so
+    with every step held the trace is the recorded one whatever the seed, and :math:`v(N)` is the one
+    outcome of that replay, exactly 0 or 1. An agent whose tools or model are not replayed from a record
+    has no such proof: its estimators roll :math:`v(N)` out."""
+    trace = model.rollout(np.random.default_rng(0), do_hold(range(model.n_steps)))
+    return KnownFull(float(model.is_bad(trace)), "an SCM replay with every step held draws nothing")
+
+
 def scm_draw(model: SCM, rng: np.random.Generator) -> BatchDraw:
     """Real replays of ``model`` as a ``rcakit.shapley.BatchDraw``: for each coalition mask, the bad
     outcomes of ``k`` fresh rollouts with its steps held (every visit of one coalition in one batch)."""
@@ -388,18 +403,25 @@ def rollout_study(
     car_k: int = 12,
     paired_for: Callable[[np.random.Generator], PairedDraw] | None = None,
     enumerated: bool = False,
+    full: KnownFull | None = None,
 ) -> pd.DataFrame:
     r"""Shapley estimators priced in rollouts, each against the exact vector.
 
     For each budget and each of ``seeds`` repeats, each estimator gets fresh rollouts from
     ``draw_for(rng)``: :func:`rcakit.shapley.shapley_car` (``car_k`` rollouts per coalition, CAR's
-    normal interval, and Student's t over the same rows as ``car-t``) and
-    :func:`rcakit.shapley.shapley_pooled` (one rollout per visit, :math:`v(N) = 1` known, jackknife
-    interval); with ``paired_for``, :func:`rcakit.shapley.shapley_paired` (common random numbers inside
-    each pair, padded interval) as ``paired``; with ``enumerated``, :func:`rcakit.shapley.shapley_enumerated`.
-    Columns: ``estimator, budget, seed, rollouts`` (spent), ``squared error`` (mean over players, against
-    ``exact``), ``covered`` (the share of players whose interval holds their exact value) and
-    ``covered phi_0``. A run with no interval (fewer than two pairs, or no rollout per coalition) has no row.
+    normal interval, and Student's t over the same rows as ``car-t``),
+    :func:`rcakit.shapley.shapley_pooled` (one rollout per visit, jackknife interval) and
+    :func:`rcakit.shapley.shapley_leverage` (Leverage SHAP, jackknife interval); with ``paired_for``,
+    :func:`rcakit.shapley.shapley_paired` (common random numbers inside each pair, padded interval) as
+    ``paired``; with ``enumerated``, :func:`rcakit.shapley.shapley_enumerated`; and ``default``,
+    :func:`rcakit.shapley.shapley_rollouts` given what a caller has (the paired draw when there is one,
+    else the fresh one). :math:`v(N)` is rolled out by all of them unless ``full`` proves it
+    (:class:`rcakit.shapley.KnownFull`; CAR's own estimator always rolls it out).
+    Columns: ``estimator, budget, seed, rollouts`` (spent), ``chose`` (the estimator that ran: what
+    ``default`` picked), ``squared error`` (mean over players, against
+    ``exact``), ``covered`` (the share of players whose interval holds their exact value), ``covered i``
+    for each player ``i`` and ``covered phi_0`` (the same as ``covered 0``). A run with no interval (fewer
+    than two pairs, or no rollout per coalition) has no row.
     """
     n = len(exact)
 
@@ -412,11 +434,16 @@ def rollout_study(
             car = shapley_car(draw_for(rng(s, budget, 0)), n, budget, k=car_k, seed=s)
             student = permutation_interval(np.asarray(car.rows), "student", car.level)
             found = [("car", car), ("car-t", replace(car, ci_low=student[1], ci_high=student[2], interval="student"))]
-            found.append(("pooled", shapley_pooled(draw_for(rng(s, budget, 1)), n, budget, seed=s)))
+            found.append(("pooled", shapley_pooled(draw_for(rng(s, budget, 1)), n, budget, full=full, seed=s)))
+            found.append(("leverage", shapley_leverage(draw_for(rng(s, budget, 4)), n, budget, full=full, seed=s)))
             if paired_for is not None:
-                found.append(("paired", shapley_paired(paired_for(rng(s, budget, 2)), n, budget, seed=s)))
+                found.append(("paired", shapley_paired(paired_for(rng(s, budget, 2)), n, budget, full=full, seed=s)))
+                chosen = shapley_rollouts(n, budget, paired=paired_for(rng(s, budget, 5)), full=full, seed=s)
+            else:
+                chosen = shapley_rollouts(n, budget, draw=draw_for(rng(s, budget, 5)), full=full, seed=s)
+            found.append(("default", chosen))
             if enumerated:
-                found.append(("enumerated", shapley_enumerated(draw_for(rng(s, budget, 3)), n, budget)))
+                found.append(("enumerated", shapley_enumerated(draw_for(rng(s, budget, 3)), n, budget, full=full)))
             for label, est in found:
                 low, high = est.ci_low, est.ci_high
                 if np.isnan(low).any():
@@ -428,12 +455,39 @@ def rollout_study(
                         "budget": int(budget),
                         "seed": s,
                         "rollouts": est.rollouts,
+                        "chose": est.estimator,
                         "squared error": float(np.mean((est.values - exact) ** 2)),
                         "covered": float(held.mean()),
                         "covered phi_0": bool(held[0]),
+                        **{f"covered {i}": bool(held[i]) for i in range(n)},
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def binomial_floor(seeds: int, cells: int, level: float = 0.95, nominal: float = 0.95) -> float:
+    """The coverage that the lowest of ``cells`` coverages, each from ``seeds`` runs of an interval whose
+    true coverage is exactly ``nominal``, stays at or above with probability ``level`` (Šidák: each cell at
+    the ``(1 - level^(1/cells))`` quantile of its binomial count)."""
+    tail = 1 - level ** (1 / cells)
+    return float(scipy_stats.binom.ppf(tail, seeds, nominal) / seeds)
+
+
+def worst_player_coverage(study: pd.DataFrame, *, from_budget: int = 960) -> pd.DataFrame:
+    r"""Per estimator, the lowest coverage of any player at any budget from ``from_budget`` rollouts, the
+    number of (player, budget) cells it is the minimum of, the seeds per cell, and the binomial floor: the
+    coverage that the lowest of that many cells stays above with probability 0.95 when every cell's true
+    coverage is exactly 0.95 (each cell a binomial count, Šidák's per-cell level
+    :math:`1 - 0.95^{1/c}`). A worst cell above the floor is what noise gives; below it, the interval fails."""
+    players = [c for c in study.columns if c.startswith("covered ") and c != "covered phi_0"]
+    rows = {}
+    for name, chosen in study[study["budget"] >= from_budget].groupby("estimator"):
+        cells = chosen.groupby("budget")[players].mean()
+        seeds = int(chosen.groupby("budget").size().min())
+        count = cells.size
+        floor = binomial_floor(seeds, count) if count else float("nan")
+        rows[name] = {"worst": float(cells.to_numpy().min()), "cells": count, "seeds": seeds, "floor": floor}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def rmse_ratio(

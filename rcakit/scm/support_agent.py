@@ -49,7 +49,7 @@ from rcakit.scm.fidelity import (
     step_seeds,
 )
 from rcakit.scm.llm_policy import parse_refund, policy_from_llm
-from rcakit.scm.shapley_sweeps import scm_paired_draw, scm_shapley
+from rcakit.scm.shapley_sweeps import full_replay, scm_paired_draw, scm_shapley
 from rcakit.shapley import RolloutEstimate, ShapleyEstimate, shapley_rollouts
 
 P_REFUND_REQUEST = 0.8  # read_ticket: the ticket is read as a refund request
@@ -249,8 +249,9 @@ def support_report(
     seeded (``seeded``; None: only the scripted policy), the report also holds
     rcakit's default Shapley estimate by rollouts
     (:func:`rcakit.shapley.shapley_rollouts`, common random numbers inside
-    each pair) at the rollouts CAR's estimate spent; a policy that cannot be
-    seeded gets CAR's estimate only.
+    each pair) at the rollouts CAR's estimate spent, with :math:`v(N)` proven
+    by the SCM's deterministic replay (:func:`rcakit.scm.full_replay`), not
+    assumed; a policy that cannot be seeded gets CAR's estimate only.
     """
     agent = support_agent_scm(refund_policy)
     replayer = agent if replay_policy is None else support_agent_scm(replay_policy)
@@ -275,7 +276,8 @@ def support_report(
     seeded = refund_policy is None if seeded is None else seeded
     if seeded:  # common random numbers inside each pair, at CAR's rollouts
         draw = scm_paired_draw(agent, np.random.default_rng([seed, 3]))
-        paired = shapley_rollouts(agent.n_steps, shap.spent, paired=draw, seed=int(streams[2]))
+        proof = full_replay(agent)  # the SCM's replay with every step held is deterministic: v(N) is proven
+        paired = shapley_rollouts(agent.n_steps, shap.spent, paired=draw, full=proof, seed=int(streams[2]))
     return SupportReport(agent, run, replay_check(agent, replayer, run, extra_runs, seed), contrast, shap, paired)
 
 

@@ -8,13 +8,18 @@ import pytest
 import rcakit.scm
 from rcakit import RcakitError, stats
 from rcakit.shapley import (
+    COUPLED,
+    KnownFull,
     antithetic_walks,
+    coupling,
+    membership,
     permutation_interval,
     shapley_car,
     shapley_coefficients,
     shapley_enumerated,
     shapley_exact,
     shapley_exact_batched,
+    shapley_leverage,
     shapley_of_table,
     shapley_paired,
     shapley_permutation,
@@ -207,6 +212,9 @@ def test_walks_as_independent_draws_overstate_the_noise_of_a_pairwise_game():
 GAME_V = np.array([0.1, 0.3, 0.2, 0.6, 0.15, 0.5, 0.4, 1.0])  # v on the bitmasks of 3 players; v(N) = 1
 
 
+PROOF = KnownFull(1.0, "the test game's v(N)")  # what a protocol with deterministic replay would pass
+
+
 def exact_draw(masks, k):
     """k rollouts that come out exactly k v(S) bad (a deterministic game, fractions allowed)."""
     return GAME_V[masks] * k
@@ -245,21 +253,23 @@ def test_car_by_rollouts_is_shapley_permutation_with_a_k_rollout_value_function(
 
 def test_pooled_values_on_a_deterministic_game_are_the_walks_average_and_never_roll_out_v_of_n():
     draw, seen = recording_draw(0)
-    pooled = shapley_pooled(exact_draw, 3, rollout_budget=600, k=1, seed=5)
+    pooled = shapley_pooled(exact_draw, 3, rollout_budget=600, k=1, full=PROOF, seed=5)
     car = shapley_car(exact_draw, 3, rollout_budget=10**6, k=1, seed=5)
     assert pooled.rollouts == pooled.pairs * 2 * 3 <= 600  # n, not n + 1, rollouts per walk
     walks = shapley_permutation(game_value, 3, n_permutations=pooled.pairs, seed=5)
     np.testing.assert_allclose(pooled.values, walks.values)
     assert car.pairs > pooled.pairs
+    shapley_pooled(draw, 3, rollout_budget=600, full=PROOF, seed=5)
+    assert all((masks != 7).all() for masks, _, _ in seen)  # v(N) = 1 is proven, never rolled out
     shapley_pooled(draw, 3, rollout_budget=600, seed=5)
-    assert all((masks != 7).all() for masks, _, _ in seen)  # v(N) = 1 is known, never rolled out
+    assert (seen[-1][0] == 7).any()  # by default v(N) is rolled out
 
 
 def test_pooled_values_add_up_to_one_minus_the_pooled_estimate_of_v_of_the_empty_set():
     """Every walk telescopes from v(∅) to v(N) = 1, so with one pooled v(∅) for all walks the sum is exact;
     a per-visit estimate of v(S) would give another sum."""
     draw, seen = recording_draw(3)
-    est = shapley_pooled(draw, 3, rollout_budget=900, k=2, seed=1)
+    est = shapley_pooled(draw, 3, rollout_budget=900, k=2, full=PROOF, seed=1)
     masks, k, bad = seen[0]
     empty = masks == 0
     assert est.values.sum() == pytest.approx(1.0 - bad[empty].sum() / (k * empty.sum()), abs=1e-12)
@@ -271,9 +281,9 @@ def test_the_jackknife_interval_needs_two_pairs_and_brackets_the_estimate():
     assert est.groups == 20 and est.interval == "jackknife"
     assert (est.ci_low <= est.values).all() and (est.values <= est.ci_high).all()
     assert (est.ci_high - est.ci_low > 0).all()
-    lone = shapley_pooled(draw, 3, rollout_budget=6, seed=2)
+    lone = shapley_pooled(draw, 3, rollout_budget=8, seed=2)
     assert lone.pairs == 1 and np.isnan(lone.ci_low).all()
-    few = shapley_pooled(draw, 3, rollout_budget=30, seed=2)
+    few = shapley_pooled(draw, 3, rollout_budget=40, seed=2)
     assert few.groups == few.pairs == 5
 
 
@@ -309,30 +319,31 @@ def test_paired_walks_share_the_empty_coalition_and_never_roll_out_v_of_n():
         seen.append(masks.copy())
         return GAME_V[masks] * k
 
-    est = shapley_paired(draw, 3, rollout_budget=500, seed=4)
+    est = shapley_paired(draw, 3, rollout_budget=500, full=PROOF, seed=4)
     (masks,) = seen
     assert masks.shape == (est.pairs, 5) and est.rollouts == est.pairs * 5 <= 500  # 2n - 1 coalitions a pair
     assert (masks[:, 0] == 0).all() and (masks != 7).all() and (masks[:, 1:] != 0).all()
     np.testing.assert_allclose(est.values, shapley_permutation(game_value, 3, n_permutations=est.pairs, seed=4).values)
-    rolled = shapley_paired(draw, 3, rollout_budget=500, full=None, seed=4)
+    rolled = shapley_paired(draw, 3, rollout_budget=500, seed=4)  # the default rolls v(N) out
     assert (seen[-1][:, -1] == 7).all() and rolled.rollouts == rolled.pairs * 6
 
 
 def test_two_paired_players_get_their_exact_values_from_one_pair():
     """With two players a walk and its reverse are every order, so one pair of a deterministic game is exact."""
-    est = shapley_paired(lambda m, k: np.array([0.2, 0.5, 0.4, 1.0])[m] * k, 2, rollout_budget=3, seed=0)
+    est = shapley_paired(lambda m, k: np.array([0.2, 0.5, 0.4, 1.0])[m] * k, 2, rollout_budget=4, seed=0)
     assert est.pairs == 1
     np.testing.assert_allclose(est.values, shapley_exact(lambda s: [0.2, 0.5, 0.4, 1.0][sum(1 << i for i in s)], 2))
 
 
 def test_enumerated_values_are_exact_on_a_deterministic_game_and_its_interval_never_collapses():
-    est = shapley_enumerated(exact_draw, 3, rollout_budget=700)
-    assert est.rollouts == 7 * 100  # every coalition but N, 100 rollouts each
+    est = shapley_enumerated(exact_draw, 3, rollout_budget=700, full=PROOF)
+    assert est.rollouts == 7 * 100  # every coalition but the proven N, 100 rollouts each
+    assert shapley_enumerated(exact_draw, 3, rollout_budget=800).rollouts == 8 * 100  # v(N) rolled out
     np.testing.assert_allclose(est.values, shapley_exact(game_value, 3))
     assert (est.ci_high - est.ci_low > 0).all()
-    certain = shapley_enumerated(lambda m, k: np.where(m > 0, k, 0), 3, rollout_budget=70)
+    certain = shapley_enumerated(lambda m, k: np.where(m > 0, k, 0), 3, rollout_budget=80)
     assert (certain.ci_high - certain.ci_low > 0).all()  # every coalition's rollouts agree: smoothed, not 0
-    assert np.isnan(shapley_enumerated(exact_draw, 3, rollout_budget=6).values).all()
+    assert np.isnan(shapley_enumerated(exact_draw, 3, rollout_budget=7).values).all()
 
 
 def test_the_enumerated_interval_covers_near_its_level_on_a_noisy_game():
@@ -345,8 +356,142 @@ def test_the_enumerated_interval_covers_near_its_level_on_a_noisy_game():
     assert 0.92 <= np.mean(held) <= 0.99
 
 
-def test_the_default_by_rollouts_is_paired_where_the_policy_can_be_seeded_and_pooled_otherwise():
+# --- v(N) measured, a regression estimator without common random numbers, the coupling rule ---------------
+
+FLAKY = 0.8  # holding every step replays the failure only this often (a flaky tool)
+
+
+def flaky_v(mask):
+    """v on 4 players: an AND of players 0 and 1, player 2 adds a chance, player 3 is idle; background 0.1;
+    the failure then happens only when the flaky tool fails too, so v(N) = 0.8."""
+    both = (mask & 3) == 3
+    two = (mask >> 2) & 1
+    return FLAKY * (1 - 0.9 * (1 - both) * (1 - 0.3 * two))
+
+
+def flaky_paired(rng, coupled=True):
+    """Common random numbers on the flaky game: per row and rollout one uniform each for the tool, the
+    background and player 2's chance (``coupled=False``: fresh ones per coalition, a draw that only claims
+    to pair)."""
+
+    def draw(masks, k):
+        rows, columns = masks.shape
+        u = rng.random((rows, 1 if coupled else columns, k, 3))
+        both = ((masks & 3) == 3)[..., None]
+        two = ((masks >> 2) & 1).astype(bool)[..., None]
+        failing = (u[..., 0] < FLAKY) & (both | (u[..., 1] < 0.1) | (two & (u[..., 2] < 0.3)))
+        return failing.sum(axis=-1)
+
+    return draw
+
+
+def flaky_exact():
+    return shapley_exact(lambda s: flaky_v(sum(1 << i for i in s)), 4)
+
+
+def errors_and_idle_cover(estimate_for, seeds=200):
+    exact, errors, idle = flaky_exact(), [], []
+    for s in range(seeds):
+        est = estimate_for(s)
+        errors.append(est.values - exact)
+        idle.append(est.ci_low[3] <= 0 <= est.ci_high[3])
+    errors = np.array(errors)
+    half = 3.0 * errors.std(axis=0, ddof=1) / np.sqrt(seeds)  # per player, about 99.7%: four players at once
+    return errors.mean(axis=0), half, float(np.mean(idle))
+
+
+def test_assuming_v_of_n_is_one_biases_every_player_and_blames_the_idle_step_and_the_default_does_not():
+    """On a game with v(N) = 0.8 an assumed v(N) = 1 adds (1 - 0.8) / n = 0.05 to every player; the
+    default rolls v(N) out and is unbiased, and the idle step's interval holds 0 at about its level."""
+    assumed = KnownFull(1.0, "assumed, as the old default did")
+    old = errors_and_idle_cover(
+        lambda s: shapley_paired(flaky_paired(np.random.default_rng([s, 1])), 4, 2000, full=assumed, seed=s)
+    )
+    new = errors_and_idle_cover(
+        lambda s: shapley_rollouts(4, 2000, paired=flaky_paired(np.random.default_rng([s, 1])), seed=s)
+    )
+    assert (np.abs(old[0]) > old[1]).all() and np.allclose(old[0], (1 - FLAKY) / 4, atol=0.01)
+    assert old[2] < 0.5  # the idle step is blamed in most runs
+    assert (np.abs(new[0]) <= new[1]).all()  # every player's mean error over seeds: its interval holds 0
+    assert new[2] >= 0.9  # 200 runs of a 95% interval: 0.9 is over four standard errors below
+
+
+def test_the_fresh_draw_default_is_leverage_and_unbiased_when_v_of_n_is_below_one():
+    def fresh(s):
+        paired = flaky_paired(np.random.default_rng([s, 2]))
+        return shapley_rollouts(4, 2000, draw=lambda m, k: paired(m[:, None], k)[:, 0], seed=s)
+
+    assert fresh(0).estimator == "leverage"
+    mean, half, idle = errors_and_idle_cover(fresh)
+    assert (np.abs(mean) <= half).all() and idle >= 0.9
+    with pytest.raises(RcakitError, match="assumption"):
+        shapley_pooled(exact_draw, 3, 600, full=1.0)  # a bare number is refused
+
+
+def test_leverage_is_exact_on_an_additive_game_and_consistent_on_a_non_additive_one():
+    """An additive game's regression fits every sampled row exactly, so any sample gives the exact values;
+    on GAME_V (interactions) the weights 1 / (s (n - s)) make the estimate converge to Shapley's values,
+    where unweighted least squares does not."""
+    weights = np.array([0.1, 0.25, -0.05, 0.3])
+    table = 0.2 + membership(4) @ weights
+    est = shapley_leverage(lambda m, k: table[m] * k, 4, 300, seed=3)
+    np.testing.assert_allclose(est.values, weights, atol=1e-12)
+    big = shapley_leverage(exact_draw, 3, 200_000, seed=1)
+    np.testing.assert_allclose(big.values, shapley_exact(game_value, 3), atol=0.005)
+    assert big.rollouts <= 200_000 and big.estimator == "leverage" and (big.ci_low <= big.ci_high).all()
+
+
+def test_the_leverage_interval_covers_each_player_near_its_level_on_a_noisy_game():
+    exact = shapley_exact(game_value, 3)
+    rng = np.random.default_rng(12)
+    held = np.array(
+        [
+            (est.ci_low <= exact) & (exact <= est.ci_high)
+            for est in (shapley_leverage(lambda m, k: rng.binomial(k, GAME_V[m]), 3, 1500, seed=s) for s in range(300))
+        ]
+    )
+    assert (held.mean(axis=0) >= 0.9).all() and (held.mean(axis=0) <= 0.995).all()
+
+
+NEAR_V = (
+    0.4 + 0.04 * np.array([bin(m).count("1") for m in range(8)]) + 0.02 * (np.arange(8) == 7)
+)  # small marginals, v in [0.4, 0.54]
+
+
+def threshold_paired(rng, coupled=True):
+    """NEAR_V with one uniform per row and rollout: a rollout is bad when it falls below v(S), so two
+    coalitions of a row differ only in the band between their values (``coupled=False``: one per entry)."""
+
+    def draw(masks, k):
+        u = rng.random((masks.shape[0], 1 if coupled else masks.shape[1], k))
+        return (u < NEAR_V[masks][..., None]).sum(axis=-1)
+
+    return draw
+
+
+def test_coupling_is_near_one_for_shared_noise_near_zero_for_fresh_noise_and_picks_the_estimator():
+    rng = np.random.default_rng(4)
+    orders, masks = antithetic_walks(4, 200, rng)
+    twice = masks.reshape(200, 1, 2, 5).repeat(2, axis=1).reshape(-1, 5)
+    for coupled in (True, False):
+        draw = flaky_paired(np.random.default_rng(5), coupled)
+        forward, reverse = twice[0::2], twice[1::2]
+        values = draw(np.concatenate([forward, reverse[:, 1:4]], axis=1), 1).astype(float)
+        along = np.empty(twice.shape)
+        along[0::2] = values[:, :5]
+        along[1::2, 0], along[1::2, 1:4], along[1::2, 4] = values[:, 0], values[:, 5:8], values[:, 4]
+        kappa = coupling(along, known=False)
+        assert kappa > 0.7 if coupled else abs(kappa) < 0.15
+    paired = shapley_rollouts(3, 3000, paired=threshold_paired(np.random.default_rng(6)), seed=1)
+    claimed = shapley_rollouts(3, 3000, paired=threshold_paired(np.random.default_rng(6), coupled=False), seed=1)
+    assert paired.estimator == "paired" and paired.coupling >= COUPLED and paired.rollouts <= 3000
+    assert claimed.estimator == "leverage" and claimed.coupling < COUPLED and claimed.rollouts <= 3000
+    noiseless = shapley_rollouts(3, 500, paired=exact_paired, seed=1)  # no noise: nothing to share, paired
+    assert noiseless.estimator == "paired" and np.isnan(noiseless.coupling)
+
+
+def test_the_default_by_rollouts_is_paired_where_the_policy_can_be_seeded_and_leverage_otherwise():
     assert shapley_rollouts(3, 500, paired=exact_paired, seed=1).interval == "padded"
-    assert shapley_rollouts(3, 500, draw=exact_draw, seed=1).interval == "jackknife"
+    assert shapley_rollouts(3, 500, draw=exact_draw, seed=1).estimator == "leverage"
     with pytest.raises(RcakitError, match="give draw"):
         shapley_rollouts(3, 500)

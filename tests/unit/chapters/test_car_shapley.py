@@ -68,7 +68,33 @@ def test_only_exact_claims_are_asserted():
         claim_named("Resampling after the point of commitment"),
         claim_named("Support agent: replay action-match rate of the scripted"),
         claim_named("Support agent: replay action-match rate of a seeded"),
+        claim_named("v(N) = 1 is proven by the SCM's replay"),
     }
+
+
+def test_the_coverage_claims_of_rcakits_estimators_read_the_worst_player_against_the_nominal_level_in_their_rule():
+    """0.95 is the intervals' nominal level, not a published number: paper null, the level in the rule."""
+    from rcakit import claims
+
+    for name in ("pooled", "paired"):
+        (claim,) = [
+            c
+            for c in claims.chapter_claims("car-shapley")["claims"]
+            if c["measured"].endswith(f"{name}_worst_coverage_ci.1")
+        ]
+        assert claim["paper"] is None and claim["expect"] == ">= 0.95"
+
+
+def test_the_rollouts_section_records_each_players_coverage_and_the_worst_one():
+    section = _rollouts_section(scm.interaction_scm(0.3, seed=0))
+    found = section.numbers["interaction"]["by_rollouts"]
+    each = found["coverage_by_player"]["paired"]["192"]
+    assert len(each) == 3 and found["coverage"]["paired"]["192"] == min(each)  # the table's coverage: the worst
+    assert found["paired_worst_coverage"] == min(each) and found["v_full"] is None  # this study rolled v(N) out
+    proven = chapter.rollouts_section(
+        _study(scm.interaction_scm(0.3, seed=0)), 192, scm.full_replay(scm.interaction_scm(0.3, seed=0))
+    )
+    assert proven.numbers["interaction"]["by_rollouts"]["v_full"] == 1.0
 
 
 def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monkeypatch):
@@ -256,8 +282,12 @@ def test_coverage_section_records_the_chapter_setting_and_reads_every_step():
 
 
 def _rollouts_section(model):
+    return chapter.rollouts_section(_study(model), 192)
+
+
+def _study(model):
     exact = shapley_exact(model.analytic_v, model.n_steps)
-    study = scm.rollout_study(
+    return scm.rollout_study(
         lambda rng: scm.scm_draw(model, rng),
         exact,
         [96, 192],
@@ -266,19 +296,18 @@ def _rollouts_section(model):
         car_k=2,
         paired_for=lambda rng: scm.scm_paired_draw(model, rng),
     )
-    return chapter.rollouts_section(study, 192)
 
 
 def test_the_rollouts_section_says_why_when_the_budget_holds_no_two_pairs():
     s = scm.interaction_scm(0.3, seed=0)
     exact = shapley_exact(s.analytic_v, s.n_steps)
     study = scm.rollout_study(lambda rng: scm.scm_draw(s, rng), exact, [4, 8], seeds=2, seed=0)
-    assert study.empty  # 8 rollouts buy no two pairs of either estimator
+    assert not {"car", "pooled", "paired"} & set(study["estimator"])  # 8 rollouts buy no two pairs of any walks
     section = chapter.rollouts_section(study, 8)
     assert section.numbers == {} and section.skipped is None  # nothing recorded: the claims read "not run"
     assert str(section.facts["reading"].data).startswith("No comparison: 8 rollouts do not buy two")
     cheap = scm.rollout_study(lambda rng: scm.scm_draw(s, rng), exact, [48, 96], seeds=2, seed=0)
-    assert set(cheap["estimator"]) == {"pooled"}  # 96 rollouts: pooled's 16 pairs, none of CAR's
+    assert set(cheap["estimator"]) == {"pooled", "leverage", "default"}  # 96 rollouts: none of CAR's pairs
     assert chapter.rollouts_section(cheap, 96).numbers == {}  # no CAR to compare with: no ratio of NaN
 
 

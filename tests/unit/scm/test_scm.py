@@ -347,3 +347,11 @@ def test_paired_rollouts_estimate_the_interaction_values_within_their_interval()
     est = rcakit.shapley.shapley_paired(scm.scm_paired_draw(model, np.random.default_rng(0)), 3, 5000)
     assert ((est.ci_low <= exact) & (exact <= est.ci_high)).all()
     assert est.values[2] == 0.0  # the idle step: exactly 0 in every rollout, not 0 on average
+
+
+def test_full_replay_proves_v_of_n_from_the_recorded_run_and_the_binomial_floor_falls_with_more_cells():
+    model = scm.interaction_scm(0.3, seed=0)
+    proof = scm.full_replay(model)
+    assert proof.value == 1.0 and "draws nothing" in proof.source
+    assert scm.binomial_floor(200, 1) == pytest.approx(0.925)  # binom.ppf(0.05, 200, 0.95) = 185 of 200
+    assert scm.binomial_floor(40, 120) < scm.binomial_floor(40, 10) < scm.binomial_floor(40, 1) <= 0.95
