@@ -13,10 +13,10 @@ import subprocess
 import sys
 
 import pytest
-from support import FIXTURES
 
 from rcakit.trajectories import instrumented
 from rcakit.trajectories.synthetic import GeneratorConfig, generate_benchmark
+from support import FIXTURES
 
 TRACES = FIXTURES / "traces"
 WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
@@ -53,10 +53,8 @@ def test_a_malformed_span_file_stops_the_run_before_a_kernel_with_one_line(tmp_p
     proc = rcakit("run", "own-traces", "--quick", "-p", "traces", str(path), env=env)
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
-    assert (
-        line
-        == f"rcakit: error: own-traces: parameter 'traces': {path}: {WHERE}: traceId: expected a hex or base64 id, got None"
-    )
+    why = "traceId: expected a hex or base64 id, got None"
+    assert line == f"rcakit: error: own-traces: parameter 'traces': {path}: {WHERE}: {why}"
     assert not (tmp_path / "book").exists() and not (tmp_path / "results").exists()
 
 
