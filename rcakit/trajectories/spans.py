@@ -37,6 +37,7 @@ from rcakit.trajectories.reading import (
 )
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
+MAX_NESTING = 32  # attribute objects nested deeper are kept whole
 TRACE_SUFFIXES = (".json", ".jsonl", ".pb", ".binpb")  # the files a folder of traces is read from
 
 
@@ -79,13 +80,24 @@ def hex_id(value: Any, where: str, what: str, empty_ok: bool = False) -> str | N
     return raw.hex() if any(raw) or not empty_ok else None
 
 
-def flatten(attributes: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested attribute objects (Phoenix, TRAIL) as the flat dotted keys OpenTelemetry records."""
+def flatten(attributes: Mapping[str, Any], prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    """Nested attribute objects (Phoenix, TRAIL) as the flat dotted keys OpenTelemetry records.
+
+    A list of objects is indexed the way OpenInference flattens one:
+    ``{"llm": {"output_messages": [{"message": {"role": "assistant"}}]}}`` gives
+    ``llm.output_messages.0.message.role``; a list of plain values stays a list,
+    and so does anything nested deeper than :data:`MAX_NESTING` (kept whole, never a recursion).
+    """
     flat: dict[str, Any] = {}
     for key, value in attributes.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{name}."))
+        if depth >= MAX_NESTING:
+            flat[name] = value
+        elif isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}.", depth + 1))
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            for i, item in enumerate(value):
+                flat.update(flatten(item, f"{name}.{i}.", depth + 1))
         else:
             flat[name] = value
     return flat

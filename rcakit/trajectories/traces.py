@@ -2,8 +2,9 @@
 
 Each file's format is told by its suffix (``*.pb``/``*.binpb`` are OTLP
 protobuf) or by the first field that only one format has within its first
-64 KiB (``resourceSpans``: OTLP/JSON; else ``child_spans`` or ``span_attributes``:
-TRAIL; else ``span_kind``: Phoenix), unless ``fmt`` names it. Spans are gathered by
+64 KiB (``resourceSpans``: OTLP/JSON; else ``child_spans`` or
+``span_attributes``: TRAIL, also inside a released row's ``trace`` string;
+else ``span_kind``: Phoenix), unless ``fmt`` names it. Spans are gathered by
 trace across every file, and each trace becomes one trajectory
 (:func:`~rcakit.trajectories.openinference.trajectory_of`). Every bad record
 and every trace that cannot become a trajectory is one error line naming
@@ -32,7 +33,11 @@ TRACE_FORMATS = ("otlp", "phoenix", "trail")
 PEEK_BYTES = 1 << 16
 Reader = Callable[[Path], Iterator[tuple[str, "list[Span] | RecordError"]]]
 READERS: dict[str, Reader] = {"otlp": otlp_spans, "phoenix": phoenix_spans, "trail": trail_spans}
-_MARKERS = {"otlp": ('"resourceSpans"',), "trail": ('"child_spans"', '"span_attributes"'), "phoenix": ('"span_kind"',)}
+_MARKERS = {
+    "otlp": ('"resourceSpans"',),
+    "trail": ('"child_spans"', '"span_attributes"', '\\"child_spans\\"'),  # the last: a released row's string
+    "phoenix": ('"span_kind"',),
+}
 
 
 def peek(path: Path) -> str:

@@ -186,3 +186,34 @@ def test_validate_detects_trace_files_and_the_pre_kernel_check_names_the_first_b
     path.write_text((FIXTURES / "collector.jsonl").read_text() + "{oops\n")
     with pytest.raises(RcakitError, match=rf"^{path}:3: invalid JSON"):
         check_traces(str(path), {"trace_format": "auto"})
+
+
+def test_phoenix_nested_attributes_with_lists_of_messages_read_as_openinference_keys(tmp_path):
+    span = {
+        "name": "ChatCompletion",
+        "context": {"trace_id": "ab" * 16, "span_id": "cd" * 8},
+        "span_kind": "LLM",
+        "parent_id": None,
+        "start_time": "2026-01-01T00:00:00.5Z",
+        "end_time": "2026-01-01T00:00:01Z",
+        "status_code": "OK",
+        "attributes": {
+            "llm": {"output_messages": [{"message": {"role": "assistant", "content": "Paris."}}]},
+            "input": {"value": "Capital of France?"},
+            "deep": json.loads('{"a": ' * 40 + "1" + "}" * 40),
+        },
+    }
+    (tmp_path / "page.json").write_text(json.dumps({"data": [span], "next_cursor": None}))
+    (trajectory,) = read_traces(tmp_path / "page.json", announce=False).trajectories
+    assert steps_of(trajectory) == [("agent", "assistant", "Paris.")]
+    assert trajectory.task == "Capital of France?"
+
+
+def test_trail_rows_as_released_hold_trace_and_labels_as_strings(tmp_path):
+    trace = (FIXTURES / "trail" / "traces" / "mars.json").read_text()
+    labels = (FIXTURES / "trail" / "labels" / "mars.json").read_text()
+    path = tmp_path / "trail_gaia.jsonl"  # what datasets' to_json writes: one row per line
+    path.write_text(json.dumps({"trace": trace, "labels": labels}) + "\n")
+    (trajectory,) = read_traces(path, labels=path, announce=False).trajectories
+    assert trajectory.label == Label(role="manager", step=0)
+    assert len(trajectory) == 3
