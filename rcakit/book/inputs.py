@@ -161,7 +161,15 @@ def dask_scheduler(value: Any, params: Mapping[str, Any]) -> None:
 PREFLIGHT_SECONDS = 5.0
 
 
+def agent_traces(value: Any, params: Mapping[str, Any]) -> None:
+    """``traces`` (``own-traces``): every record and trace under the path reads (``rcakit.trajectories.traces``)."""
+    from rcakit.trajectories.traces import check_traces
+
+    _named("traces", lambda: check_traces(value, params))
+
+
 CHECKS: dict[str, Check] = {  # parameter -> its check, cheapest first
+    "traces": agent_traces,
     "methods": plugin_methods,
     "world": musique_world,
     "longrca": longrca_records,

@@ -54,6 +54,7 @@ ORDER = [
     "content-corruption",
     "longrca-strata",
     "attribution-families",
+    "own-traces",
     "claims",
 ]
 PAGES = [*ORDER, "intro"]  # executed in this order; the landing page reads every chapter's results

@@ -62,26 +62,36 @@ __all__ = [
 
 
 def detect_format(path: str | Path) -> str:
-    """``"who_and_when"`` for a Who&When root or subset folder, else ``"longrca"``."""
+    """``"who_and_when"`` for a Who&When root or subset folder, ``"traces"`` for agent traces (OTLP,
+    Phoenix, TRAIL: :func:`~rcakit.trajectories.traces.is_trace_path`), else ``"longrca"``."""
     path = Path(path)
     if path.is_dir() and (path.name in WHO_AND_WHEN_SUBSETS or any((path / s).is_dir() for s in WHO_AND_WHEN_SUBSETS)):
         return "who_and_when"
-    return "longrca"
+    from rcakit.trajectories.traces import is_trace_path
+
+    return "traces" if is_trace_path(path) else "longrca"
 
 
 def validate_path(path: str | Path, fmt: str = "auto") -> tuple[int, list[str]]:
     """Check every record under ``path``: ``(number of good records, one error line per bad one)``.
 
-    ``fmt`` is ``"longrca"``, ``"who_and_when"`` or ``"auto"`` (see
-    :func:`detect_format`). Raises ``RcakitError`` only when the path itself is
+    ``fmt`` is ``"longrca"``, ``"who_and_when"``, a trace format (``"otlp"``,
+    ``"phoenix"``, ``"trail"``, or ``"traces"`` for any of them) or ``"auto"``
+    (see :func:`detect_format`). Raises ``RcakitError`` only when the path itself is
     unusable (missing, an empty folder or file, an unknown format).
     """
     path = require_path(Path(path))
     kind = detect_format(path) if fmt == "auto" else fmt
+    from rcakit.trajectories.traces import TRACE_FORMATS, read_traces
+
     readers = {"longrca": read_longrca, "who_and_when": read_who_and_when}
-    if kind not in readers:
-        raise RcakitError(f"format: {fmt!r} is not one of auto, longrca, who_and_when")
-    result = readers[kind](path, announce=False)  # quiet: validate prints every error itself
+    if kind not in readers and kind not in (*TRACE_FORMATS, "traces"):
+        known = ", ".join(("auto", "longrca", "who_and_when", "traces", *TRACE_FORMATS))
+        raise RcakitError(f"format: {fmt!r} is not one of {known}")
+    if kind in readers:
+        result = readers[kind](path, announce=False)
+    else:
+        result = read_traces(path, "auto" if kind == "traces" else kind, announce=False)
     if not result.trajectories and not result.errors:
         raise RcakitError(f"{path}: no records found")
     return len(result.trajectories), result.errors
