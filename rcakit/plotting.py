@@ -70,6 +70,9 @@ TEXT_WIDTH = 6.8  # inches: the book's text column at 100 dpi, the widest a figu
 # A figure's PNG records its smallest text, in CSS pixels at its display size, under this key (a PNG text
 # chunk): the browser test scales it by the size the page shows the image at and fails text under 9 px.
 SMALLEST_TEXT_KEY = "rcakit smallest text px"
+# ... and whether it draws bars that are all of zero height ("yes" or "no"): such a figure shows nothing of
+# what its caption describes, and the browser test fails it.
+FLAT_BARS_KEY = "rcakit bars all zero-height"
 
 
 def colour(key: str) -> str:
@@ -120,8 +123,11 @@ def retina_png(fig: Figure) -> tuple[bytes | str, dict[str, int]] | None:
     """IPython's retina PNG of ``fig`` (cropped to its content) with its smallest text recorded."""
     from IPython.core.pylabtools import retina_figure
 
-    smallest = {SMALLEST_TEXT_KEY: f"{smallest_text_px(fig):.2f}"}
-    return retina_figure(fig, base64=False, bbox_inches="tight", metadata=smallest)
+    recorded = {
+        SMALLEST_TEXT_KEY: f"{smallest_text_px(fig):.2f}",
+        FLAT_BARS_KEY: "yes" if bars_all_flat(fig) else "no",
+    }
+    return retina_figure(fig, base64=False, bbox_inches="tight", metadata=recorded)
 
 
 def smallest_text_px(fig: Figure) -> float:
@@ -130,6 +136,21 @@ def smallest_text_px(fig: Figure) -> float:
 
     sizes = [float(t.get_fontsize()) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     return min(sizes, default=72.0) * fig.dpi / 72
+
+
+def bars_all_flat(fig: Figure) -> bool:
+    """``fig`` draws bars (a bar chart of any of its axes) and every one of them has zero length: the
+    marks its caption describes are invisible."""
+    from matplotlib.container import BarContainer
+
+    lengths = [
+        patch.get_height() if getattr(bars, "orientation", "vertical") == "vertical" else patch.get_width()
+        for ax in fig.axes
+        for bars in ax.containers
+        if isinstance(bars, BarContainer)
+        for patch in bars.patches
+    ]
+    return bool(lengths) and all(abs(float(n)) < 1e-12 or np.isnan(n) for n in lengths)
 
 
 def no_case_figure(what: str, figsize: tuple[float, float] = (TEXT_WIDTH, 2.2)) -> Figure:

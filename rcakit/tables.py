@@ -55,15 +55,18 @@ def format_value(value: Any, decimals: int = 3, *, counts: bool = False) -> str:
 
 
 SNAKE = re.compile(r"(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])")
-MATH = re.compile(r"(\\\(.*?\\\)|\$[^$]*\$)")  # \( … \) or $ … $: kept as written
+# Kept as written: math between \( … \) or $ … $, and HTML tags (a link's href names a file, underscores
+# and all: ``<a href="car_shapley.html">`` must not become a dead ``car shapley.html``).
+VERBATIM = re.compile(r"(\\\(.*?\\\)|\$[^$]*\$|<[^<>]*>)")
 
 
 def column_label(label: Any) -> Any:
     """A label in words: ``failed_n`` reads "failed n" and ``oracle_gold_hop (oracle)`` "oracle gold hop
-    (oracle)"; math between ``\\(`` and ``\\)`` (typeset in the page) keeps its underscores."""
+    (oracle)"; math between ``\\(`` and ``\\)`` (typeset in the page) and HTML tags (a link's target)
+    keep their underscores."""
     if not isinstance(label, str):
         return label
-    parts = MATH.split(label)
+    parts = VERBATIM.split(label)
     return "".join(part if i % 2 else SNAKE.sub(" ", part) for i, part in enumerate(parts))
 
 

@@ -42,7 +42,7 @@ from rcakit.attribution.adapters import FAMILY_OF, METHOD_NAMES
 from rcakit.attribution.oracle import ReplayMemo
 from rcakit.attribution.scoring import MethodComparison
 from rcakit.attribution.testbeds import FAULT_TYPE_NAMES, FAULT_TYPES, TESTBED_NAMES
-from rcakit.plotting import TEXT_WIDTH
+from rcakit.plotting import BLUE, GREY, ORANGE, PURPLE, SKY, TEXT_WIDTH, VERMILION
 from rcakit.sections import Section
 
 if TYPE_CHECKING:
@@ -291,14 +291,14 @@ def main_section(comparison: MethodComparison) -> Section:
 MARKERS = "osD^vP*XhpH<>"
 ZERO_AT = 0.5  # where a method that replays nothing is drawn on the log axis
 SPREAD = 1.12  # factor between side-by-side markers of methods on the same point (log axis)
-FAMILY_HUES = {  # one colour map per family; its methods get distinct shades of it, a user's methods oranges
-    "post-hoc reader": "Greys",
-    "single-intervention probe": "Blues",
-    "contrastive resampling": "Purples",
-    "Shapley": "Greens",
-    "repair-family search": "Reds",
+FAMILY_COLOURS = {  # one Okabe-Ito colour per family (rcakit.plotting); its methods differ by marker
+    "post-hoc reader": GREY,
+    "single-intervention probe": SKY,
+    "contrastive resampling": PURPLE,
+    "Shapley": BLUE,
+    "repair-family search": VERMILION,
 }
-OTHER = "Oranges"
+OTHER = ORANGE  # a user's method
 MARKER_SIZE = 60  # points squared
 # where a label may go, in points from its markers: right, left, above, below, then further out
 _NUDGES = [
@@ -312,7 +312,14 @@ _NUDGES = [
     (-7, -10, "right"),
     (0, 20, "center"),
     (0, -20, "center"),
+    (14, 20, "left"),
+    (14, -20, "left"),
+    (-14, 20, "right"),
+    (-14, -20, "right"),
+    (0, 30, "center"),
+    (0, -30, "center"),
 ]
+LABEL_SIZE = 9  # points: at the figure's width (the text column) about 12 px, over the book's minimum
 
 
 def frontier_figure(points: pd.DataFrame) -> Figure:
@@ -320,15 +327,15 @@ def frontier_figure(points: pd.DataFrame) -> Figure:
 
     The cost frontier is a dashed step line. A method with no replay is drawn at
     ``ZERO_AT`` replays (the axis label says so). Each method gets a shade of
-    its ``family``'s hue (``FAMILY_HUES``; oranges for a user's method, and for
-    every method when no family is given) and its own marker; the legend lists
-    the families, and each point carries the names of its methods, placed where
-    no marker or other label is.
+    its ``family``'s colour (``FAMILY_COLOURS``; orange for a user's method, and for
+    every method when no family is given) and its own marker; the legend under the
+    axes lists the families, and each point carries the names of its methods, placed
+    where no marker or other label is.
     """
-    fig, ax = plt.subplots(figsize=(TEXT_WIDTH - 1.2, 3.8))
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH, 4.2))
     shown = points.assign(cost=points["cost"].clip(lower=ZERO_AT))
     family = shown["family"] if "family" in shown else pd.Series("method", index=shown.index)
-    colour = _shades(family)
+    colour = {name: FAMILY_COLOURS.get(str(f), OTHER) for name, f in family.items()}
     labels, markers = [], []
     position = {name: i for i, name in enumerate(shown.index)}  # the index is the methods, each once
     for key, group in shown.groupby(["cost", "accuracy"], sort=False):
@@ -355,14 +362,14 @@ def frontier_figure(points: pd.DataFrame) -> Figure:
     ax.set_xlabel(f"mean seed replays per case (log; none drawn at {ZERO_AT})")
     ax.set_ylabel("mean accuracy over fault types")
     _place_labels(ax, labels, markers)
-    present = [*[f for f in FAMILY_HUES if f in set(family)], *sorted(set(family) - set(FAMILY_HUES))]
+    present = [*[f for f in FAMILY_COLOURS if f in set(family)], *sorted(set(family) - set(FAMILY_COLOURS))]
     handles = [
         Line2D(
             [],
             [],
             marker="o",
             linestyle="",
-            color=plt.get_cmap(FAMILY_HUES.get(f, OTHER))(0.7),
+            color=FAMILY_COLOURS.get(f, OTHER),
             markeredgecolor="black",
             markeredgewidth=0.5,
             label=f,
@@ -370,19 +377,10 @@ def frontier_figure(points: pd.DataFrame) -> Figure:
         for f in present
     ]
     handles.append(Line2D([], [], color="grey", linestyle="--", label="cost frontier"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    ax.legend(
+        handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=LABEL_SIZE, frameon=False
+    )
     return fig
-
-
-def _shades(family: pd.Series) -> pd.Series:
-    """A colour per method (the index of ``family``): its family's colour map, from dark to light in order."""
-    colours = {}
-    for name, members in family.groupby(family, sort=False):
-        cmap = plt.get_cmap(FAMILY_HUES.get(name, OTHER))
-        steps = len(members) - 1
-        for i, method in enumerate(members.index):
-            colours[method] = cmap(0.85 - 0.45 * i / steps if steps else 0.7)
-    return pd.Series(colours).reindex(family.index)
 
 
 def _place_labels(ax: Axes, labels: list[tuple[str, float, float, float]], markers: list[tuple[float, float]]) -> None:
@@ -422,7 +420,7 @@ def _label(ax: Axes, text: str, right: float, left: float, y: float, dx: float, 
         textcoords="offset points",
         va="center",
         ha=ha,
-        fontsize=7,
+        fontsize=LABEL_SIZE,
         zorder=2.5,
         bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
     )
@@ -441,4 +439,6 @@ def testbed_figure(comparison: MethodComparison, testbed: str) -> Figure:
         ax.text(0.5, 0.5, f"no chosen method applies to {READER_NAMES.get(testbed, testbed)}", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    return frontier_figure(points.join(families_table(points.index)["family"]).rename(index=READER_NAMES))
+    fig = frontier_figure(points.join(families_table(points.index)["family"]).rename(index=READER_NAMES))
+    fig.axes[0].set_title(READER_NAMES.get(testbed, testbed))
+    return fig

@@ -12,7 +12,7 @@ facts the prose quotes.
   (:func:`commitment_section`);
 - exact Shapley values of the AND and OR games and runs of CAR §5
   (:func:`shapley_section`);
-- GCJR's minimal repair family on a four-event DAG with an AND or an OR join,
+- GCJR's minimal repair family on a four-event DAG with a both-needed or an either-suffices join,
   and its replay count :math:`r(1 + m + |P|)` (:func:`four_event_run`, :func:`repair_section`);
 - the coverage rule of AgenticRAG-FP on a three-hop trace with a false
   premise at hop 3 (:func:`false_premise_run`, :func:`coverage_section`).
@@ -61,6 +61,10 @@ FAULT_HOP = 3  # the hop at which the coverage example injects its false premise
 RAG_ENTITIES = 300  # entities of the coverage example's retrieval world
 FOUR_EVENT_EDGES = (("plan", "lookup"), ("plan", "check"), ("lookup", "answer"), ("check", "answer"))
 FOUR_EVENT_FAULTS = ("lookup", "check")  # the two events with an injected error
+# The two joins at ``answer``, named by what a repair needs: both inputs clean, or either one. The value is the
+# prefix of their results keys (``and_replays``, ``or_exact``), which data/claims.yaml reads.
+BOTH, EITHER = "both-needed", "either-suffices"
+JOINS = {BOTH: "and", EITHER: "or"}
 PLAYERS = (2, 2, 3, 3)  # players of the AND and OR games and of the AND and OR runs
 
 
@@ -169,9 +173,10 @@ def shapley_section(q: float, seed: int) -> Section:
 
 @dataclass(frozen=True)
 class FourEventRun:
-    """The four-event DAG with an AND and an OR join (``cases``), GCJR's results on each and the oracles it used."""
+    """The four-event DAG with a both-needed and an either-suffices join (``cases``), GCJR's results on each and
+    the oracles it used."""
 
-    cases: dict[str, repair.Case]  # "AND", "OR"
+    cases: dict[str, repair.Case]  # keyed by JOINS: "both-needed", "either-suffices"
     found: dict[str, repair.RepairResult]  # GCJR's result per case
     oracles: dict[str, repair.ReplayOracle]  # the oracle GCJR replayed through, per case (its calls)
 
@@ -179,9 +184,11 @@ class FourEventRun:
 def four_event_run(r: int, seed: int) -> FourEventRun:
     """GCJR (GCJR §Methodology) on the four-event DAG: ``plan`` feeds ``lookup`` and ``check``, both feed ``answer``.
 
-    Both middle events carry an injected error; the AND case corrupts
-    ``answer`` when any input is, the OR case (a redundant join) only when
-    every input is. Each case replays under ``r`` shared seeds.
+    Both middle events carry an injected error. At the both-needed join ``answer``
+    needs both inputs clean (it is corrupted when any input is), so a repair needs
+    both events; at the either-suffices join (a redundant one) one clean input
+    suffices (it is corrupted only when every input is). Each case replays under
+    ``r`` shared seeds.
     """
     dag = nx.DiGraph(FOUR_EVENT_EDGES)
     build = {
@@ -191,8 +198,8 @@ def four_event_run(r: int, seed: int) -> FourEventRun:
         "seed": seed,
     }
     cases = {
-        "AND": repair.hand_built_case(dag.edges, case_id="AND", **build),
-        "OR": repair.hand_built_case(dag.edges, redundant=["answer"], case_id="OR", **build),
+        BOTH: repair.hand_built_case(dag.edges, case_id=BOTH, **build),
+        EITHER: repair.hand_built_case(dag.edges, redundant=["answer"], case_id=EITHER, **build),
     }
     oracles = {join: repair.ReplayOracle(case, r=r) for join, case in cases.items()}
     found = {join: repair.gcjr(case, oracles[join]) for join, case in cases.items()}
@@ -202,13 +209,13 @@ def four_event_run(r: int, seed: int) -> FourEventRun:
 def repair_section(repairs: FourEventRun, r: int) -> Section:
     """Per join: the true family, GCJR's family, its replays and :math:`r(1 + m + |P|)` with m = 3 (GCJR §Methodology).
 
-    The AND case has one admissible pair; in the OR case the pair contains a
-    successful singleton and is pruned, so :math:`|P| = 0`.
+    The both-needed case has one admissible pair; in the either-suffices case the
+    pair contains a successful singleton and is pruned, so :math:`|P| = 0`.
     """
     cases, found, oracles = repairs.cases, repairs.found, repairs.oracles
-    closed = {"AND": r * (1 + 3 + 1), "OR": r * (1 + 3)}
+    closed = {BOTH: r * (1 + 3 + 1), EITHER: r * (1 + 3)}
     numbers = {
-        f"{join.lower()}_{key}": value
+        f"{JOINS[join]}_{key}": value
         for join in cases
         for key, value in [
             ("exact", int(found[join].family == cases[join].family)),
@@ -507,7 +514,7 @@ def _effects_figure(table: pd.DataFrame, locus: int | None, closed: pd.Series) -
 REFUND_RUN_EDGES = (("lookup", "issue_refund"), ("issue_refund", "final"), ("issue_refund", "Y"), ("lookup", "final"))
 REFUND_RUN_POS = {"lookup": (0, 0), "issue_refund": (1, 0.5), "final": (2, 0), "Y": (2, 1)}
 FOUR_EVENT_POS = {"plan": (0, 0), "lookup": (1, 0.6), "check": (1, -0.6), "answer": (2, 0)}
-JOIN_RULES = {"AND": "answer corrupted if any input is", "OR": "answer corrupted only if every input is"}
+JOIN_RULES = {BOTH: "answer corrupted if any input is", EITHER: "answer corrupted only if every input is"}
 
 
 def refund_run_figure() -> Figure:
@@ -541,7 +548,7 @@ def shapley_figure(section: Section) -> Figure:
 
 
 def four_event_figure(repairs: FourEventRun) -> Figure:
-    """The AND and OR cases of :func:`four_event_run`, each with GCJR's family outlined."""
+    """The both-needed and either-suffices cases of :func:`four_event_run`, each with GCJR's family outlined."""
     joins = list(repairs.cases)
     return repair_family_figure(
         {f"{join} join": repairs.cases[join] for join in joins},
@@ -552,13 +559,25 @@ def four_event_figure(repairs: FourEventRun) -> Figure:
 
 
 def coverage_rule_figure(section: Section) -> Figure:
-    """J(a, D_h) per hop (:func:`coverage_section`) with its bound and the threshold γ."""
+    """J(a, D_h) per hop (:func:`coverage_section`) as blue dots labelled with their value, the bound
+    :math:`|a| / |D_h|` as black crosses and the threshold γ as a dashed line (AgenticRAG-FP §4).
+
+    Dots, not bars: J is often exactly 0 at every hop, and a bar of height 0 would not show.
+    """
     table = section.table
     assert table is not None, "the coverage section has a table"
-    return _bars_with_reference(
-        table[[J_COLUMN]].rename(columns={J_COLUMN: "$J(a, D_h)$"}),
-        table[BOUND_COLUMN],
-        ylabel="$J(a, D_h)$",
-        reference_label="bound $|a| / |D_h|$",
-        line=(section.facts["gamma"], "threshold γ"),
-    )
+    hops = [f"hop {h}" for h in table.index]
+    x = np.arange(len(hops))
+    fig, ax = plt.subplots(figsize=(6.4, 2.8))
+    ax.axhline(section.facts["gamma"], color="black", ls="--", lw=1, label="threshold γ")
+    ax.scatter(x, table[BOUND_COLUMN], marker="x", s=80, color=REFERENCE, zorder=3, label="bound $|a| / |D_h|$")
+    ax.scatter(x, table[J_COLUMN], s=60, color=BLUE, zorder=4, label="$J(a, D_h)$")
+    top = max(float(table[BOUND_COLUMN].max()), float(section.facts["gamma"]), float(table[J_COLUMN].max()))
+    for xi, j in zip(x, table[J_COLUMN], strict=True):
+        ax.annotate(f"J = {j:.3g}", (xi, j), xytext=(0, -16), textcoords="offset points", ha="center", color=BLUE)
+    ax.set_xticks(x, hops)
+    ax.set_xlim(-0.5, len(hops) - 0.5)
+    ax.set_ylim(-0.25 * top, 1.15 * top)
+    ax.set_ylabel("$J(a, D_h)$")
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
+    return fig

@@ -13,6 +13,16 @@ it. A page fails when:
 - a cell's output carries a ``Warning`` line;
 - it is a chapter page (or the landing page) whose first screen lacks the
   verdict box;
+- it shows a stderr output block, or a code cell whose lines are wider than its box at 1280 px;
+- it shows ASCII math outside code and math (``phi_0``, ``q^2``, ``v(empty``, ``<=``, ``C(n,2)``;
+  a bin label such as ``<=100`` in a table cell is allowed), unless the page is in
+  :data:`ASCII_MATH_PENDING`;
+- one of its figures records that all its bars are of zero height
+  (:data:`rcakit.plotting.FLAT_BARS_KEY`);
+- at 390 px (a phone), a display equation's box is wider than the text column, clips an equation
+  that does not fit instead of scrolling it, or its number overlaps the formula;
+- it links to a page or an anchor of the book that does not exist (read from the built files, no
+  browser needed);
 - it fails a reader-grade check of ``reader_checks.py``: a table wider than the text
   column, a count with a fractional part, a snake_case label, a second parameters cell,
   figure text under 9 px at 1280 px, or a glossary term's first use without its link.
@@ -40,13 +50,27 @@ import pytest
 
 from rcakit.book import registry
 from rcakit.paths import project_root
-from rcakit.plotting import SMALLEST_TEXT_KEY
+from rcakit.plotting import FLAT_BARS_KEY, SMALLEST_TEXT_KEY
 from support.browser import LAUNCH_FLAGS
 from support.reader_checks import READER_JS, glossary_terms, reader_problems
 
 PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
 VERDICT_PAGES = [cid.replace("-", "_") for cid in registry.ORDER if cid != "claims"] + ["intro"]
 VIEWPORT = {"width": 1280, "height": 900}  # the first screen
+PHONE = {"width": 390, "height": 844}  # a phone: display math must stay inside the column
+# Pages whose ASCII math comes from the claim texts and notes of data/claims.yaml (shown in the verdict box
+# and the claims table), which another change is typesetting; the check skips them until it lands. Empty
+# this set then: every page must pass.
+ASCII_MATH_PENDING = frozenset(
+    {"primer", "car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
+    | {"attribution_families", "claims"}
+)
+# Pages whose code lines are not yet reflowed to fit the code box at 1280 px (the primer's fit); the check
+# skips them until they are. Empty this set then.
+CODE_WIDTH_PENDING = frozenset(
+    {"car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
+    | {"attribution_families", "claims"}
+)
 # A screenshot keeps a page's first SHOT_HEIGHT pixels: every page fits today (the longest is
 # about 23,000 px), but the API page before its split (about 143,000 px, 23 MB of PNG) took
 # over the 30 s default on a loaded CI machine. The checks read the whole page either way.
@@ -85,6 +109,13 @@ EXTRACT_JS = """() => {
     })
     .map(box => (box.getAttribute('aria-label') || box.textContent).slice(0, 80));
   const verdict = main.querySelector('.verdict');
+  // code a reader sees (not a folded cell) whose lines run past the right edge of its box
+  const wideCode = [...main.querySelectorAll('.cell_input pre, div.highlight pre')]
+    .filter(pre => pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => pre.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '').slice(0, 80));
+  const noCode = main.cloneNode(true);  // text outside code and typeset math, tables included
+  noCode.querySelectorAll('pre, code, .cell_input, mjx-container, script, style, .MathJax, dl.py')
+    .forEach(e => e.remove());
   return {
     text: main.innerText,
     prose: prose.textContent,
@@ -92,8 +123,42 @@ EXTRACT_JS = """() => {
     outputs: [...main.querySelectorAll('.cell_output')].map(o => o.innerText),
     wide_math: wide,
     verdict_top: verdict ? verdict.getBoundingClientRect().top + window.scrollY : null,
+    stderr: [...main.querySelectorAll('.output.stderr, .stderr')].map(o => o.innerText.slice(0, 100)),
+    wide_code: wideCode,
+    outside_code: noCode.textContent,
+    cells_outside_code: [...noCode.querySelectorAll('td, th')].map(c => c.textContent.trim()),
+    images: [...main.querySelectorAll('.cell_output img, figure img')].map(img => img.src),
   };
 }"""
+# At a phone's width: each display equation's box against the text column, whether a formula wider than its
+# box can scroll there, and whether the equation number overlaps the formula.
+PHONE_MATH_JS = """() => {
+  const main = document.querySelector('main') || document.body;
+  const article = main.querySelector('.bd-article') || main;
+  const column = article.getBoundingClientRect();
+  return [...main.querySelectorAll('div.math')].filter(box => box.offsetParent !== null).map(box => {
+    const rect = box.getBoundingClientRect();
+    const math = box.querySelector('mjx-math') || box.querySelector('mjx-container') || box;
+    const formula = math.getBoundingClientRect();
+    const number = box.querySelector('.eqno');
+    const n = number ? number.getBoundingClientRect() : null;
+    const overflow = getComputedStyle(box).overflowX;  // visible: a wider formula runs out of its box
+    return {
+      label: (box.querySelector('mjx-container') || box).getAttribute('aria-label') || box.textContent.slice(0, 60),
+      past_column: rect.right > column.right + 1 || rect.left < column.left - 1
+        || (overflow === 'visible' && formula.right > column.right + 1),
+      clipped: formula.width > rect.width + 1 && ['hidden', 'clip'].includes(overflow),
+      number_overlaps: !!n && n.width > 0 && n.left < formula.right && n.right > formula.left
+        && n.top < formula.bottom && n.bottom > formula.top,
+    };
+  });
+}"""
+# ASCII math a reader should see typeset: phi_0, q^2, v(empty), <=, >=, C(n,2), D_h and the like.
+ASCII_MATH = re.compile(
+    r"\b(?:phi|Delta|theta|gamma|tau|pi)_\w|\b[A-Za-z]_[A-Za-z0-9]\b|\w\^\d|\bv\(empty|<=|>=|\bC\(\s*\w+\s*,\s*\d\s*\)"
+    r"|\bsum\s*\|"
+)
+BIN_LABEL = re.compile(r"^\s*(?:<=|>=|<|>)\s*[\d,.]+\s*$|^\s*[\d,.]+\s*(?:<=|<)\s*\w+\s*(?:<=|<)\s*[\d,.]+\s*$")
 
 
 def machine_paths() -> list[str]:
@@ -142,6 +207,90 @@ def problems(seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["h
     if verdict_expected and (seen["verdict_top"] is None or seen["verdict_top"] > first_screen):
         where = "missing" if seen["verdict_top"] is None else f"at {seen['verdict_top']:.0f}px"
         found.append(f"no verdict box on the first screen ({where}, the screen is {first_screen}px)")
+    found += [f"a stderr output block: {text!r}" for text in seen["stderr"]]
+    found += [f"a code cell wider than its box at 1280 px: {line!r}" for line in seen["wide_code"]]
+    found += figure_flags(seen["images"])
+    return found + ascii_math(seen)
+
+
+def ascii_math(seen: dict) -> list[str]:
+    """ASCII math in the text outside code and typeset math; a table cell that is only a bin label
+    (``<=100``, ``10 < n <= 50``) is allowed."""
+    cells = [c for c in seen["cells_outside_code"] if c and BIN_LABEL.match(c)]
+    text = seen["outside_code"]
+    for cell in cells:
+        text = text.replace(cell, " ")
+    return [f"ASCII math outside code: {_around(text, m.group(0), m.start())}" for m in ASCII_MATH.finditer(text)]
+
+
+def figure_flags(sources: list[str]) -> list[str]:
+    """The figures (local PNGs) that record all their bars at zero height."""
+    from urllib.parse import unquote, urlparse
+
+    from PIL import Image
+
+    found = []
+    for src in sources:
+        url = urlparse(src)
+        path = Path(unquote(url.path))
+        if url.scheme != "file" or path.suffix.lower() != ".png" or not path.exists():
+            continue
+        with Image.open(path) as png:
+            if png.info.get(FLAT_BARS_KEY) == "yes":
+                found.append(f"a figure whose bars are all of zero height: {path.name}")
+    return found
+
+
+def phone_math_problems(boxes: list[dict]) -> list[str]:
+    """From ``PHONE_MATH_JS``: display equations that leave the column, are clipped, or sit under their number."""
+    found = []
+    for box in boxes:
+        what = box["label"][:60]
+        if box["past_column"]:
+            found.append(f"a display equation wider than the column at 390 px: {what!r}")
+        if box["clipped"]:
+            found.append(f"a display equation clipped at 390 px (its box does not scroll): {what!r}")
+        if box["number_overlaps"]:
+            found.append(f"an equation number overlapping its formula at 390 px: {what!r}")
+    return found
+
+
+def dead_links(html_root: Path, page: Path) -> list[str]:
+    """Links of ``page`` (a built HTML file) to a file or an anchor of the book that does not exist."""
+    from html.parser import HTMLParser
+    from urllib.parse import unquote, urlparse
+
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.hrefs: list[str] = []
+            self.ids: set[str] = set()
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            values = dict(attrs)
+            if values.get("id"):
+                self.ids.add(str(values["id"]))
+            if tag == "a" and values.get("href"):
+                self.hrefs.append(str(values["href"]))
+
+    def parse(path: Path) -> Links:
+        parser = Links()
+        parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+        return parser
+
+    this = parse(page)
+    found = []
+    for href in this.hrefs:
+        url = urlparse(href)
+        if url.scheme or url.netloc or href.startswith(("mailto:", "javascript:")):
+            continue
+        target = (page.parent / unquote(url.path)).resolve() if url.path else page
+        if url.path and not target.exists():
+            found.append(f"a dead link: {href!r}")
+        elif url.fragment and target.suffix == ".html" and target.is_relative_to(html_root.resolve()):
+            ids = this.ids if target == page else parse(target).ids
+            if unquote(url.fragment) not in ids:
+                found.append(f"a link to a missing anchor: {href!r}")
     return found
 
 
@@ -277,12 +426,23 @@ def test_every_page_reads_cleanly(offline, quick_book):
         name = str(path.relative_to(quick_book / "_build" / "html").with_suffix("")).replace("/", "-")
         screenshot(page, quick_book, name)
         found = problems(page.evaluate(EXTRACT_JS), verdict_expected=path.stem in VERDICT_PAGES)
+        found = [p for p in found if not pending(path.stem, p)]
         found += reader_problems(page.evaluate(READER_JS), terms if path.parent.name == "chapters" else None)
+        found += dead_links(quick_book / "_build" / "html", path)
+        page.set_viewport_size(PHONE)
+        found += phone_math_problems(page.evaluate(PHONE_MATH_JS))
         if found:
             report[name] = found
         page.close()
     assert report == {}, "\n".join(f"{name}: {p}" for name, found in report.items() for p in found)
     assert leaks == [], f"requests left the machine: {leaks}"
+
+
+def pending(stem: str, problem: str) -> bool:
+    """A problem of a page whose fix is pending elsewhere (:data:`ASCII_MATH_PENDING`, :data:`CODE_WIDTH_PENDING`)."""
+    return (problem.startswith("ASCII math") and stem in ASCII_MATH_PENDING) or (
+        problem.startswith("a code cell wider") and stem in CODE_WIDTH_PENDING
+    )
 
 
 PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main style="width:600px">
@@ -296,6 +456,11 @@ PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main
 <table class="claims-table"><tr><td>Replay reduction 1 - GCJR/exhaus…</td><td>NaN</td><td>None</td></tr></table>
 <div class="cell_output"><pre>/x/y.py:3: UserWarning: something changed
 value</pre></div>
+<div class="cell_output"><div class="output stderr"><pre>an IProgress notice</pre></div></div>
+<div class="cell_input"><pre style="width:300px;overflow-x:auto">hidden = repair.hidden_edge_sweep(cases, fr, d=d)
+</pre></div>
+<p>The claim holds when phi_0 = (1 - q^2)/2 and v(empty) = 0.</p>
+<figure><img src="FLAT"></figure>
 <div style="height:3000px"></div>
 <div class="admonition verdict"><p>Verdict</p></div>
 </main></body></html>"""
@@ -306,14 +471,19 @@ CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main s
 <p>The docs quote the markup as <code>{glue:text}`name`</code>.</p>
 <table><tr><td>—</td><td>0.500</td><td>a full claim, never cut</td></tr></table>
 <dl class="py function"><dt>rcakit.f(x=None)</dt><dd>None when absent.</dd></dl>
-<div class="cell_output"><pre>no warnings here</pre></div></main></body></html>"""
+<div class="cell_output"><pre>no warnings here</pre></div>
+<div class="cell_input"><pre>phi_0 = v(empty) if n <= 2 else q^2</pre></div>
+<p>Typeset: <mjx-container>phi_0 <= 1</mjx-container>; the snake_case name p_bad is a parameter.</p>
+<table><tr><td>&lt;=100</td><td>&gt;=500</td><td>0.25</td></tr></table>
+<figure><img src="BARS"></figure></main></body></html>"""
 
 
 @pytest.mark.slow
 def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     context, _ = offline
     bad = tmp_path / "bad.html"
-    bad.write_text(PLANTED.replace("TMP/", tempfile.gettempdir() + "/"), encoding="utf-8")
+    planted = PLANTED.replace("TMP/", tempfile.gettempdir() + "/")
+    bad.write_text(planted.replace("FLAT", bars_png(tmp_path / "flat.png", "yes")), encoding="utf-8")
     found = problems(load(context, bad).evaluate(EXTRACT_JS), verdict_expected=True)
     kinds = [
         "equation wider than its container",
@@ -324,14 +494,84 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
         "a path of the machine",
         "a warning in an output",
         "no verdict box on the first screen",
+        "a stderr output block",
+        "a code cell wider than its box at 1280 px",
+        "ASCII math outside code",
+        "a figure whose bars are all of zero height",
     ]
     for kind in kinds:
         assert any(p.startswith(kind) for p in found), f"not flagged: {kind}\n{found}"
     assert sum(p.startswith("nan/None in a table cell") for p in found) == 2  # NaN and None
     assert sum(p.startswith("nan/None in the prose") for p in found) == 2  # "nan" and "is None when"
+    assert sum(p.startswith("ASCII math") for p in found) == 3, found  # phi_0, q^2, v(empty
     clean = tmp_path / "clean.html"
-    clean.write_text(CLEAN, encoding="utf-8")
+    clean.write_text(CLEAN.replace("BARS", bars_png(tmp_path / "bars.png", "no")), encoding="utf-8")
     assert problems(load(context, clean).evaluate(EXTRACT_JS), verdict_expected=True) == []
+
+
+def bars_png(path: Path, flat: str) -> str:
+    """A PNG that records whether its bars are all of zero height (``"yes"`` or ``"no"``)."""
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text(FLAT_BARS_KEY, flat)
+    Image.new("RGB", (200, 100), "white").save(path, pnginfo=info)
+    return path.as_uri()
+
+
+PHONE_PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main>
+<article class="bd-article" style="width:300px">
+<div class="math" id="wide"><mjx-container display="true" aria-label="wide and unboxed">
+<mjx-math style="display:inline-block;width:600px">x</mjx-math></mjx-container></div>
+<div class="math" id="clipped" style="width:300px;overflow:hidden"><mjx-container display="true" aria-label="clipped">
+<mjx-math style="display:inline-block;width:600px">x</mjx-math></mjx-container></div>
+<div class="math" style="width:300px;overflow-x:auto"><span class="eqno" style="position:absolute">(1.5)</span>
+<mjx-container display="true" aria-label="numbered"><mjx-math style="display:inline-block;width:280px">x</mjx-math>
+</mjx-container></div>
+</article></main></body></html>"""
+
+PHONE_CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main>
+<article class="bd-article" style="width:300px">
+<div class="math" style="width:300px;overflow-x:auto"><span class="eqno" style="display:block;text-align:right">(1.5)
+</span><mjx-container display="true" aria-label="scrolls"><mjx-math style="display:inline-block;width:600px">x
+</mjx-math></mjx-container></div>
+</article></main></body></html>"""
+
+
+@pytest.mark.slow
+def test_the_phone_math_check_flags_a_wide_a_clipped_and_an_overlapped_equation(offline, tmp_path):
+    context, _ = offline
+    (tmp_path / "bad.html").write_text(PHONE_PLANTED, encoding="utf-8")
+    page = load(context, tmp_path / "bad.html")
+    page.set_viewport_size(PHONE)
+    found = phone_math_problems(page.evaluate(PHONE_MATH_JS))
+    for kind in ("wider than the column", "clipped", "number overlapping"):
+        assert sum(kind in p for p in found) == 1, f"{kind}\n{found}"
+    (tmp_path / "clean.html").write_text(PHONE_CLEAN, encoding="utf-8")
+    page = load(context, tmp_path / "clean.html")
+    page.set_viewport_size(PHONE)
+    assert phone_math_problems(page.evaluate(PHONE_MATH_JS)) == []
+
+
+def test_the_link_check_flags_a_dead_page_and_a_missing_anchor_and_passes_good_links(tmp_path):
+    root = tmp_path / "html"
+    (root / "chapters").mkdir(parents=True)
+    (root / "chapters" / "car_shapley.html").write_text('<h2 id="beside">x</h2>', encoding="utf-8")
+    page = root / "chapters" / "claims.html"
+    page.write_text(
+        '<a href="car shapley.html">dead</a><a href="car_shapley.html#nowhere">no anchor</a>'
+        '<a href="car_shapley.html#beside">ok</a><a href="#top">here</a><p id="top"></p>'
+        '<a href="https://example.org/x">remote</a><a href="../chapters/car_shapley.html">ok</a>',
+        encoding="utf-8",
+    )
+    found = dead_links(root, page)
+    assert found == ["a dead link: 'car shapley.html'", "a link to a missing anchor: 'car_shapley.html#nowhere'"]
+
+
+def test_the_pending_lists_only_excuse_their_own_kind_of_problem():
+    assert pending("claims", "ASCII math outside code: 'phi_0'")
+    assert not pending("primer", "ASCII math outside code: 'phi_0'")
+    assert not pending("claims", "a stderr output block: 'x'")
 
 
 READER_PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main>

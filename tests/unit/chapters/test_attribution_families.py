@@ -18,8 +18,11 @@ def beds():
     }
 
 
-def test_the_frontier_shows_every_method_in_its_own_colour_with_a_short_legend():
+def test_the_frontier_shows_each_family_in_one_book_colour_each_method_in_its_own_marker_with_a_short_legend():
     import pandas as pd
+    from matplotlib.colors import to_hex
+
+    from rcakit import plotting
 
     names = [
         "coverage",
@@ -45,8 +48,12 @@ def test_the_frontier_shows_every_method_in_its_own_colour_with_a_short_legend()
     ax = chapter.frontier_figure(points.join(chapter.families_table(names)["family"])).axes[0]
     markers = [c for c in ax.collections if len(c.get_offsets()) == 1]
     assert len(markers) == len(names)
-    colours = {tuple(c.get_facecolor()[0]) for c in markers}
-    assert len(colours) == len(names)  # no two methods share a colour
+    colours = [to_hex(c.get_facecolor()[0]).upper() for c in markers]
+    assert set(colours) <= set(plotting.COLOUR_NAMES) and len(set(colours)) == 5  # Okabe-Ito, one per family
+    shapes = {
+        (colour, tuple(map(tuple, c.get_paths()[0].vertices))) for colour, c in zip(colours, markers, strict=True)
+    }
+    assert len(shapes) == len(names)  # no two methods share a colour and a marker
     xs = sorted(float(c.get_offsets()[0][0]) for c in markers if float(c.get_offsets()[0][1]) == 0.67)
     assert len(xs) == 2 and xs[0] < xs[1]  # gcjr and singleton_replay drawn side by side, neither hidden
     assert len(ax.get_legend().get_texts()) < 11
