@@ -45,8 +45,8 @@ def claim_named(start):
 
 
 EFFICIENCY = claim_named("Efficiency sum: the Wilson interval")
-TELESCOPES = claim_named("Efficiency sum = 1 - v(empty set) estimate exactly")
-PHI = [claim_named(f"Shapley phi_{i}") for i in range(3)]
+TELESCOPES = claim_named("Efficiency sum $= 1 - ")
+PHI = [claim_named(f"Shapley $\\phi_{i}$") for i in range(3)]
 
 
 def test_correct_estimator_agrees_with_every_shapley_claim():
@@ -68,7 +68,7 @@ def test_only_exact_claims_are_asserted():
         claim_named("Resampling after the point of commitment"),
         claim_named("Support agent: replay action-match rate of the scripted"),
         claim_named("Support agent: replay action-match rate of a seeded"),
-        claim_named("v(N) = 1 is proven by the SCM's replay"),
+        claim_named("$v(N) = 1$ is proven by the SCM's replay"),
     }
 
 
@@ -111,7 +111,7 @@ def test_efficiency_identity_fails_when_the_reverse_walk_does_not_telescope(monk
     monkeypatch.setattr(rcakit.shapley, "_reverse_walk", stale_reverse_walk)
     verdicts, table = car_verdicts()
     assert verdicts[TELESCOPES] == "fails"
-    with pytest.raises(AssertionError, match="Efficiency sum = 1 - v"):
+    with pytest.raises(AssertionError, match=r"Efficiency sum \$= 1 - "):
         claims.assert_holds(table)
 
 

@@ -29,18 +29,18 @@ def _car(gap: float, q: float = 0.3) -> dict:
 def test_compare_verdicts_and_assert_holds():
     table = claims.compare("car-shapley", _car(gap=0.0), {"q": 0.3}).set_index("claim")
     verdict = {name.split(":")[0]: v for name, v in table["verdict"].items()}
-    assert verdict["Shapley phi_0, two-step interaction SCM"] == "agrees"  # 0.455 in [0.43, 0.49]
-    assert verdict["Shapley phi_1, two-step interaction SCM"] == "differs"  # 0.455 outside [0.40, 0.44]
+    assert verdict["Shapley $\\phi_0$, two-step interaction SCM"] == "agrees"  # 0.455 in [0.43, 0.49]
+    assert verdict["Shapley $\\phi_1$, two-step interaction SCM"] == "differs"  # 0.455 outside [0.40, 0.44]
     assert (
         verdict[
-            "CAR's 95% interval for phi_0 holds the analytic value in 95% of reruns at the paper's setting "
-            "(80 permutations x 12 rollouts)"
+            "CAR's 95% interval for $\\phi_0$ holds the analytic value in 95% of reruns at the paper's setting "
+            "(80 permutations $\\times$ 12 rollouts)"
         ]
         == "other parameters"
     )  # no setting given: not the paper's
     claims.assert_holds(table.reset_index())  # a Monte-Carlo interval that misses is a verdict, never an exception
     broken = claims.compare("car-shapley", _car(gap=1e-3), {"q": 0.3})
-    with pytest.raises(AssertionError, match="Efficiency sum = 1 - v"):  # an exact identity is asserted
+    with pytest.raises(AssertionError, match=r"Efficiency sum \$= 1 - "):  # an exact identity is asserted
         claims.assert_holds(broken)
 
 
@@ -53,7 +53,7 @@ def test_an_identity_is_checked_at_any_parameters_against_its_own_expected_value
     with pytest.raises(AssertionError, match="Replay reduction 1 - GCJR/exhaustive equals"):
         claims.assert_holds(broken)
     at_half = claims.compare("car-shapley", _car(gap=0.0, q=0.5), {"q": 0.5}).set_index("claim")
-    phi_0 = next(v for name, v in at_half["verdict"].items() if name.startswith("Shapley phi_0"))
+    phi_0 = next(v for name, v in at_half["verdict"].items() if name.startswith("Shapley $\\phi_0$"))
     assert phi_0 == "other parameters"  # a statistical claim against the paper's number, at the paper's q only
     missing = claims.compare("car-shapley", {}, {"q": 0.3, "provider": "llamacpp:smollm2"})
     assert set(missing["verdict"]) == {"not measured"}
