@@ -46,7 +46,7 @@ def _list(args: argparse.Namespace) -> None:
 def _allowed(chapter: registry.Chapter, name: str) -> str:
     """A parameter's valid values as ``rcakit list`` prints them: ``[lo, hi]`` (an open end as ∞) or the choices."""
     if name in chapter.bounds:
-        lo, hi = chapter.bounds[name]
+        lo, hi = registry.bounds_of(chapter, name)  # an open end of a timeout or a count is the platform's bound
         return f"  in [{'-∞' if lo is None else lo}, {'∞' if hi is None else hi}]"
     if name in chapter.choices:
         return "  one of " + ", ".join(map(str, chapter.choices[name]))
