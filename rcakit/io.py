@@ -277,7 +277,21 @@ def _mode_for(path: Path) -> int:
     try:
         return path.stat().st_mode & 0o777
     except OSError:
-        return _NEW_FILE_MODE
+        return _NEW_FILE_MODE & ~current_umask()
+
+
+def current_umask() -> int:
+    """The process's umask (a new file's mode is 0644 less it, as ``open`` would make it): read from
+    ``/proc/self/status`` where Linux has it, else set and restored at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _remove(tmp: str) -> None:

@@ -199,8 +199,32 @@ def split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]] | No
     return rest, params
 
 
+ASCII = {"∞": "inf", "−": "-", "–": "-", "—": "--", "…": "...", "≤": "<=", "≥": ">=", "×": "x", "’": "'"}
+
+
+def _ascii_fallback(err: UnicodeError) -> tuple[str, int]:
+    """A codec error handler: what a stream cannot encode, in ASCII (``∞`` as ``inf``, else ``\\u221e``)."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    bad = err.object[err.start : err.end]
+    return "".join(ASCII.get(c, c.encode("ascii", "backslashreplace").decode()) for c in bad), err.end
+
+
+def degrade_streams() -> None:
+    """stdout and stderr never fail on a character their encoding lacks (``PYTHONIOENCODING=ascii``, a C locale):
+    it is written in ASCII instead (issue 48, D07)."""
+    import codecs
+
+    codecs.register_error("rcakit-ascii", _ascii_fallback)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            reconfigure(errors="rcakit-ascii")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    degrade_streams()
     absolute_folder_envs()  # the kernel starts in the project root: a relative folder must mean the same there
     staging.catch_termination()  # SIGTERM and SIGHUP unwind every command, its temporary files removed
     try:
