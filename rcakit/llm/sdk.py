@@ -238,8 +238,14 @@ def _describe(sdk: ModuleType, exc: Exception, timeout: float, key_env: str, tri
         return message
     if isinstance(exc, sdk.APITimeoutError):
         return f"no reply within the {timeout:g} s timeout" + (f" ({tries} tries)" if tries > 1 else "")
+    if isinstance(exc, sdk.APIConnectionError) and type(exc.__cause__).__name__ == "TooManyRedirects":
+        return "the server redirects the request in a loop (too many redirects)" + (
+            f" ({tries} tries)" if tries > 1 else ""
+        )
     if isinstance(exc, sdk.APIConnectionError):
         return "cannot connect (is the server running at this URL?)" + (f" ({tries} tries)" if tries > 1 else "")
+    if isinstance(exc, RecursionError):  # JSON nested deeper than the parser goes
+        return "malformed reply from the server (JSON nested too deeply to read)"
     if isinstance(exc, (sdk.APIResponseValidationError, ValueError)):
         return f"malformed reply from the server ({type(exc).__name__})"
     if isinstance(exc, sdk.APIError):

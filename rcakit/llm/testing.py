@@ -45,7 +45,7 @@ class FakeServer(ABC):
     with the protocol's error body, and a ``Retry-After`` header when given),
     ``("hang", seconds)`` (no answer until then or until ``close``),
     ``("malformed", text)`` (HTTP 200 with ``text`` as a JSON body that is not
-    the protocol's) or ``("echo_auth", code)`` (an HTTP error whose message
+    the protocol's), ``("redirect", code)`` (a redirect to the same path, a loop) or ``("echo_auth", code)`` (an HTTP error whose message
     quotes the request's ``Authorization`` and ``x-api-key`` headers, as a
     hostile server might). With nothing queued the server replies
     ``respond(messages)``. Token counts are the characters of the prompt and of
@@ -157,6 +157,8 @@ class FakeServer(ABC):
             http.send(payload, self.error_body(f"invalid credentials: {_credentials(http.headers)}"))
         elif kind == "malformed":
             http.send_bytes(200, str(payload).encode())
+        elif kind == "redirect":  # to the same path: a loop
+            http.send_bytes(payload, b"", {"Location": http.path})
         else:
             text = payload if kind == "reply" else self.respond(messages)
             http.send(200, self.reply_body(body, text, sum(len(m["content"]) for m in messages)))
