@@ -46,8 +46,9 @@ class FakeServer(ABC):
     ``("hang", seconds)`` (no answer until then or until ``close``),
     ``("malformed", text)`` (HTTP 200 with ``text`` as a JSON body that is not
     the protocol's), ``("redirect", code)`` (a redirect to the same path, a
-    loop) or ``("echo_auth", code)`` (an HTTP error whose message quotes the request's ``Authorization`` and ``x-api-key`` headers, as a
-    hostile server might). With nothing queued the server replies
+    loop) or ``("echo_auth", code)`` (an HTTP error whose message quotes the
+    request's ``Authorization`` and ``x-api-key`` headers, as a hostile server
+    might). With nothing queued the server replies
     ``respond(messages)``. Token counts are the characters of the prompt and of
     the reply. ``requests`` holds each chat request body, ``paths`` every
     request's method and path, ``times`` the ``time.monotonic()`` of each chat
