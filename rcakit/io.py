@@ -17,6 +17,13 @@ blocking and checked to be a regular file first (:func:`read_regular`), so a
 FIFO planted at its name is one line, not a hang. Cleanup removes only what
 it can prove a dead process left: :func:`held_by_live_process` goes by the pid
 in a temporary name and that process's start time.
+
+Every file rcakit reads goes through one reader: :func:`read_text` (a regular
+file, at most a size cap, UTF-8) and :func:`read_yaml` (that, then YAML with
+``safe_load`` after a pass over its events that refuses a file expanding,
+aliases and all, to more than :data:`YAML_MAX_NODES` values (a billion
+laughs) or nesting deeper than :data:`MAX_DEPTH`), each fault one line naming
+the file; a caller checks the value against its file's schema.
 """
 
 from __future__ import annotations
@@ -26,10 +33,14 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rcakit import RcakitError
 
 _NEW_FILE_MODE = 0o644
+MAX_READ_BYTES = 16 * 2**20  # a data or claims registry, a results file: more is not a file rcakit wrote
+YAML_MAX_NODES = 10**6  # values in a YAML file, each alias counted as what it repeats (rcakit's have thousands)
+MAX_DEPTH = 64  # nesting of a YAML or JSON file rcakit reads (its own files nest under 10)
 MIN_FREE_BYTES = 2**20  # below this a folder counts as full: a chapter's results need more
 
 
@@ -266,7 +277,21 @@ def _mode_for(path: Path) -> int:
     try:
         return path.stat().st_mode & 0o777
     except OSError:
-        return _NEW_FILE_MODE
+        return _NEW_FILE_MODE & ~current_umask()
+
+
+def current_umask() -> int:
+    """The process's umask (a new file's mode is 0644 less it, as ``open`` would make it): read from
+    ``/proc/self/status`` where Linux has it, else set and restored at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _remove(tmp: str) -> None:
@@ -274,3 +299,76 @@ def _remove(tmp: str) -> None:
         os.unlink(tmp)
     except FileNotFoundError:
         pass
+
+
+def read_text(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_READ_BYTES) -> str:
+    """The text of the regular file ``path``: at most ``max_bytes`` bytes of UTF-8, else one ``RcakitError``
+    line naming the file (a missing file is one too)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise RcakitError(f"{path}: cannot read this {what}: {err.strerror or err}") from None
+    if size > max_bytes:
+        raise RcakitError(f"{path}: this {what} is {size:,} bytes, more than the {max_bytes:,} rcakit reads")
+    try:
+        data = read_regular(path, what)
+    except FileNotFoundError:
+        raise RcakitError(f"{path}: cannot read this {what}: it does not exist") from None
+    if len(data) > max_bytes:  # it grew since the stat
+        raise RcakitError(f"{path}: this {what} is more than the {max_bytes:,} bytes rcakit reads")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RcakitError(f"{path}: this {what} is not UTF-8 text (byte {err.start})") from None
+
+
+def read_yaml(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_READ_BYTES) -> Any:
+    """The YAML file ``path`` as plain values (``safe_load``: no tag makes an object), read with
+    :func:`read_text`; more than :data:`YAML_MAX_NODES` values (aliases expanded), nesting deeper than
+    :data:`MAX_DEPTH` or a syntax error is one ``RcakitError`` line naming the file."""
+    import yaml
+
+    text = read_text(path, what, max_bytes)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when PyYAML has it: ten times faster
+    try:
+        _check_yaml_events(yaml.parse(text, Loader=loader), path, what)
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise RcakitError(
+            f"{path}: this {what} is not valid YAML: {' '.join(str(problem).split())[:160]}{where}"
+        ) from None
+    except RecursionError:
+        raise RcakitError(f"{path}: this {what} is nested more than {MAX_DEPTH} levels deep") from None
+
+
+def _check_yaml_events(events: Any, path: str | os.PathLike[str], what: str) -> None:
+    """Refuse a YAML stream whose nodes, each alias counted as the node it repeats, exceed
+    :data:`YAML_MAX_NODES` (a billion laughs: a few lines that expand a billionfold), or that nests
+    deeper than :data:`MAX_DEPTH`."""
+    import yaml
+
+    sizes: dict[str, int] = {}  # an anchor -> the nodes under it, aliases expanded
+    open_: list[list[Any]] = [[None, 0]]  # [anchor, nodes so far] of each collection being read
+    for event in events:
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_.append([event.anchor, 1])
+            if len(open_) - 1 > MAX_DEPTH:
+                raise RcakitError(f"{path}: this {what} is nested more than {MAX_DEPTH} levels deep")
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            anchor, nodes = open_.pop()
+        elif isinstance(event, yaml.AliasEvent):
+            anchor, nodes = None, sizes.get(event.anchor, 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, nodes = event.anchor, 1
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = nodes
+        open_[-1][1] += nodes
+        if open_[-1][1] > YAML_MAX_NODES:
+            raise RcakitError(f"{path}: this {what} expands to more than {YAML_MAX_NODES:,} YAML nodes (aliases?)")

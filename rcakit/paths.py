@@ -45,6 +45,12 @@ def check_source_date_epoch(environ: Mapping[str, str] | None = None) -> None:
     raw = (os.environ if environ is None else environ).get("SOURCE_DATE_EPOCH")
     if raw is not None and not (raw.strip().isdigit() and raw.strip().isascii()):
         raise RcakitError(f"SOURCE_DATE_EPOCH: expected a whole number of seconds since 1970, got {raw!r}")
+    if raw is not None and int(raw) > LAST_EPOCH:  # Sphinx dates its pages with datetime: the year 9999 at most
+        shown = raw.strip() if len(raw.strip()) <= 40 else f"{raw.strip()[:40]}... ({len(raw.strip())} digits)"
+        raise RcakitError(f"SOURCE_DATE_EPOCH: {shown} is past the year 9999 (at most {LAST_EPOCH})")
+
+
+LAST_EPOCH = 253402300799  # 9999-12-31T23:59:59Z: the last second Python's datetime (and so Sphinx) can date
 
 
 def absolute_folder_envs(environ: dict[str, str] | None = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,8 @@ STAGE_ENV = "RCAKIT_RESULTS_STAGE"
 
 
 def record(chapter_id: str, numbers: Mapping[str, Any], params: Mapping[str, Any]) -> None:
-    """Write ``numbers`` plus ``params`` and the rcakit version to ``results/<chapter_id>.json``.
+    """Write ``numbers`` plus ``params`` and the rcakit version to ``results/<chapter_id>.json``, and under
+    ``llm_output_modes`` the structured-output mode each model's replies came in, when a model was asked.
 
     Returns nothing, so the cell that calls it shows nothing. Inside a run that
     ``rcakit.book.runner`` started, the file is staged in ``$RCAKIT_RESULTS_STAGE``
@@ -60,6 +62,10 @@ def record(chapter_id: str, numbers: Mapping[str, Any], params: Mapping[str, Any
     payload = dict(to_jsonable(numbers))
     payload["params"] = to_jsonable(params)
     payload["rcakit_version"] = __version__
+    llm = sys.modules.get("rcakit.llm.base")  # not imported: no model was asked anything
+    modes = llm.output_modes() if llm is not None else {}
+    if modes:  # how each model was asked for JSON: structured output, a JSON object or plain text
+        payload["llm_output_modes"] = modes
     stage = os.environ.get(STAGE_ENV)
     folder = Path(stage) if stage else results_dir()
     _check_folder(folder)
@@ -103,6 +109,26 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(tree, dict):
         raise RcakitError(f"{path}: not a results file: expected a JSON object, got {type(tree).__name__}")
     return tree
+
+
+def measured_value(tree: Mapping[str, Any], dotted: str) -> Any:
+    """:func:`lookup`, then the value's type checked before any verdict is given on it: a number (``bool`` is
+    not one), ``None`` (not measured) or a list of those (an interval); anything else, a string ``"1"`` or a
+    ``true`` that would compare equal to 1, is one ``RcakitError`` line naming the key (issue 48, D12)."""
+    value = lookup(tree, dotted)
+    if not _numeric(value):
+        shown = " ".join(repr(value)[:60].split())
+        raise RcakitError(
+            f"results: {dotted} holds {shown} ({type(value).__name__}), not a number; rcakit writes numbers "
+            "there: rerun the chapter"
+        )
+    return value
+
+
+def _numeric(value: Any, depth: int = 0) -> bool:
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return True
+    return isinstance(value, list) and depth < 2 and all(_numeric(v, depth + 1) for v in value)
 
 
 def lookup(tree: Mapping[str, Any], dotted: str) -> Any:

@@ -16,19 +16,20 @@ Used in the chapters: `attribution-families`.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import pandas as pd
 
 from rcakit import RcakitError, stats
 from rcakit.attribution.adapters import Method, is_built_in
-from rcakit.attribution.interface import Attribution, NotApplicable
+from rcakit.attribution.interface import KINDS, Attribution, NotApplicable
 from rcakit.attribution.oracle import ReplayMemo
 from rcakit.attribution.testbeds import TestbedCase
+from rcakit.deadlines import check_seconds
 
 
 def correct(attribution: Attribution, truth: frozenset[Any]) -> bool:
@@ -60,10 +61,8 @@ METHOD_TIMEOUT = 60.0  # seconds a user's method may spend on one case
 
 
 def check_method_timeout(value: float, param: str = "method_timeout") -> float:
-    """``value`` as seconds, a number > 0 and finite; anything else is a one-line error."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise RcakitError(f"{param}: expected a number of seconds > 0, got {value!r}")
-    return float(value)
+    """``value`` as seconds, a number > 0 and at most a day (``rcakit.deadlines.check_seconds``)."""
+    return check_seconds(value, param)
 
 
 def run_method(
@@ -89,12 +88,71 @@ def run_method(
         if is_built_in(method):
             found = method(case.case, oracle, budget)
         else:
-            found = _within(method, (case.case, oracle, budget), check_method_timeout(method_timeout), what)
+            players = case.case.players
+
+            def answer(*args: Any) -> Attribution:  # the call and its answer's reading share the deadline
+                return materialise(method(*args), players, what)
+
+            found = _within(answer, (case.case, oracle, budget), check_method_timeout(method_timeout), what)
     except NotApplicable:
         return None
     if not isinstance(found, Attribution):
         raise RcakitError(f"{what} returned {type(found).__name__}, not an Attribution")
     return Attribution(found.kind, found.answer, oracle.cost())
+
+
+class BadAnswer(RcakitError):
+    """A user's answer of the wrong shape or size: the line already names the method and the case."""
+
+
+FAMILY_CAP = 10_000  # minimal repair sets a user's family may hold (an antichain of n players has C(n, n/2))
+
+
+def materialise(found: object, players: tuple[Any, ...], what: str) -> Attribution:
+    """A user's answer read into rcakit's own values, or one line naming the method and the case (``what``).
+
+    Called on the method's thread, so reading the answer shares its deadline:
+    an endless iterator or a huge container is read no further than its
+    kind allows (a ranking at most ``len(players)`` entries, a set of a family
+    as many, a family :data:`FAMILY_CAP` sets), and every entry must be one of
+    the case's players (the players themselves are kept, never the method's
+    objects). A point is one player or None; a ranking the players, best first;
+    a family sets of players (:class:`~rcakit.attribution.interface.Attribution`).
+    """
+    if not isinstance(found, Attribution):
+        raise BadAnswer(f"{what} returned {type(found).__name__}, not an Attribution")
+    kind = found.kind
+    if type(kind) is not str or kind not in KINDS:
+        shown = " ".join(repr(kind)[:80].split())
+        raise BadAnswer(f"{what} returned an Attribution of kind {shown}, not one of {', '.join(KINDS)}")
+    index = {player: player for player in players}
+
+    def player(entry: object) -> Any:
+        try:
+            return index[entry]
+        except (KeyError, TypeError):
+            shown = " ".join(repr(entry)[:80].split())
+            raise BadAnswer(
+                f"{what} answered {shown} ({type(entry).__name__}), not one of the case's players"
+            ) from None
+
+    def bounded(entries: object, cap: int, shape: str) -> list[Any]:
+        if isinstance(entries, str | bytes) or not isinstance(entries, Iterable):
+            raise BadAnswer(f"{what} answered a {kind} of {type(entries).__name__}, not {shape}")
+        taken = list(islice(entries, cap + 1))
+        if len(taken) > cap:
+            raise BadAnswer(f"{what} answered a {kind} with more than {cap} entries in {shape} (at most {cap})")
+        return taken
+
+    answer = found.answer
+    if kind == "point":
+        return Attribution(kind, None if answer is None else player(answer))
+    if kind == "ranking":
+        return Attribution(kind, tuple(player(e) for e in bounded(answer, len(players), "a sequence of players")))
+    sets = bounded(answer, FAMILY_CAP, "a collection of sets of players")
+    return Attribution(
+        kind, frozenset(frozenset(player(e) for e in bounded(s, len(players), "a set of players")) for s in sets)
+    )
 
 
 def _method_name(method: Method) -> str:
@@ -126,7 +184,7 @@ def _within(method: Method, args: tuple[Any, ...], seconds: float, what: str) ->
     ok, value = done[0]
     if ok:
         return value
-    if isinstance(value, NotApplicable):
+    if isinstance(value, NotApplicable | BadAnswer):
         raise value
     raise RcakitError(f"{what} failed: {one_line(value)}") from value
 

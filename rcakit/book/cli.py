@@ -46,7 +46,7 @@ def _list(args: argparse.Namespace) -> None:
 def _allowed(chapter: registry.Chapter, name: str) -> str:
     """A parameter's valid values as ``rcakit list`` prints them: ``[lo, hi]`` (an open end as ∞) or the choices."""
     if name in chapter.bounds:
-        lo, hi = chapter.bounds[name]
+        lo, hi = registry.bounds_of(chapter, name)  # an open end of a timeout or a count is the platform's bound
         return f"  in [{'-∞' if lo is None else lo}, {'∞' if hi is None else hi}]"
     if name in chapter.choices:
         return "  one of " + ", ".join(map(str, chapter.choices[name]))
@@ -199,8 +199,32 @@ def split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]] | No
     return rest, params
 
 
+ASCII = {"∞": "inf", "−": "-", "–": "-", "—": "--", "…": "...", "≤": "<=", "≥": ">=", "×": "x", "’": "'"}
+
+
+def _ascii_fallback(err: UnicodeError) -> tuple[str, int]:
+    """A codec error handler: what a stream cannot encode, in ASCII (``∞`` as ``inf``, else ``\\u221e``)."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    bad = err.object[err.start : err.end]
+    return "".join(ASCII.get(c, c.encode("ascii", "backslashreplace").decode()) for c in bad), err.end
+
+
+def degrade_streams() -> None:
+    """stdout and stderr never fail on a character their encoding lacks (``PYTHONIOENCODING=ascii``, a C locale):
+    it is written in ASCII instead (issue 48, D07)."""
+    import codecs
+
+    codecs.register_error("rcakit-ascii", _ascii_fallback)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            reconfigure(errors="rcakit-ascii")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    degrade_streams()
     absolute_folder_envs()  # the kernel starts in the project root: a relative folder must mean the same there
     staging.catch_termination()  # SIGTERM and SIGHUP unwind every command, its temporary files removed
     try:

@@ -36,11 +36,42 @@ Each error is one line that names the parameter and the file (and line).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
 
 Check = Callable[[Any, Mapping[str, Any]], None]
+
+
+def check_claims_file() -> None:
+    """``data/claims.yaml`` read through ``rcakit.io.read_yaml`` and checked against its schema (a mapping of
+    chapter ids to sections, each a mapping whose ``claims`` is a list of mappings, every claim's rules as
+    ``rcakit.claims.ledger`` checks them): every chapter's verdicts read it, so a malformed file is one line
+    naming it before a kernel starts (issue 48, D19)."""
+    from rcakit.claims import ledger
+
+    path = ledger.claims_path()
+    if not path.exists() and not path.is_symlink():
+        return  # a project without claims (a test's toy root): nothing reads it
+    tree = ledger._parse(path, _mtime(path))
+    if not isinstance(tree, dict):
+        raise RcakitError(f"{path}: the claims file must map chapter ids to sections, got {type(tree).__name__}")
+    for chapter_id, section in tree.items():
+        where = f"{path}: {chapter_id!r:.60}"
+        if not isinstance(chapter_id, str) or not isinstance(section, dict):
+            raise RcakitError(f"{where}: expected a chapter id mapped to a section (paper, claims, published)")
+        claims = section.get("claims", [])
+        if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+            raise RcakitError(f"{where}: claims must be a list of mappings")
+        ledger.chapter_claims(chapter_id)  # each claim's kind, expect rule and needs
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError as err:
+        raise RcakitError(f"{path}: cannot read the claims file: {err.strerror or err}") from None
 
 
 def check_parameters(chapter_id: str, params: Mapping[str, Any]) -> None:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
+from rcakit.deadlines import MAX_COUNT, MAX_SECONDS
 from rcakit.params import ChapterParams, params_class
 from rcakit.paths import project_root
 
@@ -258,9 +259,24 @@ def _check_one(chapter: Chapter, where: str, name: str, default: Any, value: Any
     return value
 
 
+def bounds_of(chapter: Chapter, name: str) -> tuple[Any, Any]:
+    """A numeric parameter's bounds, an open upper end closed by the platform's (``rcakit.deadlines``): a
+    ``*_timeout`` at ``MAX_SECONDS``, any other integer but a seed at ``MAX_COUNT`` (a count); ``None``
+    stays open (a seed, a float that is neither)."""
+    lo, hi = chapter.bounds[name]
+    if hi is None:
+        default = chapter.parameters[name].default if name in chapter.parameters else None
+        kind = type(default[0] if isinstance(default, list) and default else default)
+        if name.endswith("_timeout"):
+            hi = MAX_SECONDS
+        elif kind is int and name != "seed":
+            hi = MAX_COUNT
+    return lo, hi
+
+
 def _check_range(chapter: Chapter, where: str, name: str, value: Any) -> None:
     if name in chapter.bounds:
-        lo, hi = chapter.bounds[name]
+        lo, hi = bounds_of(chapter, name)
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             shown = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
             raise RcakitError(f"{where} = {value!r} is outside {shown}")

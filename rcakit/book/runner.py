@@ -114,7 +114,7 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
     (``dir``: writable folder; ``store``: writable folder, relative to the
     results folder; ``data``: a data set name, whose lock must be usable when
     it is fetched, or a path that must exist), one probe per language model
-    the parameters choose, and every input file, plug-in and scheduler
+    the parameters choose, ``data/claims.yaml`` and every input file, plug-in and scheduler
     address (``rcakit.book.inputs``).
     """
     from rcakit.store import store_folder
@@ -131,8 +131,9 @@ def preflight(chapter_id: str, params: Mapping[str, Any], output_dir: Path | Non
             writable_dir(store_folder(params[name]), where)
         elif params[name] not in registry.UNSET:
             _check_data(params[name], name, where)
-    from rcakit.book.inputs import check_parameters  # data files, plug-ins, the scheduler: each read before a kernel
+    from rcakit.book.inputs import check_claims_file, check_parameters  # each read before a kernel
 
+    check_claims_file()  # the ledger every chapter's verdicts read, found broken now, not at the end of the run
     check_parameters(chapter_id, params)  # before the model probe: a bad file is named before any network
     _probe_models(chapter_id, params)
 

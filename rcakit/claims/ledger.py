@@ -24,9 +24,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rcakit import RcakitError
+from rcakit.io import read_yaml
 from rcakit.paths import project_root
 
 KINDS = ("identity", "mechanism", "calibrated", "published", "not comparable")
@@ -53,7 +52,7 @@ def _load() -> dict[str, Any]:
 @functools.lru_cache(maxsize=4)
 def _parse(path: Path, mtime: float) -> dict[str, Any]:
     """The YAML file, re-read whenever its modification time changes."""
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return read_yaml(path, "claims file")  # size, UTF-8, aliases and depth checked, one line naming the file
 
 
 def chapters_with_claims() -> list[str]:

@@ -73,7 +73,7 @@ import pandas as pd
 
 from rcakit.claims.ledger import OPERATORS, UNCLASSIFIED, chapter_claims, paper_name
 from rcakit.claims.needs import input_parameters, why_missing
-from rcakit.results import lookup, to_jsonable
+from rcakit.results import measured_value, to_jsonable
 from rcakit.tables import DASH, format_value, is_missing
 
 VERDICTS = ("agrees", "differs", "too few cases", "holds", "fails", "not measured", "other parameters", "reported")
@@ -125,7 +125,7 @@ def _get(tree: Mapping[str, Any], key: str | list[str] | None) -> Any:
         values = [_get(tree, k) for k in key]
         return None if any(v is None for v in values) else values
     try:
-        value = lookup(tree, key)
+        value = measured_value(tree, key)  # a value of the wrong type is an error, not a verdict
     except (KeyError, IndexError, TypeError):
         return None
     return None if is_missing(value) else value

@@ -23,12 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rcakit import RcakitError
 from rcakit.data import formats
 from rcakit.data.formats import Expectation
-from rcakit.io import read_regular
+from rcakit.io import read_regular, read_yaml
 from rcakit.paths import project_root, resolve
 
 DATA_DIR_ENV = "RCAKIT_DATA_DIR"
@@ -205,7 +203,7 @@ def registry() -> dict[str, DataSet]:
 
 @functools.lru_cache(maxsize=4)
 def _read_registry(path: str, _stamp: int) -> dict[str, DataSet]:
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    raw = read_yaml(path, "data registry")
     if not isinstance(raw, dict):
         raise RcakitError(f"{path}: the data registry must map names to entries")
     return {name: _entry(path, name, spec) for name, spec in raw.items()}

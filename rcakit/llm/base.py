@@ -8,6 +8,7 @@ method, ``chat``, whatever sits behind it.
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -38,9 +39,30 @@ class Reply:
     text: str
     input_tokens: int
     output_tokens: int
+    mode: str | None = None  # the structured output the server was asked for (OUTPUT_MODES); None: not negotiated
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+OUTPUT_MODES = ("json_schema", "json_object", "text")  # best first: how a server is asked for a JSON reply
+_MODES_USED: dict[str, set[str]] = {}  # "provider:model" -> the output modes its replies came in, this process
+_MODES_USED_LOCK = threading.Lock()
+
+
+def note_output_mode(provider: str, mode: str | None) -> None:
+    """That a reply of ``provider`` (``name:model``) came in ``mode`` (nothing for ``None``); read back by
+    :func:`output_modes`, which ``rcakit.results.record`` writes as ``llm_output_modes``."""
+    if mode is not None:
+        with _MODES_USED_LOCK:
+            _MODES_USED.setdefault(provider, set()).add(mode)
+
+
+def output_modes() -> dict[str, list[str]]:
+    """Each provider's output modes so far in this process, sorted (the same on a warm rerun: cached replies
+    carry their mode)."""
+    with _MODES_USED_LOCK:
+        return {name: sorted(modes) for name, modes in sorted(_MODES_USED.items())}
 
 
 @runtime_checkable
@@ -104,13 +126,15 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
 MAX_TOKEN_COUNT = 10**9  # no single call reads or writes more tokens; a larger count is a broken or hostile server
 
 
-def check_reply(text: object, input_tokens: object, output_tokens: object, *, max_tokens: int, where: str) -> Reply:
+def check_reply(
+    text: object, input_tokens: object, output_tokens: object, *, max_tokens: int, where: str, mode: object = None
+) -> Reply:
     """A server's answer as a :class:`Reply`, checked before anything keeps it.
 
     ``text`` must be a string that encodes as UTF-8 (the cache hashes it) of at
     most ``REPLY_CHARS_PER_TOKEN * max_tokens`` characters, each token count an
-    int in 0..``MAX_TOKEN_COUNT``; anything else is one :class:`RcakitError` line naming
-    ``where`` (the server).
+    int in 0..``MAX_TOKEN_COUNT``, ``mode`` None or one of :data:`OUTPUT_MODES`; anything else is one
+    :class:`RcakitError` line naming ``where`` (the server).
     """
     limit = REPLY_CHARS_PER_TOKEN * int(max_tokens)
     counts = [
@@ -126,8 +150,10 @@ def check_reply(text: object, input_tokens: object, output_tokens: object, *, ma
         why = f"token counts that are not integers in 0..{MAX_TOKEN_COUNT:,}"
     elif not _encodes(text):
         why = "text that is not valid Unicode"
+    elif mode is not None and not (type(mode) is str and mode in OUTPUT_MODES):
+        why = "an output mode that is not one of " + ", ".join(OUTPUT_MODES)
     else:
-        return Reply(text, counts[0], counts[1])
+        return Reply(text, counts[0], counts[1], mode)
     raise RcakitError(f"{where}: malformed reply from the server ({why})")
 
 

@@ -41,7 +41,16 @@ from typing import Any
 from rcakit import RcakitError
 from rcakit.io import check_entry
 from rcakit.llm.accounting import MethodUsage
-from rcakit.llm.base import MAX_TOKEN_COUNT, Message, Provider, Reply, check_messages, check_reply, options
+from rcakit.llm.base import (
+    MAX_TOKEN_COUNT,
+    Message,
+    Provider,
+    Reply,
+    check_messages,
+    check_reply,
+    note_output_mode,
+    options,
+)
 from rcakit.parallel import count_call
 from rcakit.paths import project_root
 from rcakit.progress import warn
@@ -141,7 +150,12 @@ class ResponseCache:
         else:
             try:
                 return check_reply(
-                    reply.text, reply.input_tokens, reply.output_tokens, max_tokens=MAX_TOKEN_COUNT, where="the row"
+                    reply.text,
+                    reply.input_tokens,
+                    reply.output_tokens,
+                    max_tokens=MAX_TOKEN_COUNT,
+                    where="the row",
+                    mode=reply.mode,
                 )
             except RcakitError:
                 why = "a field of the wrong type or out of range"
@@ -306,15 +320,22 @@ class CachedProvider:
         usage = self.accounting
         if reply is not None:
             usage.add_call(reply, cache_hit=True)
+            note_output_mode(f"{self.name}:{self.model}", reply.mode)
             return reply
         start = time.perf_counter()
         reply = self.provider.chat(
             messages, temperature=temperature, seed=seed, max_tokens=max_tokens, json_schema=json_schema
         )
         reply = check_reply(  # whatever the backend checked: nothing unchecked is kept or charged
-            reply.text, reply.input_tokens, reply.output_tokens, max_tokens=max_tokens, where=self.server
+            reply.text,
+            reply.input_tokens,
+            reply.output_tokens,
+            max_tokens=max_tokens,
+            where=self.server,
+            mode=getattr(reply, "mode", None),
         )
         usage.add_call(reply, cache_hit=False, seconds=time.perf_counter() - start)
+        note_output_mode(f"{self.name}:{self.model}", reply.mode)
         self.cache.put(request, reply)
         return reply
 

@@ -26,9 +26,10 @@ take from here:
   call waits at most ``(MAX_RETRIES + 1) * timeout + MAX_RETRIES *
   MAX_RETRY_AFTER`` seconds (``longest_wait``; 660 s at the default
   120 s timeout);
-- :class:`Refusable`, the request fields a server may refuse (OpenAI's
-  ``response_format``, Anthropic's ``temperature``): an HTTP 400 naming one
-  drops it, for that provider from then on, and the request is sent once more.
+- :class:`Refusable`, the request fields a server may refuse (Anthropic's
+  ``temperature``): an HTTP 400 naming one drops it, for that provider from
+  then on, and the request is sent once more (OpenAI's ``response_format`` is
+  negotiated in steps, :mod:`rcakit.llm.openai`).
 
 Used in the chapters: `car-shapley`, `gcjr-ablations`, `coverage-collapse`,
 `content-corruption`, `longrca-strata` (through their ``provider`` parameters).
@@ -145,10 +146,17 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 def _refuse_long_waits(response: Any) -> None:
     """A response hook: a ``Retry-After`` past :data:`MAX_RETRY_AFTER` becomes ``x-should-retry: false``,
-    which both clients obey by giving up instead of sleeping."""
+    which both clients obey by giving up instead of sleeping; so does a 5xx whose body names
+    ``response_format`` (a server that cannot take the structured output asked for, such as
+    llama-cpp-python's, answers HTTP 500: asking again is futile, asking otherwise is not)."""
     wait = retry_after(response.headers)
     if wait is not None and wait > MAX_RETRY_AFTER:
         response.headers["x-should-retry"] = "false"
+    elif response.status_code >= 500 and b"response_format" in response.read()[:REFUSAL_BYTES]:
+        response.headers["x-should-retry"] = "false"
+
+
+REFUSAL_BYTES = 65536  # of an error body searched for the name of the field it refuses
 
 
 def http_client(sdk: ModuleType, seconds: float) -> Any:
@@ -162,7 +170,7 @@ def http_client(sdk: ModuleType, seconds: float) -> Any:
 @dataclass
 class Refusable:
     """Request fields a server may refuse, each with the words its refusal names (OpenAI-compatible servers
-    without structured output reject ``response_format``). Refused fields are left out from then on."""
+    without some feature reject its field). Refused fields are left out from then on."""
 
     words: Mapping[str, tuple[str, ...]]
     refused: set[str] = field(default_factory=set)
@@ -230,8 +238,14 @@ def _describe(sdk: ModuleType, exc: Exception, timeout: float, key_env: str, tri
         return message
     if isinstance(exc, sdk.APITimeoutError):
         return f"no reply within the {timeout:g} s timeout" + (f" ({tries} tries)" if tries > 1 else "")
+    if isinstance(exc, sdk.APIConnectionError) and type(exc.__cause__).__name__ == "TooManyRedirects":
+        return "the server redirects the request in a loop (too many redirects)" + (
+            f" ({tries} tries)" if tries > 1 else ""
+        )
     if isinstance(exc, sdk.APIConnectionError):
         return "cannot connect (is the server running at this URL?)" + (f" ({tries} tries)" if tries > 1 else "")
+    if isinstance(exc, RecursionError):  # JSON nested deeper than the parser goes
+        return "malformed reply from the server (JSON nested too deeply to read)"
     if isinstance(exc, (sdk.APIResponseValidationError, ValueError)):
         return f"malformed reply from the server ({type(exc).__name__})"
     if isinstance(exc, sdk.APIError):
@@ -305,11 +319,15 @@ class ClientProvider(ABC):
         turns = check_messages(messages)
         where = f"{self.name} at {self.endpoint} (model {self.model})"
         with self.errors(where):
-            response = self._refusable.send(
-                lambda extra: self._create(turns, opts, extra), self._optional(opts), self._module
-            )
+            response, mode = self._send(turns, opts)
             text, input_tokens, output_tokens = self._read(response)
-        return check_reply(text, input_tokens, output_tokens, max_tokens=opts["max_tokens"], where=where)
+        return check_reply(text, input_tokens, output_tokens, max_tokens=opts["max_tokens"], where=where, mode=mode)
+
+    def _send(self, turns: list[dict[str, Any]], opts: dict[str, Any]) -> tuple[Any, str | None]:
+        """The response to one request, the refusable fields dropped as the server refuses them, and the
+        structured-output mode it was asked in (``None``: this provider does not negotiate one)."""
+        send = self._refusable.send(lambda extra: self._create(turns, opts, extra), self._optional(opts), self._module)
+        return send, None
 
     @classmethod
     def probe(cls, model: str, base_url: str | None, timeout: float, param: str) -> None:

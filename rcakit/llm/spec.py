@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rcakit import RcakitError
+from rcakit.deadlines import MAX_SECONDS
 from rcakit.llm.base import SPECS, NullProvider, Provider
 from rcakit.paths import resolve
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 CLIENTS = ("openai", "anthropic")  # the kinds served through an official API client (rcakit.llm.sdk)
 TIMEOUT_ENV = "RCAKIT_LLM_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
-MAX_TIMEOUT = 86400.0  # a day: anything longer is a typo, not a wait
+MAX_TIMEOUT = MAX_SECONDS  # a day: anything longer is a typo, not a wait (rcakit.deadlines)
 
 
 def check_timeout(value: object, param: str = "llm_timeout") -> float:

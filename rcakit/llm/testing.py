@@ -14,6 +14,7 @@ of LLM-backed methods in other modules.
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 import time
@@ -44,9 +45,10 @@ class FakeServer(ABC):
     with the protocol's error body, and a ``Retry-After`` header when given),
     ``("hang", seconds)`` (no answer until then or until ``close``),
     ``("malformed", text)`` (HTTP 200 with ``text`` as a JSON body that is not
-    the protocol's) or ``("echo_auth", code)`` (an HTTP error whose message
-    quotes the request's ``Authorization`` and ``x-api-key`` headers, as a
-    hostile server might). With nothing queued the server replies
+    the protocol's), ``("redirect", code)`` (a redirect to the same path, a
+    loop) or ``("echo_auth", code)`` (an HTTP error whose message quotes the
+    request's ``Authorization`` and ``x-api-key`` headers, as a hostile server
+    might). With nothing queued the server replies
     ``respond(messages)``. Token counts are the characters of the prompt and of
     the reply. ``requests`` holds each chat request body, ``paths`` every
     request's method and path, ``times`` the ``time.monotonic()`` of each chat
@@ -58,6 +60,10 @@ class FakeServer(ABC):
     as a server without that feature answers (it takes nothing from the queue).
     With a ``key``, a request that presents another (as ``Authorization:
     Bearer`` or ``x-api-key``) gets HTTP 401 quoting what it presented.
+    ``formats`` (``None``: any) are the ``response_format`` types the server
+    takes besides ``text``; a request for another gets ``format_status``
+    (400, or 500 as llama-cpp-python's server answers) with a validation error
+    naming ``response_format``.
     ``latency`` seconds are waited before each chat answer, as a model server
     would take to generate; requests are served concurrently, each on its own
     thread. Setting ``trickle = (seconds, headers_too)`` makes every response
@@ -75,8 +81,11 @@ class FakeServer(ABC):
         latency: float = 0.0,
         refuses: Collection[str] = (),
         key: str | None = None,
+        formats: Collection[str] | None = None,
+        format_status: int = 400,
     ) -> None:
         self.respond, self.latency, self.refuses, self.key = respond, float(latency), tuple(refuses), key
+        self.formats, self.format_status = None if formats is None else tuple(formats), int(format_status)
         self.script: deque[Behaviour] = deque()
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
@@ -131,6 +140,12 @@ class FakeServer(ABC):
         if refused:
             http.send(400, self.error_body(f"this server does not support {refused[0]}"))
             return
+        asked = body.get("response_format", {}).get("type")
+        if self.formats is not None and asked is not None and asked not in self.formats:
+            takes = " or ".join(repr(kind) for kind in ("text", *self.formats))
+            why = f"1 validation error: ('body', 'response_format', 'type'): Input should be {takes}, input: {asked!r}"
+            http.send(self.format_status, self.error_body(why))
+            return
         if self.latency:
             time.sleep(self.latency)
         kind, payload = self.script.popleft() if self.script else _RESPOND
@@ -143,6 +158,8 @@ class FakeServer(ABC):
             http.send(payload, self.error_body(f"invalid credentials: {_credentials(http.headers)}"))
         elif kind == "malformed":
             http.send_bytes(200, str(payload).encode())
+        elif kind == "redirect":  # to the same path: a loop
+            http.send_bytes(payload, b"", {"Location": http.path})
         else:
             text = payload if kind == "reply" else self.respond(messages)
             http.send(200, self.reply_body(body, text, sum(len(m["content"]) for m in messages)))
@@ -283,14 +300,16 @@ class FakeAnthropicServer(FakeServer):
 class SilentServer:
     """A TCP server on 127.0.0.1 that accepts connections and never answers.
 
-    It holds every connection open without reading or writing, until
+    It holds every connection open without answering, until
     ``close`` or until ``lifetime`` seconds have passed, whichever is first,
     so a test that forgets it cannot hang on it. ``connections`` counts the
-    connections accepted.
+    connections accepted, ``hung_up`` those the client closed first (what a
+    client's deadline does, seen from the server, with no clock involved).
     """
 
     def __init__(self, lifetime: float = 30.0) -> None:
         self.connections = 0
+        self.hung_up = 0
         self._stop = threading.Event()
         self._until = time.monotonic() + lifetime
         self._sock = socket.create_server(("127.0.0.1", 0))
@@ -303,6 +322,7 @@ class SilentServer:
         held = []
         try:
             while not self._stop.is_set() and time.monotonic() < self._until:
+                self._notice_hangups(held)
                 try:
                     conn, _ = self._sock.accept()
                 except TimeoutError:
@@ -313,6 +333,28 @@ class SilentServer:
             for conn in held:
                 conn.close()
             self._sock.close()
+
+    def _notice_hangups(self, held: list[socket.socket]) -> None:
+        """Count (and forget) the connections whose client closed them; what a client sent is read and dropped."""
+        if not held:
+            return
+        readable, _, _ = select.select(held, [], [], 0)
+        for conn in readable:
+            try:
+                closed = conn.recv(65536) == b""
+            except OSError:
+                closed = True
+            if closed:
+                held.remove(conn)
+                conn.close()
+                self.hung_up += 1
+
+    def hangups(self, expected: int, wait: float = 10.0) -> int:
+        """``hung_up`` once it reaches ``expected`` or ``wait`` seconds have passed (the server polls)."""
+        until = time.monotonic() + wait
+        while self.hung_up < expected and time.monotonic() < until and self._thread.is_alive():
+            time.sleep(0.02)
+        return self.hung_up
 
     def close(self) -> None:
         self._stop.set()

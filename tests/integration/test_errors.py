@@ -33,7 +33,5 @@ def test_bad_input_is_one_line_and_changes_nothing(case, tmp_path):
         assert len(CaseStore(store)) >= len(rows) - 1
     else:
         assert got.changed == [], got.changed
-    if "never answers" in case.name and "scheduler" not in case.name:
-        assert got.seconds < 2 + 10, got.seconds  # the 2 s timeout, plus interpreter start-up
-    if "scheduler" in case.name:
-        assert got.seconds < 15, got.seconds  # preflight's 5 s handshake, plus start-up, well inside 15 s
+    for words in case.deadline:  # what ended the wait, not how long the machine took to get there
+        assert words in got.lines[0], got.lines

@@ -14,7 +14,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import types
 
 import pytest
@@ -63,12 +62,10 @@ def one_line(excinfo, *phrases: str) -> str:
 @pytest.mark.slow
 def test_silent_server_fails_a_call_within_the_2_s_timeout(silent):
     provider = provider_from_spec("ollama:tiny", host=silent.url, timeout=2.0)
-    start = time.monotonic()
     with pytest.raises(RcakitError) as excinfo:
         provider.chat(QUESTION)
-    seconds = time.monotonic() - start
-    assert 1.9 <= seconds < 5.0  # the timeout, not the 120 s default nor an instant refusal
     assert silent.connections == 1
+    assert silent.hangups(1) == 1  # the client's deadline ended the wait (the server holds on for 20 s)
     one_line(excinfo, silent.url, "no reply within the 2 s timeout", "tiny")
 
 
@@ -77,19 +74,17 @@ def test_rcakit_llm_timeout_sets_the_default(silent, monkeypatch):
     monkeypatch.setenv("RCAKIT_LLM_TIMEOUT", "1.5")
     provider = provider_from_spec("ollama:tiny", host=silent.url)
     assert provider.timeout == 1.5
-    start = time.monotonic()
     with pytest.raises(RcakitError, match="no reply within the 1.5 s timeout"):
         provider.chat(QUESTION)
-    assert 1.4 <= time.monotonic() - start < 4.5
+    assert silent.hangups(1) == 1
     assert provider_from_spec("ollama:tiny", host=silent.url, timeout=7).timeout == 7.0  # the argument wins
 
 
 @pytest.mark.slow
 def test_silent_server_fails_the_probe_within_the_timeout(silent):
-    start = time.monotonic()
     with pytest.raises(RcakitError) as excinfo:
         probe("ollama:qwen2.5:0.5b", host=silent.url, timeout=2.0, param="judge_provider")
-    assert 1.9 <= time.monotonic() - start < 5.0
+    assert silent.hangups(1) == 1
     message = one_line(excinfo, silent.url, "no reply within the 2 s timeout")
     assert message.startswith("judge_provider: ollama at ")
 

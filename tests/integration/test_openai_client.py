@@ -9,6 +9,7 @@ in anything they wrote. What both API providers share is in ``test_api_clients.p
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -66,14 +67,69 @@ def test_a_server_without_structured_output_is_asked_plainly_once_and_from_then_
         provider = OpenAIProvider(MODEL, fake.base_url, 2.0)
         fake.queue(("reply", ANSWER), ("reply", "no JSON here"), ("reply", ANSWER))
         assert ask_json(provider, QUESTION, VERDICT) == {"stage": "answer", "hop": 2}
-        assert ["response_format" in body for body in fake.requests] == [True, False]  # refused, then plain
+        asked = [body.get("response_format", {}).get("type") for body in fake.requests]
+        assert asked == ["json_schema", "json_object", None]  # each refused, then plain text
+        assert VERDICT.schema == json.loads(fake.requests[-1]["messages"][-1]["content"].split("JSON schema: ", 1)[1])
         assert ask_json(provider, QUESTION, VERDICT) == {"stage": "answer", "hop": 2}  # validated and retried
-        assert ["response_format" in body for body in fake.requests[2:]] == [False, False]  # remembered
+        assert ["response_format" in body for body in fake.requests[3:]] == [False, False]  # remembered
         fake.queue(("status", 400))
         with pytest.raises(RcakitError) as excinfo:  # a 400 about something else is not a fallback
             provider.chat(QUESTION, json_schema=VERDICT.schema)
         one_line(excinfo, "HTTP 400: model exploded second line")
-        assert len(fake.requests) == 5
+        assert len(fake.requests) == 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("formats", "status", "modes"),
+    [
+        (None, 400, ["json_schema"]),
+        (["json_object"], 400, ["json_schema", "json_object"]),
+        (["json_object"], 500, ["json_schema", "json_object"]),  # llama-cpp-python's server answers 500
+        (["json_object"], 422, ["json_schema", "json_object"]),
+        ([], 400, ["json_schema", "json_object", "text"]),
+        ([], 500, ["json_schema", "json_object", "text"]),
+    ],
+    ids=["takes json_schema", "400s json_schema", "500s json_schema", "422s json_schema", "400s both", "500s both"],
+)
+def test_structured_output_is_negotiated_once_per_server_and_the_mode_is_recorded(
+    tmp_path, monkeypatch, formats, status, modes
+):
+    """Issue 48, item 5: a server that rejects json_schema is asked for json_object, then in plain text, each
+    step once per server for the run (a second provider on it starts where the first ended); the 5xx naming
+    response_format is not retried as a server fault; the mode goes into the reply, the cache and the results."""
+    from rcakit import results
+    from rcakit.llm import base
+
+    monkeypatch.setattr(base, "_MODES_USED", {})
+    monkeypatch.setenv("RCAKIT_RESULTS_DIR", str(tmp_path / "results"))
+    with FakeOpenAIServer(models=[MODEL], formats=formats, format_status=status) as fake:
+        provider = cached(OpenAIProvider(MODEL, fake.base_url, 2.0), ResponseCache(tmp_path / "cache"))
+        fake.queue(("reply", ANSWER))
+        assert ask_json(provider, QUESTION, VERDICT) == {"stage": "answer", "hop": 2}
+        asked = [body.get("response_format", {}).get("type") or "text" for body in fake.requests]
+        assert asked == modes  # one request per mode: no retry of a rejection
+        again = OpenAIProvider(MODEL, fake.base_url, 2.0)  # the same server: remembered for the run
+        fake.queue(("reply", ANSWER))
+        assert again.chat(QUESTION, json_schema=VERDICT.schema).mode == modes[-1]
+        assert len(fake.requests) == len(modes) + 1
+        assert (fake.requests[-1].get("response_format") or {}).get("type", "text") == modes[-1]
+    results.record("toy", {"x": 1}, {})
+    assert results.load("toy")["llm_output_modes"] == {f"openai:{MODEL}": [modes[-1]]}
+    monkeypatch.setattr(base, "_MODES_USED", {})  # a warm rerun: the cached reply carries its mode
+    assert ask_json(provider, QUESTION, VERDICT) == {"stage": "answer", "hop": 2}
+    assert base.output_modes() == {f"openai:{MODEL}": [modes[-1]]}
+
+
+@pytest.mark.slow
+def test_a_rejection_about_something_else_is_not_a_fallback(tmp_path):
+    with FakeOpenAIServer(models=[MODEL]) as fake:
+        provider = OpenAIProvider(MODEL, fake.base_url, 2.0, max_retries=0)
+        fake.queue(("status", 500), ("status", 401))
+        for code in (500, 401):
+            with pytest.raises(RcakitError, match=f"HTTP {code}"):
+                provider.chat(QUESTION, json_schema=VERDICT.schema)
+        assert [body["response_format"]["type"] for body in fake.requests] == ["json_schema", "json_schema"]
 
 
 @pytest.mark.slow

@@ -40,6 +40,7 @@ class Case:
     mount: bool = False  # needs a tmpfs mount (root): skipped elsewhere
     interrupt: bool = False  # Ctrl-C once the chapter's kernel is running
     as_nobody: bool = False  # run as an unprivileged user (root reads every file)
+    deadline: tuple[str, ...] = ()  # the words that name the deadline which ended the wait (never a wall time)
 
 
 def scratch(tmp: Path) -> dict:
@@ -431,6 +432,7 @@ INPUT_CASES = [
         ["run", "coverage-collapse", "-p", "scheduler", "{where}"],
         "coverage-collapse: scheduler: tcp://127.0.0.1:",
         setup=_not_a_scheduler,
+        deadline=("gave no Dask handshake within 5 s",),
     ),
     Case(
         "RCAKIT_DASK_TIMEOUT is not a number of seconds",
@@ -626,6 +628,7 @@ CASES = [
         ["run", "longrca-strata", "-p", "provider", "ollama:qwen2.5:0.5b", "-p", "llm_timeout", "2"],
         "provider: ollama at http://127.0.0.1:",
         setup=_silent_server,
+        deadline=("no reply within the 2 s timeout",),
     ),
     Case(
         "store path is a file",
