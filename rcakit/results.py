@@ -114,7 +114,7 @@ def _read(path: Path) -> dict[str, Any]:
 def measured_value(tree: Mapping[str, Any], dotted: str) -> Any:
     """:func:`lookup`, then the value's type checked before any verdict is given on it: a number (``bool`` is
     not one), ``None`` (not measured) or a list of those (an interval); anything else, a string ``"1"`` or a
-    ``true`` that would compare equal to 1, is one ``RcakitError`` line naming the key (issue 48, D12)."""
+    ``true`` that would compare equal to 1, is one ``RcakitError`` line naming the key."""
     value = lookup(tree, dotted)
     if not _numeric(value):
         shown = " ".join(repr(value)[:60].split())

@@ -212,7 +212,7 @@ def _ascii_fallback(err: UnicodeError) -> tuple[str, int]:
 
 def degrade_streams() -> None:
     """stdout and stderr never fail on a character their encoding lacks (``PYTHONIOENCODING=ascii``, a C locale):
-    it is written in ASCII instead (issue 48, D07)."""
+    it is written in ASCII instead."""
     import codecs
 
     codecs.register_error("rcakit-ascii", _ascii_fallback)

@@ -48,7 +48,7 @@ def check_claims_file() -> None:
     """``data/claims.yaml`` read through ``rcakit.io.read_yaml`` and checked against its schema (a mapping of
     chapter ids to sections, each a mapping whose ``claims`` is a list of mappings, every claim's rules as
     ``rcakit.claims.ledger`` checks them): every chapter's verdicts read it, so a malformed file is one line
-    naming it before a kernel starts (issue 48, D19)."""
+    naming it before a kernel starts."""
     from rcakit.claims import ledger
 
     path = ledger.claims_path()
