@@ -7,14 +7,14 @@ OpenTelemetry SDK as one trace, the way an instrumented agent framework
 records it: a CHAIN span for the run (the task as ``input.value``), an AGENT
 span per turn (``gen_ai.agent.name``) and under it an LLM span whose output
 message is the turn's text. The planted root cause goes on the run's span as
-:data:`~rcakit.trajectories.openinference.LABEL_AGENT` and
-:data:`~rcakit.trajectories.openinference.LABEL_STEP`. The SDK's spans are
+``rcakit.trajectories.openinference.LABEL_AGENT`` and
+``rcakit.trajectories.openinference.LABEL_STEP``. The SDK's spans are
 encoded by the OTLP exporter's own encoder (``opentelemetry-exporter-otlp-proto-common``)
 and written as OTLP JSON lines (one ``ExportTraceServiceRequest`` per
 trace). Ids come from a seeded id generator and times from the step index,
 so the same seed writes the same bytes.
 
-Reading the file back (:func:`~rcakit.trajectories.traces.read_traces`) must
+Reading the file back (``rcakit.trajectories.traces.read_traces``) must
 give the trajectories that were written: the own-traces chapter checks this
 round trip as an identity.
 

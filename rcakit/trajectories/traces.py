@@ -6,7 +6,7 @@ protobuf) or by the first field that only one format has within its first
 ``span_attributes``: TRAIL, also inside a released row's ``trace`` string;
 else ``span_kind``: Phoenix), unless ``fmt`` names it. Spans are gathered by
 trace across every file, and each trace becomes one trajectory
-(:func:`~rcakit.trajectories.openinference.trajectory_of`). Every bad record
+(``rcakit.trajectories.openinference.trajectory_of``). Every bad record
 and every trace that cannot become a trajectory is one error line naming
 where it came from; the good trajectories are kept (:class:`LoadResult`).
 
