@@ -469,8 +469,11 @@ def rollouts_section(study: pd.DataFrame, car_budget: int, full: KnownFull | Non
         for name in ("pooled", "paired")
         if ran(name, car_budget) and ran(name, half)
     }
-    table = pd.concat({"RMSE": rmse.drop(columns="car-t"), "worst player's coverage": worst}, axis=1)
-    table.index.name = "rollouts"
+    # one row per budget and estimator, so the table stays two columns wide whatever the estimators
+    table = pd.concat(
+        {"RMSE": rmse.drop(columns="car-t").stack(), "worst player's coverage": worst.stack()}, axis=1
+    ).sort_index()
+    table.index.names = ["rollouts", "estimator"]
     words = {"pooled": "pooling", "paired": "common random numbers inside each pair"}
     interval = {"pooled": "jackknife", "paired": "padded"}
     seeds = study["seed"].nunique()

@@ -426,7 +426,7 @@ def test_every_page_reads_cleanly(offline, quick_book):
         name = str(path.relative_to(quick_book / "_build" / "html").with_suffix("")).replace("/", "-")
         screenshot(page, quick_book, name)
         found = problems(page.evaluate(EXTRACT_JS), verdict_expected=path.stem in VERDICT_PAGES)
-        found = [p for p in found if not pending(path.stem, p)]
+        found = [p for p in found if not pending(path.stem, p) and not reference_code(path, p)]
         found += reader_problems(page.evaluate(READER_JS), terms if path.parent.name == "chapters" else None)
         found += dead_links(quick_book / "_build" / "html", path)
         page.set_viewport_size(PHONE)
@@ -436,6 +436,12 @@ def test_every_page_reads_cleanly(offline, quick_book):
         page.close()
     assert report == {}, "\n".join(f"{name}: {p}" for name, found in report.items() for p in found)
     assert leaks == [], f"requests left the machine: {leaks}"
+
+
+def reference_code(path: Path, problem: str) -> bool:
+    """An API page's docstrings and signatures: they are code's own text (``<=`` in a docstring, a long
+    signature), which the ASCII-math and code-width checks of the book's prose do not hold."""
+    return path.parent.name == "api" and problem.startswith(("ASCII math", "a code cell wider"))
 
 
 def pending(stem: str, problem: str) -> bool:
