@@ -26,7 +26,7 @@ from rcakit.book.runner import ChapterFailed, chapters_dir, executed_notebook, r
 from rcakit.io import remove_entry
 from rcakit.paths import book_dir, project_root
 
-SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api", "bibliography.md", "glossary.md", "_static")
+SOURCES = ("_config.yml", "_toc.yml", "references.bib", "api", "bibliography.md", "glossary.md", "course.md", "_static")
 SHOWN_WARNINGS = 10  # warnings quoted in the error of a failed build
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
