@@ -97,6 +97,16 @@ def _check_claim(chapter_id: str, claim: Mapping[str, Any]) -> None:
         raise RcakitError(f"{where}: needs must be a parameter name or a list of them")
 
 
+def first_screen(chapter_id: str) -> tuple[str, bool]:
+    """The chapter's ``why`` (one sentence under its three-line verdict; empty if it has none) and whether
+    its first screen links to a section labelled ``(<chapter_id>-protocol)=``; a bad value is one line."""
+    entry = chapter_claims(chapter_id)
+    why, protocol = entry.get("why", ""), entry.get("protocol", False)
+    if not isinstance(why, str) or "\n" in why.strip() or not isinstance(protocol, bool):
+        raise RcakitError(f"data/claims.yaml: {chapter_id}: why is one line of text and protocol true or false")
+    return why.strip(), protocol
+
+
 def published(chapter_id: str, name: str) -> Any:
     """A published data block (e.g. a typed-in table) of one chapter."""
     return chapter_claims(chapter_id)["published"][name]

@@ -123,9 +123,20 @@ def mechanism_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Claims counted by chapter and kind (rows) and verdict (columns)."""
+    """Claims counted by chapter (rows) and kind (columns); each cell lists the verdicts with their counts,
+    ``"5 agrees, 1 differs"``, in :data:`VERDICTS` order. A kind a chapter has no claim of is a dash.
+
+    One column per kind, not per verdict: the verdict words fit the text column however many are in use."""
     chapters = list(dict.fromkeys(table["chapter"]))
-    counts = pd.crosstab([table["chapter"], table["kind"]], table["verdict"])
-    index = [(c, k) for c in chapters for k in kind_order(table["kind"]) if (c, k) in counts.index]
-    columns = [v for v in VERDICTS if v in counts.columns]
-    return counts.reindex(index=pd.MultiIndex.from_tuples(index, names=["chapter", "kind"]), columns=columns)
+    kinds = kind_order(table["kind"])
+    counted: dict[tuple[str, str], dict[str, int]] = {}
+    for (chapter, kind, verdict), n in table.groupby(["chapter", "kind", "verdict"]).size().items():
+        counted.setdefault((chapter, kind), {})[verdict] = int(n)
+
+    def cell(chapter: str, kind: str) -> str:
+        here = counted.get((chapter, kind))
+        return ", ".join(f"{here[v]} {v}" for v in VERDICTS if v in here) if here else DASH
+
+    return pd.DataFrame(
+        {kind: [cell(c, kind) for c in chapters] for kind in kinds}, index=pd.Index(chapters, name="chapter")
+    )

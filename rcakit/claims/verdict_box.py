@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from rcakit.claims.counting import counted_as, totals
-from rcakit.claims.ledger import UNCLASSIFIED
+from rcakit.claims.ledger import UNCLASSIFIED, first_screen
 from rcakit.claims.verdicts import paper_text, workbench_text
 from rcakit.tables import Table, format_table
 
@@ -208,32 +208,45 @@ def _names(rows: pd.DataFrame, most: int = 3) -> str:
 
 
 def short_verdict_markdown(table: pd.DataFrame) -> str:
-    """The verdict in at most three lines, for a lecture's first screen: how many reproductions agree, which
-    differ, and what was not counted (every count :func:`rcakit.claims.totals`'); the full box
-    (:func:`verdict_markdown`) gives each claim's rule and note."""
+    """The verdict in at most two lines, for a lecture's first screen: how many reproductions agree and what
+    was not counted (every count :func:`rcakit.claims.totals`'), then the first two that differ or fail.
+    The page adds its third line, why; the full box (:func:`verdict_markdown`) gives each claim's rule and
+    note."""
     paper, n = _has_paper(table), totals(table)
     where = counted_as(table)
-    lines = [_lead(n, paper) + "."]
     differing = table[(where == "reproduction") & (table["verdict"] == "differs")]
     failing = table[table["verdict"] == "fails"]
-    if len(differing):
-        lines.append(f"Does not reproduce: {_names(differing)}.")
-    if len(failing):
-        lines.append(f"Fails: {_names(failing)}.")
-    return "\n".join(f"- {line}" for line in lines[:3])
+    problems = [f"Does not reproduce: {_names(differing, most=2)}." if len(differing) else ""]
+    problems += [f"Fails: {_names(failing, most=2)}." if len(failing) else ""]
+    lines = [_lead(n, paper) + ".", " ".join(p for p in problems if p)]
+    return "\n".join(f"- {line}" for line in lines if line)
 
 
-def glue_verdict(table: pd.DataFrame, name: str = "verdict") -> None:
-    """Glue the verdict box (:func:`verdict_markdown`) as ``name`` and its three-line form
-    (:func:`short_verdict_markdown`) as ``name_short``, displaying nothing.
+def lecture_verdict_markdown(table: pd.DataFrame, chapter_id: str) -> str:
+    """The first screen's verdict box: :func:`short_verdict_markdown`, the chapter's why (``claims.yaml``)
+    and a link to the audit, the section labelled ``(<chapter_id>-audit)=`` that holds the full box and
+    the claims table (and to ``(<chapter_id>-protocol)=`` where the chapter has one)."""
+    why, protocol = first_screen(chapter_id)
+    lines = short_verdict_markdown(table) + (f"\n- **Why:** {_md(why)}" if why else "")
+    links = f"{{ref}}`every claim with its rule and interval <{chapter_id}-audit>`"
+    if protocol:
+        links = f"{{ref}}`the protocol <{chapter_id}-protocol>`, " + links
+    return f":::{{admonition}} Verdict\n:class: verdict tip\n\n{lines}\n\nThe audit, one click away: {links}.\n:::"
+
+
+def glue_verdict(table: pd.DataFrame, chapter_id: str | None = None, name: str = "verdict") -> None:
+    """Glue the verdict box (:func:`verdict_markdown`) as ``name`` and its first-screen form as
+    ``name_short`` (:func:`lecture_verdict_markdown` for a chapter, else :func:`short_verdict_markdown`),
+    displaying nothing.
 
     The chapter shows them with a ``glue:md`` directive in the ``myst`` format.
     """
     from IPython.display import Markdown
     from myst_nb import glue
 
+    short = lecture_verdict_markdown(table, chapter_id) if chapter_id else short_verdict_markdown(table)
     glue(name, Markdown(verdict_markdown(table)), display=False)
-    glue(f"{name}_short", Markdown(short_verdict_markdown(table)), display=False)
+    glue(f"{name}_short", Markdown(short), display=False)
 
 
 def table(comparison: pd.DataFrame, columns: Iterable[str] = SHOWN_COLUMNS) -> Table:

@@ -12,7 +12,8 @@ it. A page fails when:
   project or virtual-environment folders);
 - a cell's output carries a ``Warning`` line;
 - it is a chapter page (or the landing page) whose first screen lacks the
-  verdict box;
+  verdict box, or a chapter page whose learning goals do not start on the first
+  screen (a lecture first: the title, the short verdict, the goals; the audit later);
 - it shows a stderr output block, or a code cell whose lines are wider than its box at 1280 px;
 - it shows ASCII math outside code and math (``phi_0``, ``q^2``, ``v(empty``, ``<=``, ``C(n,2)``;
   a bin label such as ``<=100`` in a table cell is allowed), unless the page is in
@@ -57,12 +58,14 @@ from support.reader_checks import READER_JS, glossary_terms, reader_problems
 PAGES = ["primer", "car_shapley"]  # the primer and one paper chapter
 VERDICT_PAGES = [cid.replace("-", "_") for cid in registry.ORDER if cid != "claims"] + ["intro"]
 VIEWPORT = {"width": 1280, "height": 900}  # the first screen
+LECTURE_PAGES = [cid.replace("-", "_") for cid in registry.ORDER if cid != "claims"]  # a lecture's first screen
+GOALS_SHOWN = 120  # px of the learning goals (their heading and first goal) the first screen must show
 PHONE = {"width": 390, "height": 844}  # a phone: display math must stay inside the column
 # Pages whose ASCII math comes from the claim texts and notes of data/claims.yaml (shown in the verdict box
 # and the claims table), which another change is typesetting; the check skips them until it lands. Empty
 # this set then: every page must pass.
 ASCII_MATH_PENDING = frozenset(
-    {"primer", "car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
+    {"car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
     | {"attribution_families", "claims", "own_traces"}
 )
 # Pages whose code lines are not yet reflowed to fit the code box at 1280 px (the primer's fit); the check
@@ -109,6 +112,7 @@ EXTRACT_JS = """() => {
     })
     .map(box => (box.getAttribute('aria-label') || box.textContent).slice(0, 80));
   const verdict = main.querySelector('.verdict');
+  const goals = [...main.querySelectorAll('.admonition')].find(a => a.innerText.includes('You will learn to'));
   // code a reader sees (not a folded cell) whose lines run past the right edge of its box
   const wideCode = [...main.querySelectorAll('.cell_input pre, div.highlight pre')]
     .filter(pre => pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
@@ -123,6 +127,7 @@ EXTRACT_JS = """() => {
     outputs: [...main.querySelectorAll('.cell_output')].map(o => o.innerText),
     wide_math: wide,
     verdict_top: verdict ? verdict.getBoundingClientRect().top + window.scrollY : null,
+    goals_top: goals ? goals.getBoundingClientRect().top + window.scrollY : null,
     stderr: [...main.querySelectorAll('.output.stderr, .stderr')].map(o => o.innerText.slice(0, 100)),
     wide_code: wideCode,
     outside_code: noCode.textContent,
@@ -180,8 +185,11 @@ SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")  # "None of them ..." op
 WARNING_LINE = re.compile(r"\b\w*Warning\b")
 
 
-def problems(seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["height"]) -> list[str]:
-    """Every defect a reader would meet on a page, from ``EXTRACT_JS``'s view of it."""
+def problems(
+    seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["height"], lecture: bool = False
+) -> list[str]:
+    """Every defect a reader would meet on a page, from ``EXTRACT_JS``'s view of it; on a ``lecture`` page
+    the learning goals must start on the first screen, below the short verdict (the audit comes later)."""
     found = [f"equation wider than its container: {m!r}" for m in seen["wide_math"]]
     shown = seen["prose"] + "\n" + "\n".join(seen["cells"])  # code may quote the markup; the text may not
     if "{glue" in shown:
@@ -207,6 +215,9 @@ def problems(seen: dict, verdict_expected: bool, first_screen: int = VIEWPORT["h
     if verdict_expected and (seen["verdict_top"] is None or seen["verdict_top"] > first_screen):
         where = "missing" if seen["verdict_top"] is None else f"at {seen['verdict_top']:.0f}px"
         found.append(f"no verdict box on the first screen ({where}, the screen is {first_screen}px)")
+    if lecture and (seen["goals_top"] is None or seen["goals_top"] > first_screen - GOALS_SHOWN):
+        where = "missing" if seen["goals_top"] is None else f"at {seen['goals_top']:.0f}px"
+        found.append(f"the learning goals are not on the first screen ({where}, the screen is {first_screen}px)")
     found += [f"a stderr output block: {text!r}" for text in seen["stderr"]]
     found += [f"a code cell wider than its box at 1280 px: {line!r}" for line in seen["wide_code"]]
     found += figure_flags(seen["images"])
@@ -425,7 +436,8 @@ def test_every_page_reads_cleanly(offline, quick_book):
         page = load(context, path)
         name = str(path.relative_to(quick_book / "_build" / "html").with_suffix("")).replace("/", "-")
         screenshot(page, quick_book, name)
-        found = problems(page.evaluate(EXTRACT_JS), verdict_expected=path.stem in VERDICT_PAGES)
+        seen = page.evaluate(EXTRACT_JS)
+        found = problems(seen, verdict_expected=path.stem in VERDICT_PAGES, lecture=path.stem in LECTURE_PAGES)
         found = [p for p in found if not pending(path.stem, p) and not reference_code(path, p)]
         found += reader_problems(page.evaluate(READER_JS), terms if path.parent.name == "chapters" else None)
         found += dead_links(quick_book / "_build" / "html", path)
@@ -469,10 +481,12 @@ value</pre></div>
 <figure><img src="FLAT"></figure>
 <div style="height:3000px"></div>
 <div class="admonition verdict"><p>Verdict</p></div>
+<div class="admonition note"><p>You will learn to</p></div>
 </main></body></html>"""
 
 CLEAN = """<!doctype html><html><head><meta charset="utf-8"></head><body><main style="width:600px">
 <div class="admonition verdict"><p>Verdict: 2 of 3 agree.</p></div>
+<div class="admonition note"><p>You will learn to</p></div>
 <p>None of the claims is missing; the value is 0.5 and the note is nonnan-free. None puts them side by side.</p>
 <p>The docs quote the markup as <code>{glue:text}`name`</code>.</p>
 <table><tr><td>—</td><td>0.500</td><td>a full claim, never cut</td></tr></table>
@@ -490,7 +504,7 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     bad = tmp_path / "bad.html"
     planted = PLANTED.replace("TMP/", tempfile.gettempdir() + "/")
     bad.write_text(planted.replace("FLAT", bars_png(tmp_path / "flat.png", "yes")), encoding="utf-8")
-    found = problems(load(context, bad).evaluate(EXTRACT_JS), verdict_expected=True)
+    found = problems(load(context, bad).evaluate(EXTRACT_JS), verdict_expected=True, lecture=True)
     kinds = [
         "equation wider than its container",
         "raw glue markup",
@@ -500,6 +514,7 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
         "a path of the machine",
         "a warning in an output",
         "no verdict box on the first screen",
+        "the learning goals are not on the first screen",
         "a stderr output block",
         "a code cell wider than its box at 1280 px",
         "ASCII math outside code",
@@ -512,7 +527,7 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     assert sum(p.startswith("ASCII math") for p in found) == 3, found  # phi_0, q^2, v(empty
     clean = tmp_path / "clean.html"
     clean.write_text(CLEAN.replace("BARS", bars_png(tmp_path / "bars.png", "no")), encoding="utf-8")
-    assert problems(load(context, clean).evaluate(EXTRACT_JS), verdict_expected=True) == []
+    assert problems(load(context, clean).evaluate(EXTRACT_JS), verdict_expected=True, lecture=True) == []
 
 
 def bars_png(path: Path, flat: str) -> str:

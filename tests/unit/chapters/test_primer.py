@@ -62,7 +62,8 @@ def test_no_identity_row_differs_or_is_off_setting_at_the_exercise_parameters(at
     recorded, _ = at_q_half
     table = claims.compare("primer", recorded)
     assert set(table["kind"]) == {"identity", "mechanism"}  # mechanism: the Monte-Carlo checks, statistical
-    assert (table["verdict"] == "agrees").all(), table.loc[table["verdict"] != "agrees", ["claim", "verdict"]]
+    # no paper is behind the page, so nothing "agrees": every claim is held to its closed form and holds
+    assert (table["verdict"] == "holds").all(), table.loc[table["verdict"] != "holds", ["claim", "verdict"]]
     assert not any("when" in claim for claim in claims.chapter_claims("primer")["claims"])
 
 
@@ -76,7 +77,7 @@ def test_the_page_opens_with_the_verdict_and_glues_every_number(at_q_half):
     }
     verdict = glued["verdict"]["application/papermill.record/text/markdown"]
     assert "Verdict: what holds here" in verdict and "no paper is behind this page" in verdict  # nothing reproduced
-    assert "hold (no paper is behind this page: none is a reproduction): 3 of 3" in verdict
+    assert "**The workbench's own claims that hold: 3 of 3**" in verdict
     assert "**Correctness checks** (identities, not reproductions): 14 of 14 hold." in verdict
     assert {"effect_0", "effect_1", "locus_text", "named_text", "and_run"} <= set(glued)
     source = (project_root() / "notebooks" / "primer.md").read_text()
@@ -133,7 +134,10 @@ def test_a_broken_do_operation_fails_the_primer_run(tmp_path, monkeypatch):
     text, removed = scratch.subn("", notebook.read_text())
     assert removed == 6
     notebook.write_text(text)
-    with pytest.raises(runner.ChapterFailed, match=r"claims not reproduced: P\(bad \| do\(A1 = no_refund\)\) = 0"):
+    with pytest.raises(
+        runner.ChapterFailed,
+        match=re.escape(r"claims not reproduced: $P(Y=1 \mid \mathrm{do}(A_1 = \text{no refund})) = 0$"),
+    ):
         runner.run_chapter("primer", quick=True, output_dir=tmp_path / "book", show_progress=False)
     assert not (tmp_path / "results" / "primer.json").exists()
 

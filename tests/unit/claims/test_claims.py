@@ -212,6 +212,14 @@ def test_not_measured_is_never_counted_as_disagreeing():
     assert summary.loc["b", "by kind"] == "2 mechanism, 1 published, 1 not comparable"
 
 
+def test_verdict_counts_list_each_kinds_verdicts_in_words_one_column_per_kind():
+    counts = claims.verdict_counts(toy_table())
+    assert list(counts.columns) == ["mechanism", "published", "identity", "not comparable"]  # mechanism first
+    assert counts.loc["a", "mechanism"] == "1 agrees, 1 differs"
+    assert counts.loc["b", "mechanism"] == "1 not measured, 1 other parameters"  # in the verdicts' order
+    assert counts.loc["a", "published"] == "—" and counts.loc["b", "identity"] == "—"
+
+
 def test_headline_counts_only_mechanism_claims_and_identities_apart():
     table = toy_table()
     by_paper = claims.headline_counts(table, by="paper_name")
@@ -505,7 +513,30 @@ def test_glue_verdict_glues_markdown_and_displays_nothing(monkeypatch):
     claims.glue_verdict(toy_table())
     value, display = glued["verdict"]
     assert glued["verdict_short"][0].data == claims.short_verdict_markdown(toy_table())
+    claims.glue_verdict(toy_table(), "car-shapley")  # a chapter's: its why and the link to its audit
+    assert glued["verdict_short"][0].data == claims.lecture_verdict_markdown(toy_table(), "car-shapley")
     assert isinstance(value, Markdown) and value.data == claims.verdict_markdown(toy_table()) and display is False
+
+
+def test_the_first_screen_verdict_adds_the_chapters_why_and_links_its_audit(fake_claims):
+    fake_claims({"car-shapley": {"why": "Because *the* SCMs are exact.", "protocol": True, "claims": [claim()]}})
+    box = claims.lecture_verdict_markdown(toy_table(), "car-shapley")
+    lines = box.splitlines()
+    assert lines[:2] == [":::{admonition} Verdict", ":class: verdict tip"] and lines[-1] == ":::"
+    body = [line for line in lines if line.startswith("- ")]
+    assert body[:-1] == claims.short_verdict_markdown(toy_table()).splitlines()
+    assert body[-1] == r"- **Why:** Because \*the\* SCMs are exact."  # the why is text, never markup
+    assert "{ref}`the protocol <car-shapley-protocol>`, {ref}`every claim" in box and "<car-shapley-audit>`" in box
+    fake_claims({"car-shapley": {"claims": [claim()]}})
+    box = claims.lecture_verdict_markdown(toy_table(), "car-shapley")
+    assert "Why" not in box and "protocol" not in box and "<car-shapley-audit>" in box
+
+
+def test_a_why_of_several_lines_or_a_protocol_flag_not_a_boolean_is_one_line_naming_the_chapter(fake_claims):
+    for bad in ({"why": "one\ntwo"}, {"why": ["a"]}, {"protocol": "yes"}):
+        fake_claims({"car-shapley": {**bad, "claims": [claim()]}})
+        with pytest.raises(RcakitError, match=r"^data/claims.yaml: car-shapley: why is one line"):
+            claims.first_screen("car-shapley")
 
 
 # --- the pages ---------------------------------------------------------------
