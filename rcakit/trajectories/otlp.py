@@ -19,12 +19,11 @@ Used in the chapters: `own-traces`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rcakit.trajectories.reading import RecordError, short
-from rcakit.trajectories.spans import Span, file_bytes, hex_id, json_records, nanoseconds
+from rcakit.trajectories.spans import Span, SpanRecords, file_bytes, hex_id, nanoseconds, spans_of_file
 
 PROTOBUF_SUFFIXES = (".pb", ".binpb")
 STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET", "STATUS_CODE_OK": "OK"}
@@ -145,24 +144,15 @@ def protobuf_request(raw: bytes, where: str) -> dict[str, Any]:
     return MessageToDict(message)
 
 
-def otlp_spans(path: Path) -> Iterator[tuple[str, list[Span] | RecordError]]:
+def otlp_spans(path: Path) -> SpanRecords:
     """``(where, spans-or-error)`` for every request in one OTLP file (JSON, JSON Lines or protobuf)."""
+    if path.suffix not in PROTOBUF_SUFFIXES:
+        return spans_of_file(path, request_spans)
+    return _protobuf_spans(path)
+
+
+def _protobuf_spans(path: Path) -> SpanRecords:
     try:
-        raw = file_bytes(path)
+        yield str(path), request_spans(protobuf_request(file_bytes(path), str(path)), str(path))
     except RecordError as exc:
         yield str(path), exc
-        return
-    if path.suffix in PROTOBUF_SUFFIXES:
-        try:
-            yield str(path), request_spans(protobuf_request(raw, str(path)), str(path))
-        except RecordError as exc:
-            yield str(path), exc
-        return
-    for where, record in json_records(path, raw):
-        if isinstance(record, RecordError):
-            yield where, record
-            continue
-        try:
-            yield where, request_spans(record, where)
-        except RecordError as exc:
-            yield where, exc

@@ -17,12 +17,11 @@ Used in the chapters: `own-traces`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rcakit.trajectories.reading import RecordError, short
-from rcakit.trajectories.spans import Span, file_bytes, flatten, hex_id, json_records, nanoseconds
+from rcakit.trajectories.spans import Span, SpanRecords, flatten, hex_id, nanoseconds, spans_of_file
 
 STATUS = {"OK": "OK", "ERROR": "ERROR", "UNSET": "UNSET", "": "UNSET"}
 _ATTRIBUTES = "attributes."
@@ -68,21 +67,13 @@ def _event(event: Any, where: str) -> tuple[str, dict[str, Any]]:
     return event.get("name", ""), flatten(attributes) if isinstance(attributes, dict) else {}
 
 
-def phoenix_spans(path: Path) -> Iterator[tuple[str, list[Span] | RecordError]]:
+def phoenix_spans(path: Path) -> SpanRecords:
     """``(where, spans-or-error)`` for every record of one Phoenix export file."""
-    try:
-        raw = file_bytes(path)
-    except RecordError as exc:
-        yield str(path), exc
-        return
-    for where, record in json_records(path, raw):
-        if isinstance(record, RecordError):
-            yield where, record
-            continue
-        try:
-            if isinstance(record, dict) and isinstance(record.get("data"), list):
-                yield where, [phoenix_span(s, f"{where}: data[{i}]") for i, s in enumerate(record["data"])]
-            else:
-                yield where, [phoenix_span(record, where)]
-        except RecordError as exc:
-            yield where, exc
+    return spans_of_file(path, _record_spans)
+
+
+def _record_spans(record: Any, where: str) -> list[Span]:
+    """A Phoenix record's spans: its ``data`` list (a trace export), or the record itself (one span)."""
+    if isinstance(record, dict) and isinstance(record.get("data"), list):
+        return [phoenix_span(s, f"{where}: data[{i}]") for i, s in enumerate(record["data"])]
+    return [phoenix_span(record, where)]

@@ -19,7 +19,7 @@ import binascii
 import datetime as dt
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,5 +181,27 @@ def json_records(path: Path, raw: bytes) -> Iterator[tuple[str, Any]]:
         where = f"{path}:{lineno}"
         try:
             yield where, _parse(line, where)
+        except RecordError as exc:
+            yield where, exc
+
+
+SpanRecords = Iterator[tuple[str, list[Span] | RecordError]]
+
+
+def spans_of_file(path: Path, convert: Callable[[Any, str], list[Span]]) -> SpanRecords:
+    """``(where, spans-or-error)`` for every JSON record of one trace file, each turned into spans by
+    ``convert(record, where)``; an unreadable file, a bad record and a record ``convert`` refuses are each
+    one :class:`~rcakit.trajectories.reading.RecordError` naming where it is, and reading goes on."""
+    try:
+        raw = file_bytes(path)
+    except RecordError as exc:
+        yield str(path), exc
+        return
+    for where, record in json_records(path, raw):
+        if isinstance(record, RecordError):
+            yield where, record
+            continue
+        try:
+            yield where, convert(record, where)
         except RecordError as exc:
             yield where, exc

@@ -17,13 +17,22 @@ Used in the chapters: `own-traces`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
 from rcakit.trajectories.reading import RecordError, short
-from rcakit.trajectories.spans import Span, file_bytes, flatten, hex_id, json_records, nanoseconds, trace_files
+from rcakit.trajectories.spans import (
+    Span,
+    SpanRecords,
+    file_bytes,
+    flatten,
+    hex_id,
+    json_records,
+    nanoseconds,
+    spans_of_file,
+    trace_files,
+)
 
 STATUS = {"OK": "OK", "ERROR": "ERROR", "UNSET": "UNSET", "": "UNSET"}
 MAX_DEPTH = 256  # child_spans nested deeper than this are an error, not a recursion
@@ -81,21 +90,9 @@ def _span(raw: Any, trace_id: Any, parent: str | None, where: str) -> Span:
     )
 
 
-def trail_spans(path: Path) -> Iterator[tuple[str, list[Span] | RecordError]]:
+def trail_spans(path: Path) -> SpanRecords:
     """``(where, spans-or-error)`` for every trace record of one TRAIL file."""
-    try:
-        raw = file_bytes(path)
-    except RecordError as exc:
-        yield str(path), exc
-        return
-    for where, record in json_records(path, raw):
-        if isinstance(record, RecordError):
-            yield where, record
-            continue
-        try:
-            yield where, trail_spans_of(record, where)
-        except RecordError as exc:
-            yield where, exc
+    return spans_of_file(path, trail_spans_of)
 
 
 def read_labels(path: Path) -> dict[str, set[str]]:
