@@ -22,6 +22,8 @@ never as disagreeing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 TALLY = (
@@ -109,3 +111,18 @@ def tally(table: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
 def totals(table: pd.DataFrame) -> dict[str, int]:
     """:func:`tally` of the whole table as a dict, the numbers a sentence quotes."""
     return {str(k): int(v) for k, v in tally(table).iloc[0].items()}
+
+
+UNCOUNTED = (  # why a reproduction is counted neither way, as a phrase after its count
+    ("too few cases", "with too few cases to tell"),
+    ("needs input", "waiting for a data set or a language model the run did not have"),
+    ("not recorded", "not recorded in this run"),
+    ("other parameters", "away from the paper's setting"),
+)
+
+
+def uncounted(n: Mapping[str, int]) -> list[str]:
+    """The reproductions of :func:`totals` counted neither as agreeing nor as differing, one phrase per
+    reason that has any (``"2 with too few cases to tell"``); the verdict box and the landing page both
+    say them so."""
+    return [f"{n[key]} {why}" for key, why in UNCOUNTED if n[key]]

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from rcakit.claims.counting import UNCOUNTED, uncounted
 from rcakit.claims.summary import (
     chapter_page,
     headline_counts,
@@ -181,15 +182,8 @@ def findings_markdown(table: pd.DataFrame) -> str:
 
 def _unchecked_sentence(n: Mapping[str, int]) -> str | None:
     """The reproductions not checked in this build, and why, in one sentence (None if there are none)."""
-    parts = [f"{n['too_few_cases']} had too few cases to tell"] * bool(n["too_few_cases"])
-    parts += [f"{n['needs_input']} need a data set or a language model that this build did not have"] * bool(
-        n["needs_input"]
-    )
-    parts += [f"{n['not_recorded']} were not recorded in this build"] * bool(n["not_recorded"])
-    parts += [f"{n['other_parameters']} ran away from the paper's setting"] * bool(n["other_parameters"])
-    if not parts:
-        return None
-    return f"Not checked here, and counted neither way: {_join(parts)}."
+    parts = uncounted({key: n[key.replace(" ", "_")] for key, _ in UNCOUNTED})
+    return f"Not checked here, and counted neither way: {_join(parts)}." if parts else None
 
 
 def glue_findings(table: pd.DataFrame, name: str = "findings") -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from rcakit.claims.counting import counted_as, totals
+from rcakit.claims.counting import counted_as, totals, uncounted
 from rcakit.claims.ledger import UNCLASSIFIED, first_screen
 from rcakit.claims.verdicts import paper_text, workbench_text
 from rcakit.tables import Table, format_table
@@ -134,12 +134,7 @@ def _lead(n: Mapping[str, int], paper: bool) -> str:
 
 
 def _not_counted(n: Mapping[str, int]) -> str:
-    parts = [
-        f"{n['too few cases']} with too few cases to tell",
-        f"{n['not measured']} not measured",
-        f"{n['other parameters']} not at the paper's setting",
-    ]
-    shown = [part for part, k in zip(parts, ("too few cases", "not measured", "other parameters"), strict=True) if n[k]]
+    shown = uncounted(n)
     return f" ({' and '.join(shown)}, not counted either way)" if shown else ""
 
 

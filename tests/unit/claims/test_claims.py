@@ -423,7 +423,8 @@ def test_the_verdict_box_says_what_reproduces_what_does_not_and_why():
     text = claims.verdict_markdown(toy_table())
     assert text.startswith(":::{admonition}") and text.endswith(":::")
     assert "**Reproductions that agree with the paper: 1 of 2**" in text
-    assert "1 not measured and 1 not at the paper's setting, not counted either way" in text
+    waiting = "1 waiting for a data set or a language model the run did not have"
+    assert f"{waiting} and 1 away from the paper's setting, not counted either way" in text
     reproduces, differs = text.index("**Reproduces:**"), text.index("**Does not reproduce:**")
     assert reproduces < text.index("a0 ") < differs < text.index("a1 ")
     # the rule beside the values, then the note that says why
@@ -700,7 +701,7 @@ def test_headline_numbers_split_what_was_not_measured_by_why():
     assert (numbers["not_measured"], numbers["needs_input"], numbers["not_recorded"]) == (2, 1, 1)
     assert (numbers["identities_hold"], numbers["identities_fail"]) == (1, 0)
     text = claims.findings_markdown(table)
-    assert "1 need a data set or a language model" in text and "1 were not recorded" in text
+    assert "1 waiting for a data set or a language model" in text and "1 not recorded in this run" in text
     assert text.count("\n") == 4 and "class: verdict" in text
     assert "5 reproductions" in text and "1 of the 2 that were checked agree" in text
 
