@@ -215,10 +215,15 @@ def protocol_runs(arm: str, params: Mapping[str, Any], progress: Progress = trac
         six = {**_authors(base), "intervention_set": "all"}
         runs["all six interventions"] = run_arm(arm, six, chapter_id=chapter, progress=progress)
         if base.get("retriever") == "dense":  # the retriever's effect, beside the authors' dense run
-            bm25 = {**_authors(base), "retriever": "bm25"}
-            runs[BM25_COLUMN] = run_arm(arm, bm25, chapter_id=chapter, progress=progress)
+            runs[BM25_COLUMN] = bm25_run(arm, _authors(base), progress)
     runs["targeted variant"] = run_arm(arm, {**base, **EARLIER.as_params()}, chapter_id=chapter, progress=progress)
     return runs
+
+
+def bm25_run(arm: str, params: Mapping[str, Any], progress: Progress = track) -> ArmRun:
+    """The arm at ``params`` with BM25 in place of the dense retriever, in its own case store (a rerun
+    resumes it): the Explore table's column and the protocol table's measured effect of the retriever."""
+    return run_arm(arm, {**params, "retriever": "bm25"}, chapter_id=CHAPTERS[arm], progress=progress)
 
 
 def heed_runs(
@@ -531,7 +536,7 @@ def retriever_effect(run: ArmRun, names: Sequence[str] = ("propagation_aware",))
     """What BM25 in place of the authors' dense retriever does to the run (its own case store; the Explore
     table's 'BM25 retriever' column): failed n, recovery and ``names``' exact-hop accuracy per depth, dense
     then BM25, and the same in words for the protocol table."""
-    bm25 = run_arm(run.arm, {**_offline(run.params), "retriever": "bm25"}, chapter_id=CHAPTERS[run.arm])
+    bm25 = bm25_run(run.arm, _offline(run.params))
 
     def per_depth(result: Mapping[str, Any], key: str, name: str | None = None) -> list[Any]:
         block = result[key] if name is None else result[key].get(name, {})
