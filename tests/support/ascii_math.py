@@ -18,8 +18,12 @@ ASCII_MATH = re.compile(
     r"\b(?:phi|Delta|theta|gamma|tau|pi)_\w|\b[A-Za-z]_[A-Za-z0-9]\b|\w\^\d|\bv\(empty|<=|>=|\bC\(\s*\w+\s*,\s*\d\s*\)"
     r"|\bsum\s*\|"
 )
-# A table cell that is only a bin label (``<=100``, ``10 < n <= 50``): allowed.
-BIN_LABEL = re.compile(r"^\s*(?:<=|>=|<|>)\s*[\d,.]+\s*$|^\s*[\d,.]+\s*(?:<=|<)\s*\w+\s*(?:<=|<)\s*[\d,.]+\s*$")
+# A table cell that is only a bin label (``<=100``, ``10 < n <= 50``), perhaps with its size (``<=100 (n=71)``):
+# allowed.
+_SIZE = r"(?:\s*\(n\s*=\s*[\d,]+\))?\s*$"
+BIN_LABEL = re.compile(
+    r"^\s*(?:<=|>=|<|>)\s*[\d,.]+" + _SIZE + r"|^\s*[\d,.]+\s*(?:<=|<)\s*\w+\s*(?:<=|<)\s*[\d,.]+" + _SIZE
+)
 
 INLINE_MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.DOTALL)
 FENCE = re.compile(r"^(`{3,}|~{3,})")
