@@ -381,7 +381,7 @@ PROTOCOL_ROWS = (
     ProtocolRow(
         "LLM judge's hops",
         "judge_hops",
-        "any hop >= 0, n+1 included",
+        "any hop from 0 up, n+1 included",
         AUTHORS.judge_hops,
         "trace keeps the judge to hops 1..n",
         "not measurable offline: the judge is a language model",

@@ -11,7 +11,7 @@ page (``intro``) read these tables; :mod:`rcakit.claims.pages` lays them out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -130,7 +130,8 @@ def verdict_counts(table: pd.DataFrame) -> pd.DataFrame:
     chapters = list(dict.fromkeys(table["chapter"]))
     kinds = kind_order(table["kind"])
     counted: dict[tuple[str, str], dict[str, int]] = {}
-    for (chapter, kind, verdict), n in table.groupby(["chapter", "kind", "verdict"]).size().items():
+    for key, n in table.groupby(["chapter", "kind", "verdict"]).size().items():
+        chapter, kind, verdict = cast(tuple[str, str, str], key)
         counted.setdefault((chapter, kind), {})[verdict] = int(n)
 
     def cell(chapter: str, kind: str) -> str:

@@ -16,8 +16,9 @@ it. A page fails when:
   screen (a lecture first: the title, the short verdict, the goals; the audit later);
 - it shows a stderr output block, or a code cell whose lines are wider than its box at 1280 px;
 - it shows ASCII math outside code and math (``phi_0``, ``q^2``, ``v(empty``, ``<=``, ``C(n,2)``;
-  a bin label such as ``<=100`` in a table cell is allowed), unless the page is in
-  :data:`ASCII_MATH_PENDING`;
+  a bin label such as ``<=100`` in a table cell is allowed; the pattern is
+  :data:`support.ascii_math.ASCII_MATH`, which a unit test also applies to the claim texts and the
+  notebooks' prose without a browser);
 - one of its figures records that all its bars are of zero height
   (:data:`rcakit.plotting.FLAT_BARS_KEY`);
 - at 390 px (a phone), a display equation's box is wider than the text column, clips an equation
@@ -52,6 +53,7 @@ import pytest
 from rcakit.book import registry
 from rcakit.paths import project_root
 from rcakit.plotting import FLAT_BARS_KEY, SMALLEST_TEXT_KEY
+from support.ascii_math import ASCII_MATH, BIN_LABEL
 from support.browser import LAUNCH_FLAGS
 from support.reader_checks import READER_JS, glossary_terms, reader_problems
 
@@ -61,19 +63,6 @@ VIEWPORT = {"width": 1280, "height": 900}  # the first screen
 LECTURE_PAGES = [cid.replace("-", "_") for cid in registry.ORDER if cid != "claims"]  # a lecture's first screen
 GOALS_SHOWN = 120  # px of the learning goals (their heading and first goal) the first screen must show
 PHONE = {"width": 390, "height": 844}  # a phone: display math must stay inside the column
-# Pages whose ASCII math comes from the claim texts and notes of data/claims.yaml (shown in the verdict box
-# and the claims table), which another change is typesetting; the check skips them until it lands. Empty
-# this set then: every page must pass.
-ASCII_MATH_PENDING = frozenset(
-    {"car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
-    | {"attribution_families", "claims", "own_traces"}
-)
-# Pages whose code lines are not yet reflowed to fit the code box at 1280 px (the primer's fit); the check
-# skips them until they are. Empty this set then.
-CODE_WIDTH_PENDING = frozenset(
-    {"car_shapley", "gcjr_ablations", "coverage_collapse", "content_corruption", "longrca_strata"}
-    | {"attribution_families", "claims", "own_traces"}
-)
 # A screenshot keeps a page's first SHOT_HEIGHT pixels: every page fits today (the longest is
 # about 23,000 px), but the API page before its split (about 143,000 px, 23 MB of PNG) took
 # over the 30 s default on a loaded CI machine. The checks read the whole page either way.
@@ -158,12 +147,6 @@ PHONE_MATH_JS = """() => {
     };
   });
 }"""
-# ASCII math a reader should see typeset: phi_0, q^2, v(empty), <=, >=, C(n,2), D_h and the like.
-ASCII_MATH = re.compile(
-    r"\b(?:phi|Delta|theta|gamma|tau|pi)_\w|\b[A-Za-z]_[A-Za-z0-9]\b|\w\^\d|\bv\(empty|<=|>=|\bC\(\s*\w+\s*,\s*\d\s*\)"
-    r"|\bsum\s*\|"
-)
-BIN_LABEL = re.compile(r"^\s*(?:<=|>=|<|>)\s*[\d,.]+\s*$|^\s*[\d,.]+\s*(?:<=|<)\s*\w+\s*(?:<=|<)\s*[\d,.]+\s*$")
 
 
 def machine_paths() -> list[str]:
@@ -438,7 +421,7 @@ def test_every_page_reads_cleanly(offline, quick_book):
         screenshot(page, quick_book, name)
         seen = page.evaluate(EXTRACT_JS)
         found = problems(seen, verdict_expected=path.stem in VERDICT_PAGES, lecture=path.stem in LECTURE_PAGES)
-        found = [p for p in found if not pending(path.stem, p) and not reference_code(path, p)]
+        found = [p for p in found if not reference_code(path, p)]
         found += reader_problems(page.evaluate(READER_JS), terms if path.parent.name == "chapters" else None)
         found += dead_links(quick_book / "_build" / "html", path)
         page.set_viewport_size(PHONE)
@@ -454,13 +437,6 @@ def reference_code(path: Path, problem: str) -> bool:
     """An API page's docstrings and signatures: they are code's own text (``<=`` in a docstring, a long
     signature), which the ASCII-math and code-width checks of the book's prose do not hold."""
     return path.parent.name == "api" and problem.startswith(("ASCII math", "a code cell wider"))
-
-
-def pending(stem: str, problem: str) -> bool:
-    """A problem of a page whose fix is pending elsewhere (:data:`ASCII_MATH_PENDING`, :data:`CODE_WIDTH_PENDING`)."""
-    return (problem.startswith("ASCII math") and stem in ASCII_MATH_PENDING) or (
-        problem.startswith("a code cell wider") and stem in CODE_WIDTH_PENDING
-    )
 
 
 PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main style="width:600px">
@@ -587,12 +563,6 @@ def test_the_link_check_flags_a_dead_page_and_a_missing_anchor_and_passes_good_l
     )
     found = dead_links(root, page)
     assert found == ["a dead link: 'car shapley.html'", "a link to a missing anchor: 'car_shapley.html#nowhere'"]
-
-
-def test_the_pending_lists_only_excuse_their_own_kind_of_problem():
-    assert pending("claims", "ASCII math outside code: 'phi_0'")
-    assert not pending("primer", "ASCII math outside code: 'phi_0'")
-    assert not pending("claims", "a stderr output block: 'x'")
 
 
 READER_PLANTED = """<!doctype html><html><head><meta charset="utf-8"></head><body><main>

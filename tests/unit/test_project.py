@@ -213,3 +213,42 @@ def test_the_package_ships_its_type_hints():
     assert (project_root() / "rcakit" / "py.typed").is_file()
     pyproject = tomllib.loads((project_root() / "pyproject.toml").read_text(encoding="utf-8"))
     assert "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["rcakit"]
+
+
+def test_no_claim_text_or_note_carries_ascii_math_outside_its_dollar_math():
+    """The claim texts and notes are shown in the verdict boxes and the claims tables, where ``$…$`` is
+    typeset and everything else is shown as written: ``phi_0`` or ``q^2`` there is ASCII math on a page."""
+    from support.ascii_math import ascii_math, claim_texts, outside_math
+
+    found = {where: ascii_math(outside_math(text)) for where, text in claim_texts(ROOT / "data" / "claims.yaml")}
+    assert {where: hits for where, hits in found.items() if hits} == {}
+
+
+def test_no_notebook_prose_carries_ascii_math_outside_code_math_and_glue():
+    from support.ascii_math import ascii_math, notebook_prose
+
+    pages = sorted((ROOT / "notebooks").glob("*.md")) + sorted((ROOT / "book").glob("*.md"))
+    found = {path.stem: ascii_math(notebook_prose(path)) for path in pages}
+    assert {stem: hits for stem, hits in found.items() if hits} == {}
+
+
+def test_the_static_ascii_math_scan_reads_prose_not_code_math_or_glue(tmp_path):
+    from support.ascii_math import ascii_math, claim_texts, notebook_prose, outside_math
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        "---\njupytext: {}\n---\n# A page\n\nThe value phi_0 and $\\phi_1 <= 1$, {glue:text}`v_0`, `x_1 >= 2`.\n\n"
+        "```{code-cell} ipython3\nphi_2 = q**2  # x_1 <= 3\n```\n\n$$\nv(N) >= q^2\n$$\n\n"
+        ":::{admonition} Note\nThen C(n,2) pairs.\n:::\n\n```{note}\nAnd sum |effects|.\n```\n",
+        encoding="utf-8",
+    )
+    hits = " ".join(ascii_math(notebook_prose(page)))
+    assert "phi_0" in hits and "C(n,2)" in hits and "sum |" in hits
+    assert not any(word in hits for word in ("phi_1", "phi_2", "x_1", "v_0", "q^2"))
+    ledger = tmp_path / "claims.yaml"
+    ledger.write_text(
+        'page:\n  why: "fine"\n  claims:\n    - claim: "$\\\\phi_0 = (1 - q^2)/2$"\n      note: "As for phi_0."\n',
+        encoding="utf-8",
+    )
+    texts = dict(claim_texts(ledger))
+    assert [ascii_math(outside_math(t)) != [] for t in texts.values()] == [False, False, True]

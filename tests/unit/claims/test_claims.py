@@ -148,7 +148,7 @@ def test_section_anchor_is_the_id_the_markdown_parser_gives_the_heading():
 def test_compare_all_links_car_claims_to_their_sections():
     table = claims.compare_all({})
     car = table[table["chapter"] == "car-shapley"].set_index("claim")
-    assert car.loc["Contrastive locus = the pivotal middle step (index 1)", "link"] == (
+    assert car.loc["Contrastive locus is the pivotal middle step (index 1)", "link"] == (
         "car_shapley.html#the-contrastive-estimator-finds-the-pivotal-step"
     )
     assert list(dict.fromkeys(table["chapter"])) == [c for c in registry.ORDER if c in set(table["chapter"])]

@@ -45,12 +45,12 @@ def test_compare_verdicts_and_assert_holds():
 
 
 def test_an_identity_is_checked_at_any_parameters_against_its_own_expected_value():
-    name = "Replay reduction 1 - GCJR/exhaustive equals what the cost formulas give on these graphs"
+    name = "Replay reduction $1 - \\text{GCJR}/\\text{exhaustive}$ equals what the cost formulas give on these graphs"
     held = claims.compare("gcjr-ablations", {"replay_reduction": 0.7, "cost": {"formula_reduction": 0.7}}, {"q": 1})
     broken = claims.compare("gcjr-ablations", {"replay_reduction": 0.7, "cost": {"formula_reduction": 0.6}}, {"q": 1})
     assert held.set_index("claim").loc[name, "verdict"] == "holds"  # q = 1 is not the paper's: checked all the same
     assert broken.set_index("claim").loc[name, "verdict"] == "fails"
-    with pytest.raises(AssertionError, match="Replay reduction 1 - GCJR/exhaustive equals"):
+    with pytest.raises(AssertionError, match=r"Replay reduction \$1 - \\text\{GCJR\}/\\text\{exhaustive\}\$ equals"):
         claims.assert_holds(broken)
     at_half = claims.compare("car-shapley", _car(gap=0.0, q=0.5), {"q": 0.5}).set_index("claim")
     phi_0 = next(v for name, v in at_half["verdict"].items() if name.startswith("Shapley $\\phi_0$"))
