@@ -246,6 +246,16 @@ def glue_verdict(table: pd.DataFrame, chapter_id: str | None = None, name: str =
 
 def table(comparison: pd.DataFrame, columns: Iterable[str] = SHOWN_COLUMNS) -> Table:
     """A chapter's :func:`compare` table as its "Beside the paper" section shows it: the workbench's
-    value beside its interval, fixed decimals, every claim in full (``rcakit.tables.format_table``)."""
-    shown = comparison.assign(workbench=list(map(workbench_text, comparison["workbench"], comparison["CI"])))
+    value beside its interval, fixed decimals, every claim in full, its math typeset
+    (``rcakit.tables.format_table``)."""
+    shown = comparison.assign(
+        workbench=list(map(workbench_text, comparison["workbench"], comparison["CI"])),
+        claim=[INLINE_MATH.sub(_html_math, str(c)) for c in comparison["claim"]],
+    )
     return format_table(shown[[c for c in columns if c in shown.columns]], index=False)
+
+
+def _html_math(match: re.Match[str]) -> str:
+    """A claim's ``$…$`` as MathJax's ``\\(…\\)``: an HTML table cell (escaped as text) is outside the reach
+    of MyST's dollar math, and the table's class asks MathJax to typeset it."""
+    return "\\(" + match.group(1)[1:-1] + "\\)"
