@@ -50,7 +50,7 @@ def test_a_second_run_of_a_chapter_while_one_runs_is_refused_and_changes_nothing
     assert not lock.exists()
 
 
-def test_the_lock_taken_is_the_files_even_when_a_run_removed_it_in_between(tmp_path):
+def test_a_held_lock_refuses_a_second_holder_and_is_removed_when_released(tmp_path):
     with staging.chapter_lock(tmp_path, "x") as path:
         assert path.exists()
         with pytest.raises(RcakitError, match="another rcakit run"):
