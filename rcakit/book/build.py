@@ -49,6 +49,21 @@ def missing_pages() -> list[str]:
     return [cid for cid in registry.PAGES if not executed_notebook(registry.get(cid)).exists()]
 
 
+def foreign_pages() -> list[str]:
+    """Each executed page whose cells or outputs are not the ones rcakit wrote (their digest in the page's
+    provenance differs, or the provenance is unusable), with why: such a page is never published. A digest
+    rather than sanitising HTML at build: it catches any change (an edited table, a planted ``<script>`` or
+    ``<img onerror>``, an added cell) and leaves rcakit's own HTML outputs (styled tables, MathJax) as written."""
+    from rcakit.book import provenance
+
+    foreign = []
+    for cid in registry.PAGES:
+        notebook = executed_notebook(registry.get(cid))
+        if (why := provenance.foreign_output(notebook)) is not None:
+            foreign.append(f"{notebook.name}: {why}")
+    return foreign
+
+
 def refresh_summaries(say: Callable[[str], None] = print) -> list[str]:
     """Re-execute each summary page (the intro and the claims page: ``reads_results``) whose results,
     source or code changed since it ran, so that a build never shows counts a rerun has made stale.
@@ -81,13 +96,19 @@ def build(strict: bool = True) -> Path:
     its last message, or a full disk). A book folder that lacks a page (one
     chapter run into an empty ``$RCAKIT_BOOK_DIR``) is a one-line
     :class:`~rcakit.RcakitError` naming them and ``rcakit book``, which runs
-    the missing pages and keeps the reruns present.
+    the missing pages and keeps the reruns present; so is a page holding cells
+    or outputs rcakit did not write (:func:`foreign_pages`).
     """
     book = book_dir()
     if missing := missing_pages():
         raise RcakitError(
             f"the book in {book} has no page yet for {', '.join(missing)}: "
             "'rcakit book' runs the missing pages (keeping the reruns present) and builds"
+        )
+    if foreign := foreign_pages():
+        raise RcakitError(
+            f"the book in {book} holds pages rcakit did not write as they are: {'; '.join(foreign)}; "
+            "nothing was built ('rcakit book' runs them again)"
         )
     copy_sources(book)
     remove_stale(chapters_dir())

@@ -187,3 +187,48 @@ class quiet_loggers:
     def __exit__(self, *exc: object) -> None:
         for logger, level in zip(self.loggers, self.levels, strict=True):
             logger.setLevel(level)
+
+
+MATPLOTLIB_ENV = "MPLCONFIGDIR"
+
+
+class matplotlib_home:
+    """Give the kernel a matplotlib configuration folder it can write when its own cannot be written.
+
+    matplotlib keeps its settings and font cache under ``$MPLCONFIGDIR``, else under ``~/.config`` and
+    ``~/.cache`` (or their ``XDG_`` variables); when that cannot be written (a read-only or missing
+    ``HOME``), it makes a temporary folder and warns on stderr with its path, a warning that would land on
+    a page. When the user
+    set no ``MPLCONFIGDIR`` and the default is not writable, the kernel gets ``<results>/.matplotlib``, a
+    folder rcakit makes, kept so the font cache is built once.
+    """
+
+    def __enter__(self) -> matplotlib_home:
+        self.before = os.environ.get(MATPLOTLIB_ENV)
+        if self.before is None and not all(map(_writable, _default_matplotlib_dirs())):
+            from rcakit.io import real_folder
+            from rcakit.results import results_dir
+
+            os.environ[MATPLOTLIB_ENV] = str(real_folder(results_dir() / ".matplotlib", "matplotlib's folder"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.before is None:
+            os.environ.pop(MATPLOTLIB_ENV, None)
+
+
+def _default_matplotlib_dirs() -> list[Path]:
+    """matplotlib's configuration and cache folders when ``$MPLCONFIGDIR`` is not set (on Linux)."""
+    home = os.path.expanduser("~")
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return [Path(config) / "matplotlib", Path(cache) / "matplotlib"]
+
+
+def _writable(folder: Path) -> bool:
+    """Whether ``folder`` exists or can be made, and can be written (as matplotlib checks it)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK) and folder.is_dir()

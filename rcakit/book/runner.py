@@ -34,6 +34,7 @@ from rcakit.book.kernel import (
     interrupts_reach_the_kernel,
     ipc_kernel_manager,
     kernel_warnings,
+    matplotlib_home,
     quiet_loggers,
     stop_kernels,
 )
@@ -265,10 +266,17 @@ def _prepare(nb: Any, chapter: registry.Chapter, params: Mapping[str, Any]) -> A
     return nb
 
 
-def _finish(tmp: Path, chapter: registry.Chapter, params: Mapping[str, Any]) -> None:
-    """Take the imports probe out of the executed notebook, store the provenance in its metadata, and hide
+MAX_OUTPUT_BYTES = 5 * 10**6  # one output on a page: a larger image or text is left off, with a note
+SHOWN_STDERR_CHARS = 2000  # of what the kernel wrote on stderr, the last characters relayed to the terminal
+
+
+def _finish(tmp: Path, chapter: registry.Chapter, params: Mapping[str, Any], before: provenance.Before) -> None:
+    """Take the imports probe out of the executed notebook, keep stderr and oversized outputs off the page
+    (:func:`_published_outputs`), store the provenance in its metadata, and hide
     papermill's injected parameters cell from the page (``remove-cell``): the chapter's own parameters cell
-    shows the defaults, and the "A rerun" box says what this run changed."""
+    shows the defaults, and the "A rerun" box says what this run changed. The provenance is what the run
+    was handed (``before``); a source, code or data that changed while it ran leaves the page stale, with
+    one warning line."""
     import nbformat
 
     nb = nbformat.read(tmp, as_version=4)
@@ -280,8 +288,44 @@ def _finish(tmp: Path, chapter: registry.Chapter, params: Mapping[str, Any]) -> 
     assert provenance.MODULES_TAG in probe.metadata.get("tags", []), "the imports probe must be the last cell"
     text = "".join(o.get("text", "") for o in probe.get("outputs", []) if o.get("name") == "stdout")
     modules = json.loads(text.strip().splitlines()[-1])
-    nb.metadata[provenance.KEY] = provenance.record(chapter, params, modules)
+    stderr: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = _published_outputs(cell.outputs, stderr)
+    if stderr:
+        shown = " | ".join(line for line in "".join(stderr).splitlines() if line.strip())
+        warn(f"{chapter.id}: the kernel wrote on stderr (kept off the page): {shown[-SHOWN_STDERR_CHARS:]}")
+    nb.metadata[provenance.KEY] = provenance.record(chapter, params, modules, before, provenance.page_digest(nb.cells))
+    if changed := provenance.changed_during_run(chapter, params, modules, before):
+        warn(
+            f"{chapter.id}: {' and '.join(changed)} changed while the chapter ran; the page shows what the run "
+            "read and is recorded as stale ('rcakit book' runs it again)"
+        )
     atomic_write(tmp, nbformat.writes(nb) + "\n")
+
+
+def _published_outputs(outputs: list[Any], stderr: list[str]) -> list[Any]:
+    """``outputs`` as a page shows them: a stream on stderr (a library's warning, a path of the machine)
+    goes into ``stderr`` for the terminal instead, and an output larger than :data:`MAX_OUTPUT_BYTES` is
+    replaced by a note saying so."""
+    import nbformat
+
+    from rcakit.data.formats import size_words
+
+    kept = []
+    for output in outputs:
+        if output.get("output_type") == "stream" and output.get("name") == "stderr":
+            stderr.append(str(output.get("text", "")))
+            continue
+        size = len(json.dumps(output))
+        if size > MAX_OUTPUT_BYTES:
+            note = (
+                f"*An output of {size_words(size)} was left off this page: "
+                f"it is larger than the {size_words(MAX_OUTPUT_BYTES)} a page publishes.*"
+            )
+            output = nbformat.v4.new_output("display_data", data={"text/markdown": note, "text/plain": note})
+        kept.append(output)
+    return kept
 
 
 def run_chapter(
@@ -301,27 +345,37 @@ def run_chapter(
     ``<book>/failed/`` (:func:`failed_dir`); the last good notebook and results
     stay byte for byte. A SIGTERM, Ctrl-C or a dead kernel leaves no temporary file.
     Warnings the kernel raised for the person running it
-    (``rcakit.progress.warn``) are printed on stderr afterwards.
+    (``rcakit.progress.warn``) are printed on stderr afterwards. A second run of
+    the same chapter while one runs is refused (``rcakit.book.staging.chapter_lock``).
     """
-    import jupytext
-
     params = run_parameters(chapter_id, overrides, quick)
     preflight(chapter_id, params, output_dir)
     chapter = registry.get(chapter_id)
     folder = output_dir or chapters_dir()
+    with staging.chapter_lock(results_dir(), chapter_id):  # a second run of this chapter now is refused
+        return _run_locked(chapter, params, folder, show_progress)
+
+
+def _run_locked(chapter: registry.Chapter, params: dict[str, Any], folder: Path, show_progress: bool) -> Path:
+    import jupytext
+
+    chapter_id = chapter.id
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale(folder)
     out = executed_notebook(chapter, folder)
-    nb = _prepare(jupytext.read(chapter.notebook), chapter, params)
+    source = chapter.notebook.read_bytes()  # the exact text papermill is handed, and its provenance
+    before = provenance.before_run(chapter, params, source)
+    text = source.decode("utf-8")
+    nb = _prepare(jupytext.reads(text, fmt={"extension": chapter.notebook.suffix}), chapter, params)
     tmp = folder / f".{chapter.notebook.stem}.{os.getpid()}{staging.RUNNING_SUFFIX}"
     stage = results_dir() / f".{chapter_id}.{os.getpid()}{staging.STAGE_SUFFIX}"
     with staging.cleanup(tmp, stage):
         try:
             create_exclusive(tmp)  # never written through a link planted at this run's own name
             fresh_folder(stage)
-            with kernel_warnings(), staging.staged_results(stage):
+            with kernel_warnings(), matplotlib_home(), staging.staged_results(stage):
                 _execute(chapter_id, nb, tmp, out, params, show_progress)
-            _finish(tmp, chapter, params)
+            _finish(tmp, chapter, params, before)
             for staged in sorted(stage.glob("*.json")) if stage.is_dir() else []:
                 publish(staged, results_dir() / staged.name)
             publish(tmp, out)

@@ -18,12 +18,12 @@ import os
 import signal
 import stat
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from rcakit import RcakitError
-from rcakit.io import held_by_live_process, remove_entry
+from rcakit.io import held_by_live_process, real_folder, remove_entry
 from rcakit.results import STAGE_ENV
 
 RUNNING_SUFFIX = ".running.ipynb"
@@ -181,3 +181,44 @@ def remove_stale(folders: Iterable[Path]) -> list[Path]:
                 ) from None
             removed.append(path)
     return removed
+
+
+LOCK_SUFFIX = ".lock"
+
+
+@contextlib.contextmanager
+def chapter_lock(folder: Path, chapter_id: str) -> Iterator[Path]:
+    """Hold ``<folder>/.<chapter_id>.lock`` for the length of a run: a second run of the chapter while one
+    runs is one ``RcakitError`` line (nothing of the first is touched). ``fcntl.flock`` is released by the
+    kernel when the holder dies, however it dies; the file is removed when the run ends, and a holder checks
+    that the lock it took is still the file's (another run may have removed it in between)."""
+    import fcntl
+
+    path = real_folder(folder, "the results folder") / f".{chapter_id}{LOCK_SUFFIX}"
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as err:
+            raise RcakitError(f"{chapter_id}: cannot take the run lock {path}: {err.strerror or err}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RcakitError(
+                f"{chapter_id}: another rcakit run of this chapter is running (it holds {path}); "
+                "wait for it to finish, then run again"
+            ) from None
+        try:
+            same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the file was removed by the run that held it: take the new one
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)

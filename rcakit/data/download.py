@@ -60,6 +60,7 @@ from rcakit.data.remote import (
     Deadline,
     Downloader,
     Refused,
+    check_urls,
     download,
     fetch_timeout,
     hub_listing,
@@ -102,6 +103,7 @@ def fetch(name: str, show_progress: bool = False) -> Path:
     """
     ds = get(name)
     fetch_timeout()  # a bad $RCAKIT_FETCH_TIMEOUT is one line before anything is touched
+    check_urls()  # so is a base URL that cannot be parsed
     writable_dir(data_home(), f"data home (${DATA_DIR_ENV})")
     _remove_stale(ds)
     lock = None if ds.pinned else read_lock(ds)

@@ -83,6 +83,28 @@ def fetch_timeout() -> float:
     return seconds_from_env(TIMEOUT_ENV, TIMEOUT)
 
 
+def url_from_env(name: str, default: str) -> str:
+    """``$name`` (a base URL: ``$RCAKIT_DATA_URL``, ``$HF_ENDPOINT``), else ``default``; one ``RcakitError`` line
+    unless it is an ``http(s)`` URL with a host and a usable port (``http://[::1``, a port of 99999)."""
+    value = os.environ.get(name) or default
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port out of range or not a number
+    except ValueError as err:
+        raise RcakitError(
+            f"{name}: {value[:80]!r} is not a usable URL ({err}); expected http(s)://host[:port]/"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RcakitError(f"{name}: {value[:80]!r} is not a usable URL; expected http(s)://host[:port]/")
+    return value
+
+
+def check_urls() -> None:
+    """Both base URLs a fetch reads from the environment, checked before anything is touched."""
+    url_from_env(DATA_URL_ENV, "http://localhost/")
+    url_from_env(HUB_ENV, HUB_URL)
+
+
 def allowance(size: int | None, timeout: float) -> float:
     """The seconds a download of ``size`` bytes may take: ``timeout``, plus one per :data:`MIN_RATE` bytes."""
     return timeout + (size or 0) / MIN_RATE
@@ -136,7 +158,7 @@ def store_for(ds: DataSet, path: Path, entries: list[FileEntry]) -> Any:
     """A pooch store fetching ``entries`` of ``ds`` into ``path``, each checked against its sha256 when known."""
     import pooch
 
-    base = os.environ.get(DATA_URL_ENV) or ds.base_url
+    base = url_from_env(DATA_URL_ENV, ds.base_url)
     base = base if base.endswith("/") else base + "/"
     return pooch.create(
         path=path,
@@ -369,7 +391,7 @@ def hub_listing(ds: DataSet) -> list[str]:
     """
     listing = ds.listing
     assert listing is not None  # the registry gives a data set either pinned files or a listing
-    url = f"{os.environ.get(HUB_ENV, HUB_URL).rstrip('/')}/api/datasets/{listing.repo}/revision/{ds.revision}"
+    url = f"{url_from_env(HUB_ENV, HUB_URL).rstrip('/')}/api/datasets/{listing.repo}/revision/{ds.revision}"
     where = f"{ds.name}: file list"
     listed = _sibling_names(url, where)
     problem = names_problem(listed)

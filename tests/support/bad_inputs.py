@@ -529,6 +529,18 @@ def _html_mirror(tmp, cleanup):
 
 DATA_CASES = [
     Case(
+        "a malformed RCAKIT_DATA_URL",
+        ["data", "fetch", "musique"],
+        "RCAKIT_DATA_URL: 'http://[::1' is not a usable URL (Invalid IPv6 URL)",
+        setup=lambda tmp, cleanup: {"RCAKIT_DATA_DIR": str(tmp / "data-home"), "RCAKIT_DATA_URL": "http://[::1"},
+    ),
+    Case(
+        "an HF_ENDPOINT with a port out of range",
+        ["data", "fetch", "longrca-bench"],
+        "HF_ENDPOINT: 'http://127.0.0.1:99999' is not a usable URL (Port out of range 0-65535)",
+        setup=lambda tmp, cleanup: {"RCAKIT_DATA_DIR": str(tmp / "data-home"), "HF_ENDPOINT": "http://127.0.0.1:99999"},
+    ),
+    Case(
         "LongRCA file list: a name with ../",
         ["data", "fetch", "longrca-bench"],
         "lists 'data/full/../../../../sentinel.json', which is not a path inside the data set's folder ('..' leads "
@@ -556,6 +568,16 @@ DIGITS = "1" * 5000
 DEEP = "[" * 60_000 + "]" * 60_000  # one argument may hold at most 128 KiB
 
 
+def _chapter_running(tmp, cleanup):
+    """Another run of car-shapley holds its lock (the lock file in the results folder, flock-ed)."""
+    import fcntl
+
+    fd = os.open(tmp / "results" / ".car-shapley.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    cleanup.append(lambda: os.close(fd))
+    return {}
+
+
 def _dying_kernel(tmp, cleanup):
     """The toy chapter, whose kernel kills itself (as a crash in native code would) at seed 9."""
     (tmp / "root" / "notebooks").mkdir(parents=True)
@@ -579,6 +601,12 @@ SMALL_CASES = [  # issue 20, item 12
         "parameter 'seed' is given twice",
     ),
     Case("a parameter for a page without any", ["run", "claims", "-p", "x", "1"], "claims: takes no parameters"),
+    Case(
+        "a second run of a chapter while one runs",
+        ["run", "car-shapley", "--quick"],
+        "car-shapley: another rcakit run of this chapter is running (it holds {tmp}/results/.car-shapley.lock)",
+        setup=_chapter_running,
+    ),
     Case(
         "a kernel that dies",
         ["run", "car-shapley", "-p", "seed", "9"],
