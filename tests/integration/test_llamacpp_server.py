@@ -92,7 +92,7 @@ def server(tmp_path_factory):
             process.wait(timeout=30)
 
 
-def _raw_status(url: str, response_format: dict) -> tuple[int, str]:
+def _raw_status(url: str, response_format: dict[str, object]) -> tuple[int, str]:
     """The status and body of one chat request sent past rcakit, with ``response_format`` as given."""
     body = {"model": "smollm2", "messages": QUESTION, "max_tokens": 8, "response_format": response_format}
     request = urllib.request.Request(
