@@ -80,7 +80,7 @@ TEST_ENV := RCAKIT_BOOK_DIR=$(TEST_BOOK) RCAKIT_RESULTS_DIR=$(TEST_BOOK)/results
 test: install-dev install-browser
 	$(PY) scripts/lint.py
 	rm -rf $(TEST_BOOK)
-	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests -m "not chapters and not seeds and not bounds" \
+	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests -m "not chapters and not seeds and not bounds and not llamacpp" \
 	  -n 2 --dist loadfile --durations=15
 	$(TEST_ENV) RCAKIT_REQUIRE_BROWSER=1 $(PY) -m pytest tests -m "chapters and not seeds and not bounds" --durations=15
 	cp -r $(TEST_BOOK)/results $(TEST_BOOK)/results-first
