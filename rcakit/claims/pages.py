@@ -82,7 +82,8 @@ def _td(content: str, style: str | None) -> str:
 def claims_table(body: list[str]) -> str:
     """The claims table's HTML around ``body``, its rows (:func:`kind_rows`, heading rows)."""
     head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-    return f'<table class="dataframe claims-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    classes = "dataframe claims-table mathjax_process"  # MathJax typesets the claims' \\(…\\) in these cells
+    return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def kind_rows(group: pd.DataFrame) -> list[str]:

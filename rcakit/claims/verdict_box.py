@@ -23,7 +23,7 @@ from rcakit.tables import Table, format_table
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>$|~#])")
 INLINE_MATH = re.compile(r"(\$[^$]+\$)")  # MyST's dollar math in a claim's text: typeset, never escaped
-SHOWN_COLUMNS = ("claim", "kind", "paper", "workbench", "rule", "verdict", "asserted")
+SHOWN_COLUMNS = ("claim", "kind", "paper", "workbench", "rule", "verdict")  # an asserted verdict says so
 
 
 def _md(text: str) -> str:
@@ -250,12 +250,14 @@ def table(comparison: pd.DataFrame, columns: Iterable[str] = SHOWN_COLUMNS) -> T
     (``rcakit.tables.format_table``)."""
     shown = comparison.assign(
         workbench=list(map(workbench_text, comparison["workbench"], comparison["CI"])),
+        verdict=[f"{v} (asserted)" if a else str(v) for v, a in comparison[["verdict", "asserted"]].to_numpy()],
         claim=[INLINE_MATH.sub(_html_math, str(c)) for c in comparison["claim"]],
+        note=[INLINE_MATH.sub(_html_math, str(c)) for c in comparison["note"]],
     )
     return format_table(shown[[c for c in columns if c in shown.columns]], index=False)
 
 
 def _html_math(match: re.Match[str]) -> str:
-    """A claim's ``$…$`` as MathJax's ``\\(…\\)``: an HTML table cell (escaped as text) is outside the reach
+    """A claim's or a note's ``$…$`` as MathJax's ``\\(…\\)``: an HTML table cell (escaped as text) is outside the reach
     of MyST's dollar math, and the table's class asks MathJax to typeset it."""
     return "\\(" + match.group(1)[1:-1] + "\\)"
