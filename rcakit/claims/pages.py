@@ -30,11 +30,10 @@ from rcakit.claims.summary import (
 )
 from rcakit.claims.verdict_box import math_html
 from rcakit.claims.verdicts import paper_text, workbench_text
-from rcakit.tables import DASH
 
 # The kind heads its rows (a row spanning the table) and the source sits under the paper value, so five
 # columns fit the text column.
-COLUMNS = ["claim", "verdict", "paper", "workbench", "rule"]
+COLUMNS = ["claim", "verdict", "paper", "workbench"]  # the rule sits under the workbench value
 _BADGE = "padding:0.1em 0.45em;border-radius:0.3em;white-space:nowrap"
 _CELL_STYLE = {"claim": "min-width:12em", "verdict": "min-width:6em"}
 
@@ -58,9 +57,10 @@ def _small(text: str) -> str:
 
 
 def _cells(row: pd.Series) -> dict[str, str]:
-    """The cells of one claim: the CI under the workbench value, the note under the claim,
+    """The cells of one claim: the CI and the rule under the workbench value, the note under the claim,
     why it is not measured and "asserted" under the verdict."""
-    workbench = html.escape(workbench_text(row["workbench"])) + _small(row["CI"])
+    rule = row["rule"] if isinstance(row["rule"], str) else ""
+    workbench = html.escape(workbench_text(row["workbench"])) + _small(row["CI"]) + _small(rule and f"rule: {rule}")
     verdict = (
         verdict_badge(row["verdict"])
         + _small(row.get("why", ""))
@@ -71,7 +71,6 @@ def _cells(row: pd.Series) -> dict[str, str]:
         "verdict": verdict,
         "paper": html.escape(paper_text(row["paper"])) + _small(str(row["source"])),
         "workbench": workbench,
-        "rule": html.escape(row["rule"]) or DASH,
     }
 
 

@@ -553,7 +553,7 @@ def test_every_claim_table_shows_every_row_grouped_linked_and_coloured():
     assert "a0 &lt;x&gt; &amp; y" in page and "<x>" not in page  # claim text is escaped
     assert "Chapter A" in page and "(reproductions: 1 agree, 1 differ)" in page
     assert "(reproductions: 0 agree, 0 differ, 1 not measured, 1 other parameters)" in page
-    kinds = re.findall(r'<tr class="claims-kind"><td colspan="5"><em>(\w[\w ]*)</em>', page)
+    kinds = re.findall(r'<tr class="claims-kind"><td colspan="4"><em>(\w[\w ]*)</em>', page)
     assert kinds == ["mechanism", "identity", "mechanism", "published", "not comparable"]  # a heading row per kind
     assert page.index("a0 ") < page.index("a2 ") < page.index("b5 ") < page.index("b3 ") < page.index("b4 ")
     assert plotting.VERDICT_COLOURS["agrees"] in page and plotting.VERDICT_COLOURS["differs"] in page
@@ -584,7 +584,7 @@ def test_missing_workbench_values_show_as_a_dash():
     table = toy_table()
     table["workbench"] = [float("nan"), None, 0.5, 1, 2, 3, None]
     page = claims_page.every_claim_table(table)
-    assert "nan" not in page and "None" not in page and page.count("<td>—</td>") == 3
+    assert "nan" not in page and "None" not in page and page.count("<td>—<br><small>rule: &gt; 0</small></td>") == 3
 
 
 def test_the_palette_names_its_colours_for_captions():
