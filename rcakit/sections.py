@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
-from IPython.display import HTML
+from IPython.display import HTML, Markdown
 
 from rcakit import prose, tables
 
@@ -51,6 +51,7 @@ class Section:
     facts: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     skipped: str | None = None
     decimals: int | Mapping[Any, int] = 3
+    listing: str | None = None  # Markdown shown in the table's place: a short list where cells would be paragraphs
 
     def __post_init__(self) -> None:
         if self.skipped is not None and (self.table is not None or self.numbers or self.facts):
@@ -68,12 +69,15 @@ class Section:
         prose.glue_all(self.facts, prefix)
 
     def show(self) -> Any:
-        """The table as a reader sees it (fixed decimals, a dash for "not applicable"), or the skip note."""
+        """The table as a reader sees it (fixed decimals, a dash for "not applicable"), its ``listing`` when it
+        has one, or the skip note."""
         if self.skipped is not None:
             return HTML(
                 '<div class="admonition note"><p class="admonition-title">Not run</p>'
                 f"<p>This section did not run: {html.escape(self.skipped)}</p></div>"
             )
+        if self.listing is not None:
+            return Markdown(self.listing)
         if self.table is None:
             raise ValueError("this section has no table to show")
         return tables.format_table(self.table, self.decimals)

@@ -1,9 +1,12 @@
 """The HTML book: its sources in the book folder, and one strict Jupyter Book 1 build.
 
-The book folder is ``book/`` or ``$RCAKIT_BOOK_DIR``. A folder other than the
-project's gets the project's book sources (configuration, table of contents,
-references, API pages, static files) copied in before each build, so a scratch
-book never builds with stale or missing configuration. The build is strict
+The book folder is ``book/`` or ``$RCAKIT_BOOK_DIR``; its ``chapters/`` holds the
+executed notebooks. Each build writes its Sphinx sources afresh into
+``<book>/_build/site`` (:func:`write_site`): the project's book sources
+(configuration, table of contents, references, API pages, static files), so a
+scratch book never builds with stale or missing configuration, and each
+chapter's pages, its lecture and its audit, cut from its one executed notebook
+(:func:`rcakit.book.pages.split`). The HTML lands in ``<book>/_build/html``. The build is strict
 (``-W -n --all``): any warning, a broken reference or a glued value that
 cannot be formatted, fails it with one message that names the warnings.
 
@@ -31,17 +34,41 @@ SHOWN_WARNINGS = 10  # warnings quoted in the error of a failed build
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def copy_sources(book: Path) -> None:
-    """Copy the project's book sources into ``book`` when it is another folder (``$RCAKIT_BOOK_DIR``)."""
+def write_site(book: Path) -> Path:
+    """Write the build's Sphinx sources into ``<book>/_build/site`` (emptied first) and return it: the
+    project's book sources, then every page's lecture and audit (:func:`rcakit.book.pages.split`),
+    with each audit listed under its chapter in the table of contents."""
+    import nbformat
+    import yaml
+
+    from rcakit.book import pages
+
+    site = book / "_build" / "site"
+    if site.exists() or site.is_symlink():
+        remove_entry(site)
+    site.mkdir(parents=True)
     source = project_root() / "book"
-    if book.resolve() == source.resolve():
-        return
-    book.mkdir(parents=True, exist_ok=True)
     for name in SOURCES:
         if (source / name).is_dir():
-            shutil.copytree(source / name, book / name, dirs_exist_ok=True)
+            shutil.copytree(source / name, site / name)
         elif (source / name).exists():
-            shutil.copy(source / name, book / name)
+            shutil.copy(source / name, site / name)
+    (site / "chapters").mkdir()
+    audits = []
+    for cid in registry.PAGES:
+        notebook = executed_notebook(registry.get(cid))
+        split = pages.split(nbformat.read(notebook, as_version=4), notebook.stem)
+        nbformat.write(split.lecture, site / "chapters" / notebook.name)
+        if split.audit is not None:
+            nbformat.write(split.audit, site / "chapters" / f"{notebook.stem}{pages.AUDIT_SUFFIX}.ipynb")
+            audits.append(notebook.stem)
+    toc = yaml.safe_load((source / "_toc.yml").read_text(encoding="utf-8"))
+    for entry in toc["chapters"]:
+        stem = entry["file"].removeprefix("chapters/")
+        if stem in audits:
+            entry["sections"] = [{"file": f"chapters/{stem}{pages.AUDIT_SUFFIX}"}]
+    (site / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
+    return site
 
 
 def missing_pages() -> list[str]:
@@ -110,10 +137,11 @@ def build(strict: bool = True) -> Path:
             f"the book in {book} holds pages rcakit did not write as they are: {'; '.join(foreign)}; "
             "nothing was built ('rcakit book' runs them again)"
         )
-    copy_sources(book)
     remove_stale(chapters_dir())
     _drop_hidden_pages(book / "_build")
-    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(book), "--builder", "html"]
+    site = write_site(book)
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site), "--path-output", str(book)]
+    cmd += ["--builder", "html"]
     if strict:
         cmd += ["--all", "-W", "-n", "--keep-going"]
     proc = subprocess.run(cmd, capture_output=True, text=True)

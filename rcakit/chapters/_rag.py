@@ -453,38 +453,86 @@ STRUCTURAL_ONLY = ("interventions", "intervention_set", "heed_warnings")  # choi
 CONTENT_ONLY = ("span_rule",)  # a choice only the content arm meets
 
 
-def protocol_table(
+@dataclass(frozen=True)
+class ProtocolChoice:
+    """One choice of the protocol as this run made it: the row, the authors' setting, this run's value and
+    its parameter's default (None when rcakit cannot take the authors' setting), and where a departure's
+    effect is measured."""
+
+    row: ProtocolRow
+    authors: str
+    value: Any
+    default: Any
+    effect: str
+
+    @property
+    def why(self) -> str:
+        """The row's note, after whether the value is the authors' setting or departs from it."""
+        if self.default is None:
+            return self.row.note
+        if self.value == self.default:
+            return f"the authors' setting; {self.row.note}"
+        return f"departs from the authors' ({_setting_text(self.default)}); {self.row.note}"
+
+
+def protocol_choices(
     params: Mapping[str, Any], arm: str = "structural", effects: Mapping[str, str] | None = None
-) -> pd.DataFrame:
-    """The chapter's protocol table: per choice, the authors' setting, this run's (its parameter and value),
-    why, and where the effect of a departure is measured (``effects``, by parameter name, gives a measured
-    effect in its place); a run that departs from the authors' says so. The content arm leaves out the
-    structural interventions and the reader's reaction to their warnings."""
+) -> list[ProtocolChoice]:
+    """The protocol's choices for an arm, as ``params`` make them (the authors' defaults filled in);
+    ``effects``, by parameter name, gives a measured effect in place of where it is measured. The content
+    arm leaves out the structural interventions and the reader's reaction to their warnings."""
     params = {**authors_protocol(arm), "agent": "rule", "world": SYNTHETIC, **params}
-    rows = []
+    choices = []
     for row in PROTOCOL_ROWS:
         authors, default = row.authors, row.default
         if isinstance(authors, dict) and isinstance(default, dict):  # an authors' setting that differs by arm
             authors, default = authors[arm], default[arm]
         if (arm != "structural" and row.name in STRUCTURAL_ONLY) or (arm != "content" and row.name in CONTENT_ONLY):
             continue
-        value = params.get(row.name)
-        if default is None:
-            why = row.note
-        elif value == default:
-            why = f"the authors' setting; {row.note}"
-        else:
-            why = f"departs from the authors' ({_setting_text(default)}); {row.note}"
-        rows.append(
-            {
-                "choice": row.label,
-                "authors' protocol": authors,
-                "this chapter": f"{row.name} = {_setting_text(value)}",
-                "why": why,
-                "effect measured in": (effects or {}).get(row.name, row.effect),
-            }
-        )
+        effect = (effects or {}).get(row.name, row.effect)
+        choices.append(ProtocolChoice(row, str(authors), params.get(row.name), default, effect))
+    return choices
+
+
+def protocol_table(
+    params: Mapping[str, Any], arm: str = "structural", effects: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """The chapter's protocol table (:func:`protocol_choices`): per choice, the authors' setting, this run's
+    (its parameter and value), why, and where the effect of a departure is measured; a run that departs
+    from the authors' says so."""
+    rows = [
+        {
+            "choice": c.row.label,
+            "authors' protocol": c.authors,
+            "this chapter": f"{c.row.name} = {_setting_text(c.value)}",
+            "why": c.why,
+            "effect measured in": c.effect,
+        }
+        for c in protocol_choices(params, arm, effects)
+    ]
     return pd.DataFrame(rows).set_index("choice")
+
+
+def protocol_list(choices: Sequence[ProtocolChoice]) -> str:
+    """The protocol as a reader takes it in (Markdown): one line per choice, the authors' setting, this
+    run's and the alternatives, then each place a departure's effect is measured with the choices it
+    covers, said once instead of on every row."""
+    lines = ["**Each choice: the authors' setting, this run's, and the alternatives.**", ""]
+    for c in choices:
+        here = f"`{c.row.name} = {_setting_text(c.value)}`"
+        if c.default is None:
+            status = f"here {here}, as close as rcakit gets offline"
+        elif c.value == c.default:
+            status = f"here {here}, the authors' setting"
+        else:
+            status = f"here {here}, **a departure** (the authors': `{_setting_text(c.default)}`)"
+        lines.append(f"- **{c.row.label}**: {c.authors}; {status} ({c.row.note}).")
+    lines += ["", "**Where a departure's effect is measured.**", ""]
+    by_effect: dict[str, list[str]] = {}
+    for c in choices:
+        by_effect.setdefault(c.effect, []).append(c.row.label)
+    lines += [f"- **{', '.join(labels)}**: {effect}." for effect, labels in by_effect.items()]
+    return "\n".join(lines)
 
 
 def protocol_cells(runs: Mapping[str, ArmRun], names: Sequence[str], level: str = "protocol") -> pd.DataFrame:
@@ -528,8 +576,9 @@ def setup_section(run: ArmRun) -> Section:
         effect = retriever_effect(run)
         effects["retriever"] = effect["text"]
         numbers["retriever_effect"] = {k: v for k, v in effect.items() if k != "text"}
+    choices = protocol_choices(run.params, arm=run.arm, effects=effects)
     table = protocol_table(run.params, arm=run.arm, effects=effects)
-    return Section(table=table, numbers=numbers, facts=facts)
+    return Section(table=table, numbers=numbers, facts=facts, listing=protocol_list(choices))
 
 
 def retriever_effect(run: ArmRun, names: Sequence[str] = ("propagation_aware",)) -> dict[str, Any]:

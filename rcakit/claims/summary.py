@@ -41,9 +41,16 @@ def chapter_page(chapter_id: str) -> str:
 
 
 def section_link(chapter_id: str, section: str | None) -> str:
-    """``<chapter>.html#<anchor>`` of a claim's section; the chapter page if it has none."""
+    """``<chapter>.html#<anchor>`` of a claim's section, ``<chapter>_audit.html#<anchor>`` when the section is
+    on the chapter's audit page (:func:`rcakit.book.pages.audit_sections`); the chapter page if it has none."""
+    from rcakit.book.pages import AUDIT_SUFFIX, audit_sections
+
     page = chapter_page(chapter_id)
-    return f"{page}#{section_anchor(section)}" if section else page
+    if not section:
+        return page
+    if section in audit_sections(page.removesuffix(".html")):
+        page = page.replace(".html", f"{AUDIT_SUFFIX}.html")
+    return f"{page}#{section_anchor(section)}"
 
 
 def in_book_order(chapter_ids: Iterable[str]) -> list[str]:

@@ -68,6 +68,9 @@ CODE_WIDTH_PENDING = frozenset(
 )
 LECTURE_PAGES = [cid.replace("-", "_") for cid in registry.ORDER if cid != "claims"]  # a lecture's first screen
 GOALS_SHOWN = 120  # px of the learning goals (their heading and first goal) the first screen must show
+# A paper chapter's lecture page (its audit is the page beside it, rcakit.book.pages) at 1280 px.
+PAPER_LECTURES = frozenset(registry.ORDER) - {"primer", "own-traces", "claims"}
+LECTURE_HEIGHT = 10_000
 PHONE = {"width": 390, "height": 844}  # a phone: display math must stay inside the column
 # A screenshot keeps a page's first SHOT_HEIGHT pixels: every page fits today (the longest is
 # about 23,000 px), but the API page before its split (about 143,000 px, 23 MB of PNG) took
@@ -427,6 +430,7 @@ def test_every_page_reads_cleanly(offline, quick_book):
         screenshot(page, quick_book, name)
         seen = page.evaluate(EXTRACT_JS)
         found = problems(seen, verdict_expected=path.stem in VERDICT_PAGES, lecture=path.stem in LECTURE_PAGES)
+        found += too_tall(path.stem, scroll_height(page))
         found = [p for p in found if not reference_code(path, p) and not code_width_pending(path.stem, p)]
         found += reader_problems(page.evaluate(READER_JS), terms if path.parent.name == "chapters" else None)
         found += dead_links(quick_book / "_build" / "html", path)
@@ -437,6 +441,13 @@ def test_every_page_reads_cleanly(offline, quick_book):
         page.close()
     assert report == {}, "\n".join(f"{name}: {p}" for name, found in report.items() for p in found)
     assert leaks == [], f"requests left the machine: {leaks}"
+
+
+def too_tall(stem: str, height: int) -> list[str]:
+    """A paper chapter's lecture page taller than :data:`LECTURE_HEIGHT` at 1280 px."""
+    if stem.replace("_", "-") in PAPER_LECTURES and height > LECTURE_HEIGHT:
+        return [f"a lecture page {height} px tall at 1280 px (at most {LECTURE_HEIGHT}: mark sections for the audit)"]
+    return []
 
 
 def code_width_pending(stem: str, problem: str) -> bool:
@@ -521,6 +532,17 @@ def test_the_checks_flag_a_planted_bad_page(offline, tmp_path):
     clean = tmp_path / "clean.html"
     clean.write_text(CLEAN.replace("BARS", bars_png(tmp_path / "bars.png", "no")), encoding="utf-8")
     assert problems(load(context, clean).evaluate(EXTRACT_JS), verdict_expected=True, lecture=True) == []
+
+
+def test_the_height_check_flags_a_long_lecture_page_and_not_its_audit(offline, tmp_path):
+    context, _ = offline
+    tall = tmp_path / "tall.html"
+    tall.write_text('<!doctype html><html><body><div style="height:12000px">x</div></body></html>', encoding="utf-8")
+    height = scroll_height(load(context, tall))
+    assert height > LECTURE_HEIGHT
+    assert too_tall("car_shapley", height) and too_tall("coverage_collapse", height)
+    assert too_tall("car_shapley_audit", height) == [] and too_tall("primer", height) == []
+    assert too_tall("car_shapley", LECTURE_HEIGHT) == []
 
 
 def bars_png(path: Path, flat: str) -> str:

@@ -43,3 +43,10 @@ def test_show_formats_the_table_with_the_sections_decimals() -> None:
     assert "0.12" in section.show().to_html() and "0.123" not in section.show().to_html()
     with pytest.raises(ValueError):
         Section().show()
+
+
+def test_a_section_with_a_listing_shows_it_as_markdown_in_place_of_its_table() -> None:
+    section = Section(table=pd.DataFrame({"why": ["a long sentence"]}), listing="- **choice**: the why")
+    shown = section.show()
+    assert shown._repr_markdown_() == "- **choice**: the why"
+    assert not hasattr(Section(table=pd.DataFrame({"x": [1.0]})).show(), "_repr_markdown_")  # a table stays one

@@ -91,6 +91,20 @@ def test_protocol_table_names_each_departure_and_the_content_arm_leaves_out_the_
     assert "structural interventions" not in other.index and "reader's reaction to a warning" not in other.index
 
 
+def test_the_protocol_list_has_a_line_per_choice_marks_departures_and_says_each_effect_once():
+    choices = _rag.protocol_choices({"corpus": "global"})
+    listing = _rag.protocol_list(choices)
+    lines = [line for line in listing.splitlines() if line.startswith("- ")]
+    assert len(lines) == len(choices) + len({c.effect for c in choices})
+    corpus = next(line for line in lines if line.startswith("- **corpus**"))
+    assert "`corpus = global`, **a departure** (the authors': `question`)" in corpus
+    top_k = next(line for line in lines if line.startswith("- **top_k**"))
+    assert "the authors' setting" in top_k and "departure" not in top_k
+    shared = "the Explore table's 'targeted variant' column, with the variant's other choices"
+    assert listing.count(shared + ".") == 1  # said once, with every choice it covers
+    assert sum(line.count("**a departure**") for line in lines) == 1
+
+
 def test_the_branch_tables_split_counts_from_accuracies_and_the_small_tables_show_counts_as_counts():
 
     cases = pd.DataFrame([structural_row("a", 2, 2, "flip"), structural_row("b", 2, 1, "fallback")])

@@ -145,6 +145,13 @@ def test_section_anchor_is_the_id_the_markdown_parser_gives_the_heading():
     assert claims.section_link("car-shapley", None) == "car_shapley.html"
 
 
+def test_a_claim_of_a_section_on_the_audit_page_links_that_page():
+    """The support-agent report and its subsection are marked for car-shapley's audit page (its notebook)."""
+    audit = "car_shapley_audit.html#replay-action-match-rate"
+    assert claims.section_link("car-shapley", "Replay action-match rate") == audit
+    assert claims.section_link("car-shapley", "The efficiency sum telescopes").startswith("car_shapley.html#")
+
+
 def test_compare_all_links_car_claims_to_their_sections():
     table = claims.compare_all({})
     car = table[table["chapter"] == "car-shapley"].set_index("claim")
