@@ -36,6 +36,9 @@ AUDIT_SUFFIX = "_audit"  # <stem>_audit.ipynb: the audit page's file
 # on the audit page, as are the sections that use them.
 INFRASTRUCTURE = frozenset({"provider", "judge_provider", "workers", "scheduler", "store", "method_timeout"})
 INFRASTRUCTURE_PREFIX = "llm_"  # llm_timeout, llm_base_url, llm_max_cases, ...: every model setting
+# The lecture folds a longer code cell (its source a click away, "Show code cell source"; its output
+# shown): the prose, math, tables and figures carry a first reading. The audit shows code as written.
+FOLD_LINES = 8
 _HEADING = re.compile(r"^(#{1,2}) +(\S.*)$")  # a page title or a section: '# …' or '## …'
 _LABEL = re.compile(r"^\([^)\s]+\)=$")  # a MyST target line, '(car-shapley-audit)='
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=")
@@ -138,7 +141,7 @@ def split(notebook: NotebookNode, stem: str) -> Pages:
         return Pages(copy.deepcopy(whole), None)
     glue = _take_glue([*lecture, *audit])
     params = next((c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])), None)
-    lecture_cells = [_moved_note(stem, moved) if c is None else _lecture_cell(c) for c in lecture]
+    lecture_cells = [_moved_note(stem, moved) if c is None else _lecture_cell(c) for c in _folded(lecture)]
     head = [_audit_title(notebook, stem)] + (_params_section(params) if params is not None else [])
     return Pages(_page(notebook, lecture_cells + [glue]), _page(notebook, head + audit + [copy.deepcopy(glue)]))
 
@@ -156,6 +159,26 @@ def _take_glue(cells: list[NotebookNode | None]) -> NotebookNode:
     hidden = nbformat.v4.new_code_cell("", metadata={"tags": ["remove-cell"]}, id="rcakit-glue")
     hidden.outputs = glued
     return hidden
+
+
+def _folded(cells: list[NotebookNode | None]) -> list[NotebookNode | None]:
+    """The cells with each code cell longer than :data:`FOLD_LINES` lines folded (``hide-input``), except
+    the parameters cell and an exercise's solution (already behind its toggle)."""
+    out, in_solution = [], False
+    for cell in cells:
+        if cell is not None and cell.cell_type == "markdown":
+            if "{solution-start}" in cell.source:
+                in_solution = True
+            if "{solution-end}" in cell.source:
+                in_solution = False
+        tags = [] if cell is None else cell.metadata.get("tags", [])
+        shown = not {"parameters", "remove-cell", "remove-input", "hide-input", "hide-cell"} & set(tags)
+        if cell is not None and cell.cell_type == "code" and shown and not in_solution:
+            if len(cell.source.splitlines()) > FOLD_LINES:
+                cell = copy.deepcopy(cell)
+                cell.metadata["tags"] = [*tags, "hide-input"]
+        out.append(cell)
+    return out
 
 
 def _lecture_cell(cell: NotebookNode) -> NotebookNode:
