@@ -35,7 +35,9 @@ Unless the game has a proof, every one of them rolls v(N) out.
 
 shapiq's Shapley-value approximators (``--shapiq``, whatever version is installed) get the same games: a
 coalition query costs K fresh rollouts, K in 1, 4, 12 and the budget over 2^n, and the best K per
-approximator is reported; v(N) and v(∅) are rolled out like every other coalition. ShaplEIG (shapiq
+approximator is reported; v(N) and v(∅) are rolled out like every other coalition. shapiq's approximators
+take fresh rollouts only, so on ``fresh-10`` and ``unseeded-10`` (``fresh-20``) they see the same draws
+as on ``agent-10`` (``agent-20``) and print the same numbers. ShaplEIG (shapiq
 >= 1.8) also returns posterior variances: its 95 % normal interval's worst per-player coverage is
 printed beside rcakit's. It needs shapiq's ``shapleig`` extra (torch, gpytorch, botorch); without it
 the benchmark names it as skipped (``SHAPIQ_EXTRAS=shapleig make bench-rollouts`` installs it).
