@@ -35,16 +35,22 @@ Unless the game has a proof, every one of them rolls v(N) out.
 
 shapiq's Shapley-value approximators (``--shapiq``, whatever version is installed) get the same games: a
 coalition query costs K fresh rollouts, K in 1, 4, 12 and the budget over 2^n, and the best K per
-approximator is reported; v(N) and v(∅) are rolled out like every other coalition. ShaplEIG (shapiq
+approximator is reported; v(N) and v(∅) are rolled out like every other coalition. shapiq's approximators
+take fresh rollouts only, so on ``fresh-10`` and ``unseeded-10`` (``fresh-20``) they see the same draws
+as on ``agent-10`` (``agent-20``) and print the same numbers. ShaplEIG (shapiq
 >= 1.8) also returns posterior variances: its 95 % normal interval's worst per-player coverage is
-printed beside rcakit's.
+printed beside rcakit's. It needs shapiq's ``shapleig`` extra (torch, gpytorch, botorch); without it
+the benchmark names it as skipped (``SHAPIQ_EXTRAS=shapleig make bench-rollouts`` installs it).
 
 For each game, budget (120 to 61,440 rollouts) and seed: the RMSE of the Shapley vector, and whether each
 player's interval holds its exact value. Printed per game: RMSE by budget; for each estimator the budget
 to RMSE 0.02 (log-linear interpolation; a value at or below the lowest budget is printed as a bound), its
-ratio to CAR, and the WORST coverage of any player at any budget from 960 rollouts, beside the binomial
+ratio to CAR, the WORST coverage of any player at any budget from 960 rollouts, beside the binomial
 floor for that many cells (``rcakit.scm.binomial_floor``: the lowest of that many cells of an exactly
-95 % interval stays above it with probability 0.95); then one closing line per game naming the default.
+95 % interval stays above it with probability 0.95), and how many players' mean error over the runs from
+960 rollouts has a 95 % interval that excludes 0 (``rcakit.scm.player_bias``); then the per-player
+tables (every estimator's coverage of each player beside the exact values, ``rcakit.scm.player_coverage``,
+and the default's mean error per player); and one closing line per game naming the default.
 The full run uses 200 seeds per cell for rcakit's estimators and 20 for shapiq's, on every game;
 ``--quick`` 20 and 2, budgets up to 15,360, and only the synthetic games (the SCM games replay in Python,
 rollout by rollout, and the car-shapley chapter measures them; ``--games interaction or-failure`` adds
@@ -66,6 +72,8 @@ from rcakit.scm import (
     full_replay,
     interaction_scm,
     or_failure_scm,
+    player_bias,
+    player_coverage,
     rollout_study,
     scm_draw,
     scm_paired_draw,
@@ -249,9 +257,14 @@ def shapiq_approximators() -> dict[str, Callable[..., object]]:
 
     found = {name: getattr(approximators, name) for name in SHAPIQ if hasattr(approximators, name)}
     missing = [name for name in SHAPIQ if name not in found]
+    # shapiq puts a placeholder that raises its ImportError where an optional extra is not installed
+    # (ShaplEIG needs shapiq[shapleig]: torch, gpytorch, botorch)
+    extra = {name: str(found.pop(name)._import_error) for name in list(found) if hasattr(found[name], "_import_error")}
     print(
         f"shapiq {shapiq.__version__}: " + (f"not in this version: {', '.join(missing)}" if missing else "all present")
     )
+    for name, error in extra.items():
+        print(f"  {name} skipped, its optional dependencies are missing: {error}")
     return found
 
 
@@ -377,7 +390,7 @@ def report(
     print("RMSE of the Shapley vector by rollout budget:")
     print(rmse.round(4).to_string())
     need = {name: budget_to(TARGET, rmse[name].dropna()) for name in rmse.columns}
-    worst = worst_player_coverage(table)
+    worst, bias = worst_player_coverage(table), player_bias(table)
     summary = pd.DataFrame(
         {
             f"rollouts to RMSE {TARGET}": [budget_text(need[name], budgets[0]) for name in rmse.columns],
@@ -385,6 +398,7 @@ def report(
             "worst player coverage from 960": [
                 f"{worst.loc[name, 'worst']:.3f}" if name in worst.index else "-" for name in rmse.columns
             ],
+            "players biased": [biased(bias, name, game.n) for name in rmse.columns],
         },
         index=rmse.columns,
     )
@@ -392,6 +406,7 @@ def report(
     if len(worst):
         w = worst.iloc[0]
         print(f"binomial floor for {int(w['cells'])} cells of {int(w['seeds'])} seeds: {w['floor']:.3f}")
+    print_players(game, table, bias)
     chosen = table[(table["estimator"] == DEFAULT) & (table["budget"] >= 960)]["chose"]
     shares = ", ".join(
         f"{name} {share:.0%}" for name, share in chosen.value_counts(normalize=True).sort_index().items()
@@ -410,8 +425,31 @@ def report(
     return (
         f"{game.name}: rcakit default (shapley_rollouts{shares}) {budget_text(need[DEFAULT], budgets[0])} rollouts to "
         f"RMSE {TARGET}, CAR {budget_text(need['car'], budgets[0])} ({bound}{ratio:.1f}x fewer){shapiq_text}; "
-        f"coverage from 960 rollouts: {coverage}"
+        f"coverage from 960 rollouts: {coverage}; mean error's 95 % interval excludes 0 for "
+        f"{biased(bias, DEFAULT, game.n)} players"
     )
+
+
+def biased(bias: pd.DataFrame, name: str, n: int) -> str:
+    """How many of ``name``'s players have a mean error whose interval (``rcakit.scm.player_bias``)
+    excludes 0, as ``k/n``: about 5 % of them by chance, all of them under a shared bias."""
+    chosen = bias[bias["estimator"] == name]
+    if not len(chosen):
+        return "-"
+    return f"{int(((chosen['low'] > 0) | (chosen['high'] < 0)).sum())}/{n}"
+
+
+def print_players(game: Game, table: pd.DataFrame, bias: pd.DataFrame) -> None:
+    """The per-player tables from 960 rollouts: every estimator's coverage of each player (the lowest over
+    the budgets, ``rcakit.scm.player_coverage``) under the exact values, and the default's mean error per
+    player with its 95 % interval over the runs (``rcakit.scm.player_bias``)."""
+    cover = player_coverage(table)
+    exact = pd.DataFrame([game.exact()], index=["exact phi"], columns=cover.columns)
+    print("per player from 960 rollouts: exact phi, each estimator's lowest coverage over the budgets")
+    print(pd.concat([exact.round(4), cover.round(3)]).to_string())
+    mine = bias[bias["estimator"] == DEFAULT].set_index("player")[["mean error", "low", "high"]]
+    print(f"{DEFAULT}'s mean error per player from 960 rollouts, with its 95 % interval over the runs:")
+    print(mine.T.round(4).to_string())
 
 
 def main() -> None:

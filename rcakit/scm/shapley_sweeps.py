@@ -420,8 +420,9 @@ def rollout_study(
     Columns: ``estimator, budget, seed, rollouts`` (spent), ``chose`` (the estimator that ran: what
     ``default`` picked), ``squared error`` (mean over players, against
     ``exact``), ``covered`` (the share of players whose interval holds their exact value), ``covered i``
-    for each player ``i`` and ``covered phi_0`` (the same as ``covered 0``). A run with no interval (fewer
-    than two pairs, or no rollout per coalition) has no row.
+    for each player ``i``, ``covered phi_0`` (the same as ``covered 0``) and ``error i``, player ``i``'s
+    estimate minus its exact value. A run with no interval (fewer than two pairs, or no rollout per
+    coalition) has no row.
     """
     n = len(exact)
 
@@ -460,6 +461,7 @@ def rollout_study(
                         "covered": float(held.mean()),
                         "covered phi_0": bool(held[0]),
                         **{f"covered {i}": bool(held[i]) for i in range(n)},
+                        **{f"error {i}": float(est.values[i] - exact[i]) for i in range(n)},
                     }
                 )
     return pd.DataFrame(rows)
@@ -473,13 +475,52 @@ def binomial_floor(seeds: int, cells: int, level: float = 0.95, nominal: float =
     return float(scipy_stats.binom.ppf(tail, seeds, nominal) / seeds)
 
 
+def _players(study: pd.DataFrame, prefix: str) -> list[str]:
+    """A study's per-player columns ``<prefix>0 .. <prefix>(n-1)``, in player order."""
+    return [c for c in study.columns if c.startswith(prefix) and c[len(prefix) :].isdigit()]
+
+
+def player_coverage(study: pd.DataFrame, *, from_budget: int = 960) -> pd.DataFrame:
+    """Per estimator (rows) and player (columns, by index), the lowest coverage of that player's interval
+    at any budget from ``from_budget`` rollouts in :func:`rollout_study`'s table: the cells whose minimum
+    :func:`worst_player_coverage` reports, one column per player, so a player with a large effect is not
+    hidden behind idle ones at 1.00."""
+    players = _players(study, "covered ")
+    chosen = study[study["budget"] >= from_budget]
+    table = chosen.groupby(["estimator", "budget"])[players].mean().groupby(level="estimator").min()
+    table.columns = pd.Index([int(c.split()[-1]) for c in players], name="player")
+    return table
+
+
+def player_bias(study: pd.DataFrame, *, from_budget: int = 960, level: float = 0.95) -> pd.DataFrame:
+    r"""Per estimator and player, the mean error over the runs at every budget from ``from_budget``
+    rollouts in :func:`rollout_study`'s table, with its interval: the average over the budgets of each
+    budget's mean error, whose variance is :math:`\sum_b s_b^2 / m_b` over the squared number of
+    budgets (budget ``b``: ``m_b`` runs, sample variance :math:`s_b^2`), and Student's t quantile at
+    ``level`` on :math:`\sum_b (m_b - 1)` degrees of freedom. An unbiased estimator's interval holds 0
+    for about ``level`` of the players; a bias shared by every player, such as an assumed :math:`v(N)`,
+    moves them all. Columns ``estimator, player, mean error, low, high``."""
+    errors = _players(study, "error ")
+    rows = []
+    for name, chosen in study[study["budget"] >= from_budget].groupby("estimator"):
+        cells = chosen.groupby("budget")[errors]
+        means, spread, runs = cells.mean(), cells.var(ddof=1), cells.count()
+        mean = means.mean().to_numpy(float)
+        quantile = scipy_stats.t.ppf(0.5 + level / 2, max(int((runs.iloc[:, 0] - 1).sum()), 1))
+        half = quantile * np.sqrt((spread / runs).sum().to_numpy(float)) / len(means)
+        for i in range(len(errors)):
+            row = {"estimator": name, "player": i, "mean error": mean[i], "low": mean[i] - half[i]}
+            rows.append({**row, "high": mean[i] + half[i]})
+    return pd.DataFrame(rows, columns=["estimator", "player", "mean error", "low", "high"])
+
+
 def worst_player_coverage(study: pd.DataFrame, *, from_budget: int = 960) -> pd.DataFrame:
     r"""Per estimator, the lowest coverage of any player at any budget from ``from_budget`` rollouts, the
     number of (player, budget) cells it is the minimum of, the seeds per cell, and the binomial floor: the
     coverage that the lowest of that many cells stays above with probability 0.95 when every cell's true
     coverage is exactly 0.95 (each cell a binomial count, Šidák's per-cell level
     :math:`1 - 0.95^{1/c}`). A worst cell above the floor is what noise gives; below it, the interval fails."""
-    players = [c for c in study.columns if c.startswith("covered ") and c != "covered phi_0"]
+    players = _players(study, "covered ")
     rows = {}
     for name, chosen in study[study["budget"] >= from_budget].groupby("estimator"):
         cells = chosen.groupby("budget")[players].mean()

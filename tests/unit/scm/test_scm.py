@@ -5,6 +5,7 @@ in ``tests/unit/chapters/test_car_shapley.py``."""
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
 import rcakit.shapley
 from rcakit import scm, stats
@@ -355,3 +356,80 @@ def test_full_replay_proves_v_of_n_from_the_recorded_run_and_the_binomial_floor_
     assert proof.value == 1.0 and "draws nothing" in proof.source
     assert scm.binomial_floor(200, 1) == pytest.approx(0.925)  # binom.ppf(0.05, 200, 0.95) = 185 of 200
     assert scm.binomial_floor(40, 120) < scm.binomial_floor(40, 10) < scm.binomial_floor(40, 1) <= 0.95
+
+
+def _study_rows(estimator, budget, covered, errors):
+    """Rows of a rollout study for one estimator and budget: ``covered`` and ``errors`` per run and player."""
+    return [
+        {
+            "estimator": estimator,
+            "budget": budget,
+            "seed": s,
+            **{f"covered {i}": bool(c) for i, c in enumerate(run)},
+            "covered phi_0": bool(run[0]),
+            **{f"error {i}": float(e) for i, e in enumerate(err)},
+        }
+        for s, (run, err) in enumerate(zip(covered, errors, strict=True))
+    ]
+
+
+def test_per_player_coverage_is_each_players_lowest_cell_from_960_and_the_worst_is_their_minimum():
+    """Player 1 misses twice at 960 and once at 1920 (lowest cell 0.5), player 0 once at 1920; the misses at
+    480 are below the budgets counted. The mean over players (0.875 at 960) would hide player 1."""
+    zeros = np.zeros((4, 2))
+    rows = _study_rows("x", 480, [[0, 0]] * 4, zeros)
+    rows += _study_rows("x", 960, [[1, 0], [1, 0], [1, 1], [1, 1]], zeros)
+    rows += _study_rows("x", 1920, [[0, 1], [1, 0], [1, 1], [1, 1]], zeros)
+    study = pd.DataFrame(rows)
+    cover = scm.player_coverage(study)
+    assert cover.loc["x"].tolist() == [0.75, 0.5] and list(cover.columns) == [0, 1]
+    worst = scm.worst_player_coverage(study)
+    assert worst.loc["x", "worst"] == 0.5 and worst.loc["x", "cells"] == 4 and worst.loc["x", "seeds"] == 4
+
+
+def test_player_bias_averages_the_budgets_mean_errors_with_their_pooled_standard_error():
+    errors_960 = np.array([[0.1, 0.0], [0.3, 0.0], [0.2, 0.01], [0.2, -0.01]])
+    errors_1920 = np.array([[0.0, 0.02], [0.2, -0.02], [0.1, 0.0], [0.1, 0.0]])
+    rows = _study_rows("x", 480, np.ones((4, 2)), np.full((4, 2), 9.0))  # below 960: not counted
+    rows += _study_rows("x", 960, np.ones((4, 2)), errors_960) + _study_rows("x", 1920, np.ones((4, 2)), errors_1920)
+    bias = scm.player_bias(pd.DataFrame(rows)).set_index("player")
+    se = np.sqrt(errors_960.var(axis=0, ddof=1) / 4 + errors_1920.var(axis=0, ddof=1) / 4) / 2
+    t = scipy_stats.t.ppf(0.975, 6)  # 3 + 3 degrees of freedom from two budgets of 4 runs
+    np.testing.assert_allclose(bias["mean error"], [0.15, 0.0], atol=1e-12)
+    np.testing.assert_allclose(bias["high"] - bias["mean error"], t * se)
+    assert bias.loc[0, "low"] > 0 and bias.loc[1, "low"] < 0 < bias.loc[1, "high"]
+
+
+def flaky_interaction_draws(flaky=0.8):
+    """The interaction SCM's closed form times a replay that fails only ``flaky`` of the time: v(N) = 0.8.
+    Fresh draws, and paired ones whose rows share the replay's and the background's uniforms."""
+    model = scm.interaction_scm()
+    v = np.array([flaky * model.analytic_v(rcakit.shapley.coalition_of(m, 3)) for m in range(8)])
+
+    def paired_for(rng):
+        def draw(masks, k):
+            u = rng.random((masks.shape[0], 1, k, 2))
+            base = v[masks][..., None] / flaky  # P(bad | the replay fails), a threshold on a shared uniform
+            return ((u[..., 0] < flaky) & (u[..., 1] < base)).sum(axis=-1)
+
+        return draw
+
+    return v, (lambda rng: lambda m, k: rng.binomial(k, v[m])), paired_for
+
+
+def test_an_assumed_v_of_n_shows_as_a_bias_on_every_player_and_rolling_it_out_shows_none():
+    """With v(N) = 0.8 an assumed 1 moves every player by 0.2 / 3, the idle step included, and the bias
+    columns see it for each estimator that takes the proof; rolled out, no player's interval excludes 0."""
+    v, draw_for, paired_for = flaky_interaction_draws()
+    exact = rcakit.shapley.shapley_of_table(v)
+    assumed = rcakit.shapley.KnownFull(1.0, "assumed")
+
+    def bias(full):
+        study = scm.rollout_study(draw_for, exact, [960], seeds=40, seed=0, paired_for=paired_for, full=full)
+        found = scm.player_bias(study)
+        return found[found["estimator"].isin(["pooled", "paired", "leverage", "default"])]
+
+    old, new = bias(assumed), bias(None)
+    assert ((old["low"] > 0).all()) and np.allclose(old["mean error"], 0.2 / 3, atol=0.015)
+    assert ((new["low"] <= 0) & (0 <= new["high"])).mean() >= 0.8  # 12 intervals at 95 %: chance misses
+    assert (new["mean error"].abs() < 0.01).all()
