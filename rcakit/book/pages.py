@@ -198,7 +198,7 @@ def _lecture_cell(cell: NotebookNode) -> NotebookNode:
 
 
 def _moved_note(stem: str, titles: list[str]) -> NotebookNode:
-    listed = "\n".join(f"- {title}" for title in titles)
+    listed = "\n".join(f"- {{doc}}`{title} <{stem}{AUDIT_SUFFIX}>`" for title in titles)
     return nbformat.v4.new_markdown_cell(
         id="rcakit-audit-note",
         source=":::{admonition} On the audit page\n:class: seealso\n"
@@ -213,7 +213,8 @@ def _audit_title(notebook: NotebookNode, stem: str) -> NotebookNode:
         id="rcakit-audit-title",
         source=f"# The audit: {title}\n\n"
         f"The protocol, the settings and the checks behind {{doc}}`the lecture <{stem}>`, from the same run "
-        "of its notebook: rerun the chapter and both pages change together.",
+        "of its notebook: rerun the chapter and both pages change together. The notation is the primer's "
+        "({ref}`primer-notation`): the outcome $Y$ of a run, the action $A_k$ of step $k$, the Shapley value $\\phi_i$ of player $i$.",
     )
 
 

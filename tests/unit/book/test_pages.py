@@ -127,3 +127,20 @@ def test_the_site_lists_each_audit_under_its_chapter_and_keeps_the_executed_note
     assert (book / "chapters" / "car_shapley.ipynb").read_bytes() == executed
     lecture = nbformat.read(site / "chapters" / "car_shapley.ipynb", as_version=4)
     assert not any(cell.metadata.get("audit") for cell in lecture.cells)
+
+
+def test_the_lecture_folds_a_long_code_cell_but_not_the_parameters_or_a_solution_and_the_audit_shows_it():
+    notebook = _chapter()
+    long = "\n".join(f"x{i} = {i}" for i in range(pages.FOLD_LINES + 1))
+    notebook.cells.insert(3, nbformat.v4.new_code_cell(long))
+    notebook.cells.insert(4, nbformat.v4.new_code_cell("\n".join(long.splitlines()[: pages.FOLD_LINES])))
+    solution = [nbformat.v4.new_markdown_cell("````{solution-start} ex-1\n````"), nbformat.v4.new_code_cell(long)]
+    notebook.cells += [*solution, nbformat.v4.new_markdown_cell("````{solution-end}\n````")]  # in the Summary
+    notebook.cells[1].source += "\n" * pages.FOLD_LINES + "r = 1"
+    split = pages.split(notebook, "toy")
+    assert split.audit is not None
+    code = [(c.source, c.metadata.get("tags", [])) for c in split.lecture.cells if c.cell_type == "code"]
+    assert [source for source, _ in code].count(long) == 2  # the lecture's and the solution's
+    folded = [source for source, tags in code if "hide-input" in tags]
+    assert folded == [long]  # once: the copy in the solution stays as it is (its toggle hides it)
+    assert not any("hide-input" in c.metadata.get("tags", []) for c in split.audit.cells)
