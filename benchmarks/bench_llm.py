@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from rcakit import RcakitError
-from rcakit.llm import Accounting, ResponseCache, Shape, ask_json, cached, probe, provider_from_spec
+from rcakit.llm import Accounting, LLMSettings, ResponseCache, Shape, ask_json, cached, model_for, probe
 from rcakit.llm.testing import FakeOllamaServer, SilentServer
 
 N = 200
@@ -24,7 +24,7 @@ def timed(fn) -> float:
 
 def bench_fake_ollama(folder: str) -> None:
     with FakeOllamaServer() as server:
-        provider = provider_from_spec("ollama:fake", host=server.url, timeout=5)
+        provider = model_for(LLMSettings("ollama:fake", timeout=5, host=server.url))
         prompts = [[{"role": "user", "content": f"case {i}"}] for i in range(N)]
         cold = cached(provider, ResponseCache(folder))
         warm = cached(provider, ResponseCache(folder))
@@ -42,7 +42,7 @@ def bench_probe_and_timeout() -> None:
         t_probe = timed(lambda: [probe("ollama:fake", host=server.url, timeout=5) for _ in range(20)])
         print(f"probe of the fake server: {1e3 * t_probe / 20:.2f} ms per probe")
     with SilentServer(lifetime=10) as silent:
-        provider = provider_from_spec("ollama:fake", host=silent.url, timeout=1.0)
+        provider = model_for(LLMSettings("ollama:fake", timeout=1.0, host=silent.url))
 
         def call():
             try:
@@ -60,7 +60,7 @@ def bench_smollm2(folder: str) -> None:
         print("smollm2: skipped, llama-cpp-python is not installed")
         return
     load = time.perf_counter()
-    model = provider_from_spec("llamacpp:smollm2")
+    model = model_for(LLMSettings("llamacpp:smollm2"))
     print(f"smollm2: loaded {model.model} in {time.perf_counter() - load:.2f} s")
     acct = Accounting()
     chat = cached(model, ResponseCache(folder), accounting=acct["tiny_chat"])

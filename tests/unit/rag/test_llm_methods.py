@@ -229,7 +229,9 @@ def test_models_from_params_passes_the_timeout_to_every_provider(monkeypatch):
         seen.append((param, timeout))
         return None
 
-    monkeypatch.setattr(M, "provider_from_spec", spy)
+    from rcakit.llm import settings
+
+    monkeypatch.setattr(settings, "provider_from_spec", spy)  # the one place a spec becomes a model
     M.models_from_params("ollama:a", "ollama:b", "rule", 0, timeout=7.5)
     assert seen == [("provider", 7.5), ("judge_provider", 7.5)]
 
