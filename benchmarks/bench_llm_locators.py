@@ -18,7 +18,7 @@ import time
 import pandas as pd
 
 from rcakit import trajectories as tr
-from rcakit.llm import Accounting, provider_from_spec
+from rcakit.llm import Accounting, LLMSettings, model_for
 from rcakit.paths import resolve
 from rcakit.trajectories import llm_evaluation
 
@@ -36,7 +36,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ["RCAKIT_LLM_CACHE"] = tempfile.mkdtemp(prefix="bench-llm-")
-    model = provider_from_spec(args.provider)
+    model = model_for(LLMSettings(args.provider))
     loaded = tr.read_who_and_when(resolve("../shared/data/who_and_when"))
     sets = loaded.by_source(tr.WHO_AND_WHEN_SUBSETS)
     sets["synthetic"] = list(tr.generate_benchmark(args.seed, tr.GeneratorConfig(n=args.n_trajectories)))

@@ -5,7 +5,8 @@ Run: ``.venv/bin/python benchmarks/bench_parallel.py [questions]``. The sweep is
 the chapter's own (``rcakit.chapters.coverage_collapse.run(...)``) at its
 ``quick`` values with ``agent = "llm"``: the clean runs, every injected case with
 its probes, the LLM judge's sample and the replay check. The model is the fake
-Ollama server (``rcakit.llm.testing``) with 100 ms of latency per call, over real
+Ollama server (``tests/support/llm_servers.py``, which the wheel does not ship; the
+script puts ``tests/`` on the import path to reach it) with 100 ms of latency per call, over real
 HTTP; it reads like an oracle (it answers from the world's facts when the
 subject's paragraph is shown, else asks to search) and judges with a hop taken
 from the prompt's digest. Each setting uses a fresh response cache and case
@@ -28,10 +29,12 @@ from pathlib import Path
 
 from rcakit.book import registry
 from rcakit.chapters import coverage_collapse
-from rcakit.llm.testing import FakeOllamaServer
 from rcakit.rag import build_world
 from rcakit.rag.relations import RELATIONS
 from rcakit.results import to_jsonable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fake servers: tests/support, not shipped
+from support.llm_servers import FakeOllamaServer  # noqa: E402
 
 LATENCY = 0.1  # seconds per model call
 WORKERS = (1, 2, 4, 8)

@@ -127,9 +127,9 @@ def _on_terminal() -> bool:
 
 def _validate(args: argparse.Namespace) -> int:
     """Every bad record on its own line on stderr, then the good/bad count on stdout; 2 if any was bad."""
-    from rcakit.trajectories import validate_path
+    from rcakit.chapters._checks import validate_records
 
-    n_good, errors = validate_path(args.path, args.format)
+    n_good, errors = validate_records(args.path, args.format)
     for error in errors:
         _say(f"rcakit: error: {error}")
     sys.stderr.flush()

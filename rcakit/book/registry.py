@@ -285,40 +285,20 @@ def _check_range(chapter: Chapter, where: str, name: str, value: Any) -> None:
         raise RcakitError(f"{where} = {_short(value)} is not one of {options}")
 
 
-def car_shapley_budget(params: Mapping[str, Any]) -> None:
-    """``car-shapley``'s ``budget``: 0 (no budget) or enough rollouts for two antithetic permutations of
-    the interaction SCM at the run's ``samples_per_eval``, so that every Shapley estimate of the chapter
-    exists and has an interval (CAR §4: only whole permutations are spent)."""
-    from rcakit.scm import interaction_scm, permutation_budgets
-
-    if not {"budget", "samples_per_eval"} <= params.keys():
-        return  # a chapter under this id without these parameters (a test's toy root) has no such rule
-    budget, per_eval = int(params["budget"]), int(params["samples_per_eval"])
-    (least,) = permutation_budgets(interaction_scm(), per_eval, [2])
-    if budget and budget < least:
-        raise RcakitError(
-            f"parameter 'budget': {budget:,} rollouts buy fewer than two antithetic permutations of the "
-            f"interaction SCM at samples_per_eval {per_eval} ({least:,} rollouts), so no Shapley estimate "
-            "would have an interval; give 0 (no budget) or at least that"
-        )
+Rule = Callable[[Mapping[str, Any]], None]  # a rule between one chapter's parameters (rcakit.chapters._checks)
 
 
-CHAPTER_RULES: dict[str, Callable[[Mapping[str, Any]], None]] = {  # a rule between one chapter's parameters
-    "car-shapley": car_shapley_budget,
-}
-
-
-def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
-    """Cross-parameter checks: ``requires`` rules, a chapter's own rule (:data:`CHAPTER_RULES`) and
-    provider specs (no network).
+def check_rules(chapter: Chapter, params: Mapping[str, Any], rule: Rule | None = None) -> None:
+    """Cross-parameter checks: ``requires`` rules, the chapter's own ``rule`` (the chapter layer declares
+    it, ``rcakit.chapters._checks.RULES``, and the book passes it in) and provider specs (no network).
 
     Every parameter named ``provider`` or ending in ``_provider`` is parsed by
     ``rcakit.llm.spec.check_spec`` (the backend is not loaded), and
     ``llm_base_url`` by ``rcakit.llm.spec.check_base_url``; a ``scheduler``
     parameter must be ``""`` or a Dask address ``tcp://HOST:PORT``.
     """
-    for rule, needed in chapter.requires.items():
-        name, _, wanted = str(rule).partition("=")
+    for requirement, needed in chapter.requires.items():
+        name, _, wanted = str(requirement).partition("=")
         negated = name.endswith("!")
         name = name.removesuffix("!")
         if (str(params.get(name)) == wanted) == negated:
@@ -334,9 +314,9 @@ def check_rules(chapter: Chapter, params: Mapping[str, Any]) -> None:
                 raise RcakitError(
                     f"{chapter.id}: parameter {shown} needs {other!r} to be set, got {params.get(other)!r}"
                 )
-    if chapter.id in CHAPTER_RULES:
+    if rule is not None:
         try:
-            CHAPTER_RULES[chapter.id](params)
+            rule(params)
         except RcakitError as err:
             raise RcakitError(f"{chapter.id}: {err}") from None
     from rcakit.llm.spec import check_base_url, check_spec
@@ -373,26 +353,28 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def validate(chapter_id: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """The full parameter set of a run: defaults updated by checked ``overrides``."""
+def validate(chapter_id: str, overrides: Mapping[str, Any], rule: Rule | None = None) -> dict[str, Any]:
+    """The full parameter set of a run: defaults updated by checked ``overrides``, and ``rule`` (the
+    chapter's own, if it has one) checked on them."""
     chapter = get(chapter_id)
     params = chapter.defaults
     for name, value in overrides.items():
         params[name] = coerce(chapter, name, value)
-    check_rules(chapter, params)
+    check_rules(chapter, params, rule)
     return params
 
 
-def check_params(chapter_id: str, namespace: Mapping[str, Any]) -> ChapterParams:
+def check_params(chapter_id: str, namespace: Mapping[str, Any], rule: Rule | None = None) -> ChapterParams:
     """Inside a chapter: validate the parameter values the kernel holds.
 
     Returns them as the chapter's frozen parameters class
     (:func:`rcakit.params.params_class`, e.g. ``CarShapleyParams``): fields in
     the cell's order, typed by the defaults, ``Literal`` where the front matter
     lists choices; it reads as a mapping too, for ``rcakit.results.record``.
-    Raises a one-line ``RcakitError`` on a wrong type or an out-of-range value.
+    Raises a one-line ``RcakitError`` on a wrong type or an out-of-range value, or when ``rule`` (the
+    chapter's own, which ``rcakit.book.check_params`` passes) refuses them.
     """
     chapter = get(chapter_id)
     values = {name: coerce(chapter, name, namespace[name]) for name in chapter.parameters}
-    check_rules(chapter, values)
+    check_rules(chapter, values, rule)
     return params_class(chapter_id, chapter.defaults, chapter.choices)(**values)

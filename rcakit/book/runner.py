@@ -38,6 +38,7 @@ from rcakit.book.kernel import (
     quiet_loggers,
     stop_kernels,
 )
+from rcakit.chapters._checks import RULES
 from rcakit.io import atomic_write, create_exclusive, fresh_folder, publish, real_folder, writable_dir
 from rcakit.llm.spec import TIMEOUT_ENV, default_timeout
 from rcakit.paths import book_dir, project_root, resolve
@@ -69,7 +70,7 @@ def run_parameters(chapter_id: str, overrides: Mapping[str, Any] | None = None, 
     merged = {**(chapter.quick if quick else {}), **(overrides or {})}
     if "llm_timeout" in chapter.parameters and "llm_timeout" not in merged and os.environ.get(TIMEOUT_ENV):
         merged["llm_timeout"] = default_timeout()
-    return registry.validate(chapter_id, merged)
+    return registry.validate(chapter_id, merged, RULES.get(chapter_id))
 
 
 def _trusted_stores(chapter: registry.Chapter, recorded: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ from rcakit.fidelity import ActionMatch
 from rcakit.llm.accounting import Accounting
 from rcakit.llm.base import Provider
 from rcakit.llm.cache import cached
-from rcakit.llm.spec import provider_from_spec
+from rcakit.llm.settings import LLMSettings, model_for
 from rcakit.plotting import BLUE, ORANGE, OUTCOME_COLOURS, TEXT_WIDTH, VERMILION, ci_errorbar
 from rcakit.scm.causal_model import SCM
 from rcakit.scm.contrastive import Contrastive, analytic_effects, contrastive_effects
@@ -596,7 +596,7 @@ def language_model_support_section(
 ) -> Section:
     """The support-agent report with a language model deciding the refund (CAR §2-3, Figure 1).
 
-    ``provider`` is a spec (:func:`rcakit.llm.provider_from_spec`, with
+    ``provider`` is a spec (:func:`rcakit.llm.model_for` builds it, with
     ``base_url`` for an ``openai:`` server); ``none`` skips the section. The
     model answers behind the response cache; its report
     (:func:`rcakit.scm.llm_support_report`) and the tokens it cost are
@@ -607,7 +607,7 @@ def language_model_support_section(
     default estimate by rollouts with its intervals, or why there is none) and
     ``calls`` (model calls, replay included).
     """
-    chat = provider_from_spec(provider, timeout=timeout, base_url=base_url)
+    chat = model_for(LLMSettings(provider, timeout=timeout, base_url=base_url))
     if not chat:
         return Section.skip("no language model was given (`provider = none`).")
     usage = Accounting()

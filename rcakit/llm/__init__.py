@@ -1,10 +1,11 @@
 """Language-model backends behind one small interface.
 
-A chapter turns its ``provider`` parameter into a provider, wraps it in the
-response cache with one :class:`MethodUsage` per method, and asks for JSON::
+A chapter turns its model parameters into a provider (:func:`model_for`, the one
+place a provider string becomes a model), wraps it in the response cache with
+one :class:`MethodUsage` per method, and asks for JSON::
 
     acct = Accounting()
-    judge = cached(provider_from_spec(params["judge_provider"]), accounting=acct["llm_judge"])
+    judge = cached(model_for(LLMSettings.of(params), "judge_provider"), accounting=acct["llm_judge"])
     if judge:
         verdict = ask_json(judge, messages, Shape(stage=("retrieval", "answer"), hop=range(1, 4)))
 
@@ -22,6 +23,7 @@ from rcakit.llm.accounting import Accounting, MethodUsage
 from rcakit.llm.base import ContextOverflow, NullProvider, Provider, Reply, request_seed
 from rcakit.llm.cache import CachedProvider, ResponseCache, cache_totals, cached, default_cache
 from rcakit.llm.replay import ReplayChannel
+from rcakit.llm.settings import LLMSettings, model_for
 from rcakit.llm.spec import check_base_url, check_spec, check_timeout, probe, provider_from_spec
 from rcakit.llm.structured import Shape, ask_json, parse_json
 
@@ -29,6 +31,7 @@ __all__ = [
     "Accounting",
     "CachedProvider",
     "ContextOverflow",
+    "LLMSettings",
     "MethodUsage",
     "NullProvider",
     "Provider",
@@ -43,6 +46,7 @@ __all__ = [
     "check_spec",
     "check_timeout",
     "default_cache",
+    "model_for",
     "parse_json",
     "probe",
     "provider_from_spec",

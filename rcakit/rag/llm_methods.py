@@ -24,7 +24,7 @@ from typing import Any, cast
 import pandas as pd
 
 from rcakit import RcakitError
-from rcakit.llm import Accounting, Provider, cached, provider_from_spec
+from rcakit.llm import Accounting, LLMSettings, Provider, cached, model_for
 from rcakit.llm.accounting import COST
 from rcakit.llm.cache import case_usage
 from rcakit.parallel import Progress, Runner
@@ -69,13 +69,11 @@ def models_from_params(
     if agent not in AGENTS:
         raise RcakitError(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
     accounting = Accounting()
-    main = provider_from_spec(provider, timeout=timeout, param="provider", base_url=base_url)
+    settings = LLMSettings(provider, judge_provider, timeout, base_url)
+    main = model_for(settings)
     if agent == "llm" and not main:
         raise RcakitError("agent: llm needs a language model; set provider (e.g. llamacpp:smollm2)")
-    own = judge_provider == "none"
-    backend = (
-        main if own else provider_from_spec(judge_provider, timeout=timeout, param="judge_provider", base_url=base_url)
-    )
+    backend = main if judge_provider == "none" else model_for(settings, "judge_provider")
     reader_chat = cached(main, accounting=accounting[READER]) if agent == "llm" else None
     check_judge_prompt(judge_prompt)  # a bad value fails without a model too
     chat = cached(backend, accounting=accounting[JUDGE]) if backend else None

@@ -3,7 +3,7 @@
 The documented LLM pilot (``gcjr-ablations -p pilot_policy llm``) once left a
 glued null that failed every later ``rcakit build``; ``make seeds`` and ``make
 bounds`` never run a model. Here each documented model path runs at quick
-against the fake servers of ``rcakit.llm.testing`` (Ollama, OpenAI-compatible,
+against the fake servers of ``tests/support/llm_servers.py`` (Ollama, OpenAI-compatible,
 Anthropic), whose replies echo the prompt and so match no schema: the hostile
 end of what a real model answers. Each page is then judged as a strict build
 judges it (``page_glue.problems``, through ``quick_runs.sweep``).
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from rcakit.llm.testing import FakeAnthropicServer, FakeOllamaServer, FakeOpenAIServer
 from rcakit.store import store_folder
+from support.llm_servers import FakeAnthropicServer, FakeOllamaServer, FakeOpenAIServer
 from support.quick_runs import sweep
 
 pytestmark = pytest.mark.chapters

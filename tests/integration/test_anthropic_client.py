@@ -14,8 +14,8 @@ import pytest
 from rcakit import RcakitError
 from rcakit.llm import probe, provider_from_spec
 from rcakit.llm.anthropic import DEFAULT_URL, AnthropicProvider
-from rcakit.llm.testing import FakeAnthropicServer
 from support.llm_apis import ANTHROPIC, ENVIRONMENT, KEY, MODEL, QUESTION, cache_lines, leaks, one_line, rag_model
+from support.llm_servers import FakeAnthropicServer
 
 pytestmark = pytest.mark.slow  # every test here starts a server
 

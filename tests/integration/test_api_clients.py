@@ -1,6 +1,6 @@
 """What the ``openai:`` and ``anthropic:`` providers share, each test run against both fake servers.
 
-The fakes (``rcakit.llm.testing``) speak each protocol over real HTTP on 127.0.0.1, for the official
+The fakes (``tests/support/llm_servers.py``) speak each protocol over real HTTP on 127.0.0.1, for the official
 clients; the key planted in the environment (``llm_apis.KEY``) must never come back in an error, a
 cache file or a pickle. Retries are the clients' own (``rcakit.llm.sdk.MAX_RETRIES``), a server's
 ``Retry-After`` honoured up to ``MAX_RETRY_AFTER`` seconds and refused beyond it.
@@ -18,8 +18,8 @@ from rcakit import RcakitError
 from rcakit.llm import MethodUsage, ResponseCache, Shape, ask_json, cached
 from rcakit.llm.base import REPLY_CHARS_PER_TOKEN
 from rcakit.llm.sdk import MAX_RETRIES, MAX_RETRY_AFTER, REDACTED, longest_wait
-from rcakit.llm.testing import SilentServer
 from support.llm_apis import APIS, ENVIRONMENT, KEY, MODEL, QUESTION, leaks, one_line
+from support.llm_servers import SilentServer
 
 VERDICT = Shape(stage=("retrieval", "answer"), hop=range(1, 4))
 PROMPT_CHARS = sum(len(m["content"]) for m in QUESTION)

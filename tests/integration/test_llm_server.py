@@ -22,7 +22,7 @@ from rcakit import RcakitError
 from rcakit.llm import check_spec, check_timeout, probe, provider_from_spec
 from rcakit.llm.ollama import OllamaProvider
 from rcakit.llm.spec import DEFAULT_TIMEOUT
-from rcakit.llm.testing import FakeOllamaServer, SilentServer
+from support.llm_servers import FakeOllamaServer, SilentServer
 
 QUESTION = [{"role": "user", "content": "Which hop failed?"}]
 

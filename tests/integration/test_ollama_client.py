@@ -1,6 +1,6 @@
 """rcakit.llm against a fake Ollama server on 127.0.0.1, over real HTTP.
 
-The fake server (``rcakit.llm.testing.FakeOllamaServer``) speaks enough of
+The fake server (``FakeOllamaServer`` of ``tests/support/llm_servers.py``) speaks enough of
 Ollama's ``/api/chat`` for the real ``ollama`` client: a non-streaming JSON
 reply with ``message.content``, ``prompt_eval_count``, ``eval_count`` and
 ``done``. Each test queues canned behaviours (a reply, an HTTP status, a
@@ -38,8 +38,8 @@ from rcakit.llm import (
     provider_from_spec,
 )
 from rcakit.llm.cache import canonical_request
-from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from support import ROOT
+from support.llm_servers import FakeOllamaServer, ScriptedProvider
 
 VERDICT = Shape(stage=("retrieval", "reasoning", "answer"), hop=range(1, 4))
 QUESTION = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Which hop failed?"}]
@@ -523,7 +523,7 @@ def test_case_usage_counts_each_threads_calls_apart_and_the_shared_total_too(tmp
 
     from rcakit.llm import MethodUsage, ResponseCache, cached
     from rcakit.llm.cache import case_usage
-    from rcakit.llm.testing import ScriptedProvider
+    from support.llm_servers import ScriptedProvider
 
     chat = cached(ScriptedProvider(lambda m: "ok"), cache=ResponseCache(tmp_path / "c"), accounting=MethodUsage())
     barrier, got = threading.Barrier(4), {}

@@ -21,8 +21,8 @@ from rcakit.llm import ResponseCache, Shape, ask_json, cached, check_base_url, c
 from rcakit.llm.cache import canonical_request
 from rcakit.llm.openai import DEFAULT_URL, OpenAIProvider
 from rcakit.llm.spec import SPECS
-from rcakit.llm.testing import FakeOpenAIServer
 from support.llm_apis import ENVIRONMENT, KEY, MODEL, OPENAI, QUESTION, cache_lines, leaks, one_line, rag_model
+from support.llm_servers import FakeOpenAIServer
 
 VERDICT = Shape(stage=("retrieval", "answer"), hop=range(1, 4))
 ANSWER = '{"stage": "answer", "hop": 2}'

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from rcakit.llm.testing import FakeOpenAIServer
 from rcakit.trajectories.traces import read_traces
+from support.llm_servers import FakeOpenAIServer
 
 openai = pytest.importorskip("openai")  # the dev extra installs it; a bare install has no client to trace
 pytest.importorskip("openinference.instrumentation.openai")

@@ -27,7 +27,6 @@ import pytest
 
 from rcakit import RcakitError
 from rcakit.llm import ResponseCache, cache_totals, cached, provider_from_spec, request_seed
-from rcakit.llm.testing import FakeOllamaServer
 from rcakit.parallel import (
     SCHEDULER_ENV,
     CaseFailed,
@@ -43,6 +42,7 @@ from rcakit.rag.relations import RELATIONS
 from rcakit.results import to_jsonable
 from rcakit.store import CaseStore
 from support import ROOT, TESTS
+from support.llm_servers import FakeOllamaServer
 
 LATENCY = 0.02  # seconds the fake server waits before each reply
 STEPS = 3  # chained chats per case

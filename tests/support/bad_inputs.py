@@ -203,7 +203,7 @@ def _musique(edit: Callable[[list], list] = list, tail: bytes = b""):
     def setup(tmp, cleanup):
         import json
 
-        from rcakit.llm.testing import FakeOllamaServer
+        from support.llm_servers import FakeOllamaServer
 
         lines = (FIXTURES / "musique" / "musique_fixture.jsonl").read_text(encoding="utf-8").splitlines()
         records = edit([json.loads(line) for line in lines])

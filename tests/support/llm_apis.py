@@ -19,7 +19,7 @@ from pathlib import Path
 from rcakit.llm.anthropic import AnthropicProvider
 from rcakit.llm.openai import OpenAIProvider
 from rcakit.llm.sdk import ClientProvider
-from rcakit.llm.testing import FakeAnthropicServer, FakeOpenAIServer, FakeServer
+from support.llm_servers import FakeAnthropicServer, FakeOpenAIServer, FakeServer
 from support.scripted_reader import oracle
 
 KEY = "sk-rcakit-PLANTED-6f1d0c9b2e7a"

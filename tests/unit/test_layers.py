@@ -8,7 +8,9 @@ with: sections, prose, claims, tables, figures, and ``check_params``),
 ``chapters`` (``rcakit.chapters.<stem>``, one module per notebook) and ``book``
 (the runner, kernel, staging, provenance, inputs, the HTML build and the command
 line). A module imports from its own layer or one below it, anywhere in its file,
-functions included.
+functions included. The book machinery (``rcakit/book/``, the registry included)
+imports no science package: what a chapter's inputs and rules need from the science
+is the chapter layer's (``rcakit.chapters._checks``).
 """
 
 import ast
@@ -32,7 +34,7 @@ LAYERS = {  # module prefix -> layer (the longest prefix decides)
     "rcakit.tables": 2,
     "rcakit.plotting": 2,
     "rcakit.params": 2,
-    "rcakit.book": 2,  # the package itself: check_params, all a chapter needs
+    "rcakit.book": 4,  # the package itself: check_params, all a chapter needs, with the chapters' own rules
     "rcakit.book.registry": 2,
     "rcakit.chapters": 3,
     "rcakit.book.build": 4,
@@ -90,6 +92,16 @@ def upward_imports(graph: nx.DiGraph, layers: dict[str, int]) -> list[str]:
     )
 
 
+def science_imports(graph: nx.DiGraph, layers: dict[str, int], package: str) -> list[str]:
+    """Each import by ``package`` or one of its modules of a science module, as ``importer -> imported``."""
+    science = NAMES.index("science")
+    return sorted(
+        f"{a} -> {b}"
+        for a, b in graph.edges
+        if (a == package or a.startswith(package + ".")) and layer(b, layers) == science
+    )
+
+
 def _planted(tmp_path: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         path = tmp_path / "pkg" / rel
@@ -127,4 +139,31 @@ def test_a_planted_upward_import_is_found(tmp_path):
     layers = {"pkg": 0, "pkg.rag": 1, "pkg.chapters": 3}
     assert upward_imports(import_graph(planted), layers) == [
         "pkg.rag.agent (science) -> pkg.chapters.coverage (chapters)"
+    ]
+
+
+def test_the_book_machinery_imports_no_science_package():
+    """``rcakit/book/`` reaches the science only through the chapter layer, even in a function."""
+    assert science_imports(import_graph(project_root() / "rcakit"), LAYERS, "rcakit.book") == []
+
+
+def test_a_planted_science_import_in_the_book_is_found(tmp_path):
+    """A book module that imports a science module inside a function is named, though the layers allow it;
+    the registry (a page-layer module under ``book/``) is held to the same rule."""
+    planted = _planted(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "rag/__init__.py": "",
+            "rag/musique.py": "",
+            "book/__init__.py": "",
+            "book/inputs.py": "def check():\n    from pkg.rag import musique\n",
+            "book/registry.py": "import pkg.rag\n",
+        },
+    )
+    layers = {"pkg": 0, "pkg.rag": 1, "pkg.book": 4, "pkg.book.registry": 2}
+    assert upward_imports(import_graph(planted), layers) == []
+    assert science_imports(import_graph(planted), layers, "pkg.book") == [
+        "pkg.book.inputs -> pkg.rag.musique",
+        "pkg.book.registry -> pkg.rag",
     ]

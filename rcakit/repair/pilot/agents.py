@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rcakit import RcakitError
-from rcakit.llm import Shape, ask_json, cached, provider_from_spec, request_seed
+from rcakit.llm import LLMSettings, Shape, ask_json, cached, model_for, request_seed
 from rcakit.llm.base import Message, Provider, Reply
 from rcakit.repair.pilot.tasks import Task, apply, parse_expression
 
@@ -231,7 +231,7 @@ def make_policy(
 ) -> AgentPolicy:
     """The policy a chapter parameter names; ``provider`` is a spec string or a provider object.
 
-    A spec string is built with :func:`rcakit.llm.provider_from_spec` (each
+    A spec string is built with :func:`rcakit.llm.model_for` (each
     reply bounded by ``timeout`` seconds; ``base_url`` the server of an
     ``openai:`` spec) and put behind the response cache; the scripted policy
     ignores ``provider``, ``timeout`` and ``base_url``.
@@ -240,7 +240,7 @@ def make_policy(
         return ScriptedPolicy(slip, seed)
     if policy == "llm":
         chat = (
-            cached(provider_from_spec(provider, timeout=timeout, param="provider", base_url=base_url))
+            cached(model_for(LLMSettings(provider, timeout=timeout, base_url=base_url)))
             if isinstance(provider, str)
             else provider
         )

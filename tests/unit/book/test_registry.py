@@ -138,14 +138,20 @@ def test_list_parameters_are_checked_element_by_element():
 
 
 def test_car_shapley_budget_rule_reads_samples_per_eval_in_the_cli_and_in_the_kernel():
-    registry.validate("car-shapley", {"budget": 0})
-    registry.validate("car-shapley", {"budget": 192})  # two permutations at 12 rollouts: 2 * 2 * 4 * 12
-    registry.validate("car-shapley", {"budget": 50, "samples_per_eval": 3})  # 48 at 3 per evaluation
+    """The chapter layer's rule (``rcakit.chapters._checks.RULES``) holds where the command checks a run's
+    parameters (``runner.run_parameters``) and where the kernel does (``rcakit.book.check_params``)."""
+    from rcakit import book
+    from rcakit.book import runner
+
+    runner.run_parameters("car-shapley", {"budget": 0})
+    runner.run_parameters("car-shapley", {"budget": 192})  # two permutations at 12 rollouts: 2 * 2 * 4 * 12
+    runner.run_parameters("car-shapley", {"budget": 50, "samples_per_eval": 3})  # 48 at 3 per evaluation
     with pytest.raises(RcakitError, match=r"car-shapley: parameter 'budget': 191 rollouts .*\(192 rollouts\)"):
-        registry.validate("car-shapley", {"budget": 191})
+        runner.run_parameters("car-shapley", {"budget": 191})
     kernel = {**registry.get("car-shapley").defaults, "budget": 50, "samples_per_eval": 4}
     with pytest.raises(RcakitError, match=r"at samples_per_eval 4 \(64 rollouts\)"):
-        registry.check_params("car-shapley", kernel)
+        book.check_params("car-shapley", kernel)
+    assert registry.check_params("car-shapley", kernel).budget == 50  # the registry alone knows no chapter rule
 
 
 def test_requires_rule_and_provider_specs_are_checked_without_a_kernel():

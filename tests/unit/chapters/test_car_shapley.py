@@ -9,10 +9,10 @@ import rcakit.shapley
 from rcakit import claims, scm
 from rcakit.chapters import car_shapley as chapter
 from rcakit.llm import ResponseCache, cached
-from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from rcakit.scm import examples
 from rcakit.scm import support_agent as sa
 from rcakit.shapley import shapley_exact
+from support.llm_servers import FakeOllamaServer, ScriptedProvider
 
 # --- the chapter's claims fail when the code under them is broken ------------
 

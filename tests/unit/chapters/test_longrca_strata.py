@@ -374,9 +374,9 @@ def test_the_llm_locators_run_on_a_seeded_sample_of_the_release_records(tmp_path
     import re
 
     from rcakit.llm import Accounting
-    from rcakit.llm.testing import ScriptedProvider
     from rcakit.trajectories import llm_evaluation, offline_locators
     from rcakit.trajectories.llm_locators import LLM_LOCATORS
+    from support.llm_servers import ScriptedProvider
 
     def first_option(messages) -> str:  # every question answered with its first option
         text = messages[-1]["content"]

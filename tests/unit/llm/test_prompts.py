@@ -18,7 +18,7 @@ from rcakit.llm.prompts import (
     largest,
     render,
 )
-from rcakit.llm.testing import ScriptedProvider
+from support.llm_servers import ScriptedProvider
 
 
 def provider(window: int | None) -> ScriptedProvider:

@@ -16,7 +16,6 @@ import pytest
 from rcakit import RcakitError
 from rcakit.llm import MethodUsage, ResponseCache, cached, request_seed
 from rcakit.llm.prompts import CUT_MARKER, Budget
-from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from rcakit.rag import Agent, AgentSettings, LLMReader, fidelity, metrics
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import llm_methods as M
@@ -24,6 +23,7 @@ from rcakit.rag import protocol as P
 from rcakit.rag.interventions import inject
 from rcakit.rag.readers import rule_reformulation
 from rcakit.rag.relations import RELATIONS
+from support.llm_servers import FakeOllamaServer, ScriptedProvider
 from support.scripted_reader import oracle
 
 VERDICT = json.dumps({"stage": "retrieval", "hop": 2})
@@ -229,7 +229,9 @@ def test_models_from_params_passes_the_timeout_to_every_provider(monkeypatch):
         seen.append((param, timeout))
         return None
 
-    monkeypatch.setattr(M, "provider_from_spec", spy)
+    from rcakit.llm import settings
+
+    monkeypatch.setattr(settings, "provider_from_spec", spy)  # the one place a spec becomes a model
     M.models_from_params("ollama:a", "ollama:b", "rule", 0, timeout=7.5)
     assert seen == [("provider", 7.5), ("judge_provider", 7.5)]
 

@@ -16,13 +16,13 @@ import pytest
 from rcakit import RcakitError
 from rcakit.book import registry
 from rcakit.llm import MethodUsage, ResponseCache, cached
-from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from rcakit.rag import diagnosers as dg
 from rcakit.rag import protocol as P
 from rcakit.rag.interventions import inject
 from rcakit.rag.musique import build_musique_world, hop_phrase, read_records, select
 from rcakit.rag.settings import EARLIER
 from support import FIXTURES
+from support.llm_servers import FakeOllamaServer, ScriptedProvider
 
 FIXTURE = FIXTURES / "musique" / "musique_fixture.jsonl"
 CHAIN = "3hop1__9001_9002_9003"

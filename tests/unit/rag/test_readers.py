@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 import pytest
 
 from rcakit.llm import MethodUsage, ResponseCache, cached
-from rcakit.llm.testing import ScriptedProvider
 from rcakit.rag import fidelity
 from rcakit.rag import protocol as P
 from rcakit.rag.agent import Agent, AgentSettings
@@ -25,6 +24,7 @@ from rcakit.rag.interventions import FALSE_PREMISE
 from rcakit.rag.readers import ABSTAIN, NO_ACTION, Action, LLMReader, RuleReader, parse_action, rule_reformulation
 from rcakit.rag.relations import RELATIONS
 from rcakit.rag.world import build_world
+from support.llm_servers import ScriptedProvider
 
 PHRASES = [(re.compile("^" + re.escape(r.phrase).replace(r"\{\}", "(.+)") + "$"), r.name) for r in RELATIONS.values()]
 

@@ -14,7 +14,6 @@ import pytest
 
 from rcakit import RcakitError, claims
 from rcakit.llm import MethodUsage, ResponseCache, cached, provider_from_spec, request_seed
-from rcakit.llm.testing import FakeOllamaServer
 from rcakit.repair.baselines import singleton_replay
 from rcakit.repair.oracle import SharedSeedOracle
 from rcakit.repair.pilot import (
@@ -35,6 +34,7 @@ from rcakit.repair.pilot import (
 )
 from rcakit.repair.pilot.agents import uncharged
 from rcakit.repair.search import ABLATIONS, exhaustive, gcjr
+from support.llm_servers import FakeOllamaServer
 
 R = 3
 

@@ -8,8 +8,8 @@ import pytest
 
 from rcakit import RcakitError, scm
 from rcakit.llm import ReplayChannel, ResponseCache, cached, provider_from_spec
-from rcakit.llm.testing import FakeOllamaServer, ScriptedProvider
 from rcakit.scm import support_agent as sa
+from support.llm_servers import FakeOllamaServer, ScriptedProvider
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ import pytest
 from rcakit import RcakitError
 from rcakit.llm import Accounting, NullProvider, ResponseCache, cached, request_seed
 from rcakit.llm.prompts import Budget
-from rcakit.llm.testing import ScriptedProvider
 from rcakit.trajectories import Label, Prediction, Step, Trajectory, score_cases
 from rcakit.trajectories.llm_evaluation import (
     LLM_LOCATORS,
@@ -23,6 +22,7 @@ from rcakit.trajectories.llm_evaluation import (
 )
 from rcakit.trajectories.llm_locators import AllAtOnceLocator, BinarySearchLocator, StepByStepLocator
 from rcakit.trajectories.rcta import RCTALocator
+from support.llm_servers import ScriptedProvider
 
 ROLES = ("Planner", "Executor", "Verifier")
 

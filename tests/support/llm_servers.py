@@ -1,4 +1,5 @@
-"""Stand-in models for tests and benchmarks: no network, no weights.
+"""Stand-in models for tests and benchmarks: no network, no weights. They live with the tests, not in the
+package, so the wheel ships none of them; a benchmark puts ``tests/`` on its import path to use them.
 
 Fake model servers on 127.0.0.1 speak enough of each protocol for the official
 clients (real HTTP, canned behaviours): :class:`FakeOllamaServer` (Ollama's
