@@ -56,6 +56,7 @@ PARTS = [  # (page, title, [(module, section title)]): the science first, then t
             ("rcakit.book.registry", "The chapter registry"),
             ("rcakit.book.runner", "Running chapters"),
             ("rcakit.book.build", "Building the book"),
+            ("rcakit.pages", "A chapter's lecture and audit pages"),
             ("rcakit.book.provenance", "What produced a page"),
             ("rcakit.book.kernel", "The kernel a chapter runs in"),
             ("rcakit.book.staging", "A run's temporary files"),

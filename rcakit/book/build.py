@@ -6,7 +6,7 @@ executed notebooks. Each build writes its Sphinx sources afresh into
 (configuration, table of contents, references, API pages, static files), so a
 scratch book never builds with stale or missing configuration, and each
 chapter's pages, its lecture and its audit, cut from its one executed notebook
-(:func:`rcakit.book.pages.split`). The HTML lands in ``<book>/_build/html``. The build is strict
+(:func:`rcakit.pages.split`). The HTML lands in ``<book>/_build/html``. The build is strict
 (``-W -n --all``): any warning, a broken reference or a glued value that
 cannot be formatted, fails it with one message that names the warnings.
 
@@ -36,12 +36,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def write_site(book: Path) -> Path:
     """Write the build's Sphinx sources into ``<book>/_build/site`` (emptied first) and return it: the
-    project's book sources, then every page's lecture and audit (:func:`rcakit.book.pages.split`),
+    project's book sources, then every page's lecture and audit (:func:`rcakit.pages.split`),
     with each audit listed under its chapter in the table of contents."""
     import nbformat
     import yaml
 
-    from rcakit.book import pages
+    from rcakit import pages
 
     site = book / "_build" / "site"
     if site.exists() or site.is_symlink():

@@ -42,8 +42,8 @@ def chapter_page(chapter_id: str) -> str:
 
 def section_link(chapter_id: str, section: str | None) -> str:
     """``<chapter>.html#<anchor>`` of a claim's section, ``<chapter>_audit.html#<anchor>`` when the section is
-    on the chapter's audit page (:func:`rcakit.book.pages.audit_sections`); the chapter page if it has none."""
-    from rcakit.book.pages import AUDIT_SUFFIX, audit_sections
+    on the chapter's audit page (:func:`rcakit.pages.audit_sections`); the chapter page if it has none."""
+    from rcakit.pages import AUDIT_SUFFIX, audit_sections
 
     page = chapter_page(chapter_id)
     if not section:

@@ -51,7 +51,7 @@ from pathlib import Path
 import pytest
 
 from rcakit.book import registry
-from rcakit.book.pages import AUDIT_SUFFIX
+from rcakit.pages import AUDIT_SUFFIX
 from rcakit.paths import project_root
 from rcakit.plotting import FLAT_BARS_KEY, SMALLEST_TEXT_KEY
 from support.ascii_math import ASCII_MATH, BIN_LABEL
@@ -69,7 +69,7 @@ CODE_WIDTH_PENDING = frozenset(
 )
 LECTURE_PAGES = [cid.replace("-", "_") for cid in registry.ORDER if cid != "claims"]  # a lecture's first screen
 GOALS_SHOWN = 120  # px of the learning goals (their heading and first goal) the first screen must show
-# A paper chapter's lecture page (its audit is the page beside it, rcakit.book.pages) at 1280 px.
+# A paper chapter's lecture page (its audit is the page beside it, rcakit.pages) at 1280 px.
 PAPER_LECTURES = frozenset(registry.ORDER) - {"primer", "own-traces", "claims"}
 LECTURE_HEIGHT = 10_000
 # Lectures still taller (quick book, 1280 px: car-shapley 11,338, gcjr-ablations 11,295, coverage-collapse

@@ -28,6 +28,7 @@ LAYERS = {  # module prefix -> layer (the longest prefix decides)
     "rcakit.trajectories": 1,
     "rcakit.attribution": 1,
     "rcakit.sections": 2,
+    "rcakit.pages": 2,  # a chapter's lecture and audit pages, and which page a section is on
     "rcakit.prose": 2,
     "rcakit.claims": 2,
     "rcakit.results": 0,  # where results files live and how they are read: stores use it too
