@@ -252,3 +252,21 @@ def test_the_static_ascii_math_scan_reads_prose_not_code_math_or_glue(tmp_path):
     )
     texts = dict(claim_texts(ledger))
     assert [ascii_math(outside_math(t)) != [] for t in texts.values()] == [False, False, True]
+
+
+def test_a_shown_code_line_wider_than_the_code_box_fails_the_notebook_check(tmp_path):
+    check = _script("check_notebooks")
+    head = (ROOT / "notebooks" / "claims.md").read_text().split("\n---\n")[0] + "\n---\n"
+    cell = "```{{code-cell}} ipython3\n{}\n```\n\n"
+    fits = "x = " + "1" * (check.CODE_WIDTH - 4)  # exactly as wide as the box
+    wide = fits + "1"
+    chapter = tmp_path / "toy.md"
+    body = "# Toy\n\n" + cell.format(":tags: [parameters]\n\nseed = 0  # s") + cell.format(f"{fits}\nseed")
+    body += cell.format(f":tags: [remove-cell]\n\n{wide}") + cell.format(f":tags: [remove-input]\n\n{wide}")
+    chapter.write_text(head + body)
+    assert check.problems(chapter) == []  # a line at the width fits; removed cells are not shown
+    chapter.write_text(head + body + cell.format(f":tags: [hide-input]\n\nseed\n{wide}"))
+    assert check.problems(chapter) == [
+        f"{chapter}: cell 6 line 2 is {check.CODE_WIDTH + 1} characters, wider than the code box (77)"
+    ]
+    assert check.main([str(chapter)]) == 1
