@@ -214,7 +214,7 @@ def _audit_title(notebook: NotebookNode, stem: str) -> NotebookNode:
         source=f"# The audit: {title}\n\n"
         f"The protocol, the settings and the checks behind {{doc}}`the lecture <{stem}>`, from the same run "
         "of its notebook: rerun the chapter and both pages change together. The notation is the primer's "
-        "({ref}`primer-notation`): the outcome $Y$ of a run, the action $A_k$ of step $k$, the Shapley value "
+        "({ref}`primer-notation`): the outcome $Y$ of a run, the action $A_k$ of step $k$, the {term}`Shapley value` "
         "$\\phi_i$ of player $i$.",
     )
 
