@@ -40,7 +40,9 @@ def test_book_html_has_chapters_figures_and_claims(quick_book):
     html = quick_book / "_build" / "html"
     assert (html / "index.html").exists()
     page = (html / "chapters" / "car_shapley.html").read_text()
-    assert page.count("<img") >= 2 and "Beside the paper" in page
+    audit = (html / "chapters" / "car_shapley_audit.html").read_text()  # the audit page: rcakit.pages
+    assert page.count("<img") >= 2 and "Beside the paper" not in page and "Beside the paper" in audit
+    assert 'href="car_shapley_audit.html"' in page and 'href="car_shapley.html"' in audit
     closing = (html / "chapters" / "claims.html").read_text()
     assert "Efficiency sum: the Wilson interval" in closing and "agrees" in closing
 
@@ -149,7 +151,8 @@ def test_a_failed_build_is_summarised_by_its_warnings_or_its_last_message(tmp_pa
 
 def test_a_page_without_its_data_shows_one_admonition_and_no_missing_numbers(quick_book):
     """The quick book is built with an empty data home: longrca-strata's data sections are admonitions."""
-    page = (quick_book / "_build" / "html" / "chapters" / "longrca_strata.html").read_text()
+    html = quick_book / "_build" / "html" / "chapters"
+    page = "".join((html / name).read_text() for name in ("longrca_strata.html", "longrca_strata_audit.html"))
     words = " ".join(re.sub(r"<[^>]+>", " ", page).split())  # a command in code is a span per word
     assert "This section needs the Who&amp;When logs" in page and "rcakit data fetch who-and-when" in words
     assert "This section needs LongRCA Bench records" in page
