@@ -90,14 +90,15 @@ def _at_headings(cell: NotebookNode) -> list[NotebookNode]:
     return parts
 
 
-def _audit_flags(notebook: NotebookNode) -> list[bool]:
-    """For each cell, whether it belongs to a section marked for the audit (cells start at headings)."""
-    flags, in_audit = [], False
-    for cell in notebook.cells:
+def _marked(notebook: NotebookNode) -> list[tuple[NotebookNode, bool]]:
+    """Each cell of ``notebook`` cut at its headings (:func:`_at_headings`), with whether it belongs to a
+    section marked for the audit."""
+    marked, in_audit = [], False
+    for cell in (part for whole in notebook.cells for part in _at_headings(whole)):
         if (opened := heading(cell)) is not None:
             in_audit = opened[0] == 2 and bool(cell.metadata.get(AUDIT_KEY))
-        flags.append(in_audit)
-    return flags
+        marked.append((cell, in_audit))
+    return marked
 
 
 @cache
@@ -111,24 +112,17 @@ def audit_sections(stem: str) -> frozenset[str]:
     source = project_root() / "notebooks" / f"{stem}.md"
     if not source.is_file():
         return frozenset()
-    notebook = jupytext.read(source)
-    notebook.cells = [part for cell in notebook.cells for part in _at_headings(cell)]
-    cells = [
-        c
-        for c, audit in zip(notebook.cells, _audit_flags(notebook), strict=True)
-        if audit and c.cell_type == "markdown"
-    ]
+    cells = [c for c, audit in _marked(jupytext.read(source)) if audit and c.cell_type == "markdown"]
     return frozenset(match.strip() for cell in cells for match in _ANY_HEADING.findall(cell.source))
 
 
 def split(notebook: NotebookNode, stem: str) -> Pages:
     """Cut an executed chapter notebook into its lecture and audit pages (module docstring)."""
     whole, notebook = notebook, copy.deepcopy(notebook)  # the caller's notebook stays as papermill wrote it
-    notebook.cells = [part for cell in notebook.cells for part in _at_headings(cell)]
     lecture: list[NotebookNode | None] = []
     audit: list[NotebookNode] = []
     moved: list[str] = []
-    for cell, in_audit in zip(notebook.cells, _audit_flags(notebook), strict=True):
+    for cell, in_audit in _marked(notebook):
         if in_audit and (opened := heading(cell)) is not None:
             if not moved:
                 lecture.append(None)  # where the note naming the audit goes

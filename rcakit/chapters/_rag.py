@@ -500,6 +500,10 @@ def protocol_table(
     """The chapter's protocol table (:func:`protocol_choices`): per choice, the authors' setting, this run's
     (its parameter and value), why, and where the effect of a departure is measured; a run that departs
     from the authors' says so."""
+    return _table_of(protocol_choices(params, arm, effects))
+
+
+def _table_of(choices: Sequence[ProtocolChoice]) -> pd.DataFrame:
     rows = [
         {
             "choice": c.row.label,
@@ -508,7 +512,7 @@ def protocol_table(
             "why": c.why,
             "effect measured in": c.effect,
         }
-        for c in protocol_choices(params, arm, effects)
+        for c in choices
     ]
     return pd.DataFrame(rows).set_index("choice")
 
@@ -577,8 +581,7 @@ def setup_section(run: ArmRun) -> Section:
         effects["retriever"] = effect["text"]
         numbers["retriever_effect"] = {k: v for k, v in effect.items() if k != "text"}
     choices = protocol_choices(run.params, arm=run.arm, effects=effects)
-    table = protocol_table(run.params, arm=run.arm, effects=effects)
-    return Section(table=table, numbers=numbers, facts=facts, listing=protocol_list(choices))
+    return Section(table=_table_of(choices), numbers=numbers, facts=facts, listing=protocol_list(choices))
 
 
 def retriever_effect(run: ArmRun, names: Sequence[str] = ("propagation_aware",)) -> dict[str, Any]:
